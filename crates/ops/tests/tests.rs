@@ -1,0 +1,4 @@
+//! The ops test binary: every op, GPU against its CPU oracle.
+mod common;
+mod kernels;
+mod quant_gemv_embedding;

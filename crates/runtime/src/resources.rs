@@ -1,0 +1,367 @@
+//! Buffers, pipelines and bind groups: every creation goes through here and is counted.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use crate::device::{AtomicCounters, Gpu};
+use crate::error::GpuError;
+
+/// A WGSL source with the kernel-family name it is known by.
+#[derive(Debug, Clone, Copy)]
+pub struct ShaderSource {
+    pub name: &'static str,
+    pub wgsl: &'static str,
+}
+
+/// Identifies a buffer for hazard tracking and captures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(pub u64);
+
+/// A storage buffer (`STORAGE | COPY_SRC | COPY_DST`). Cloning shares the buffer.
+#[derive(Debug, Clone)]
+pub struct GpuBuffer {
+    id: BufferId,
+    label: Arc<str>,
+    size: u64,
+    pub(crate) buffer: wgpu::Buffer,
+}
+
+impl GpuBuffer {
+    pub fn id(&self) -> BufferId {
+        self.id
+    }
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn raw(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+}
+
+/// A compute pipeline from the cache. Cloning shares it.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    inner: Arc<PipelineInner>,
+}
+
+#[derive(Debug)]
+struct PipelineInner {
+    name: String,
+    shader: &'static str,
+    entry: String,
+    constants: Vec<(String, f64)>,
+    raw: wgpu::ComputePipeline,
+}
+
+impl Pipeline {
+    /// `shader:entry{NAME=value,...}`: unique per cache entry.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+    pub fn shader(&self) -> &'static str {
+        self.inner.shader
+    }
+    pub fn entry(&self) -> &str {
+        &self.inner.entry
+    }
+    pub fn constants(&self) -> &[(String, f64)] {
+        &self.inner.constants
+    }
+    pub fn raw(&self) -> &wgpu::ComputePipeline {
+        &self.inner.raw
+    }
+}
+
+/// A bind group for group 0 of one pipeline.
+#[derive(Debug, Clone)]
+pub struct BindGroup {
+    pub(crate) raw: wgpu::BindGroup,
+    pub(crate) buffers: Vec<BufferId>,
+}
+
+impl BindGroup {
+    pub fn raw(&self) -> &wgpu::BindGroup {
+        &self.raw
+    }
+    /// The buffers bound, binding 0 first.
+    pub fn buffers(&self) -> &[BufferId] {
+        &self.buffers
+    }
+}
+
+type PipelineKey = (&'static str, String, Vec<(String, u64)>);
+
+/// Shader modules by name, pipelines by (shader, entry point, override constants).
+#[derive(Default)]
+pub(crate) struct PipelineCache {
+    modules: Mutex<HashMap<&'static str, wgpu::ShaderModule>>,
+    pipelines: Mutex<HashMap<PipelineKey, Pipeline>>,
+}
+
+/// Buffer sizes are rounded up to 4 bytes: copies and `write_buffer` need that alignment.
+fn padded(size: u64) -> u64 {
+    size.div_ceil(4).max(1) * 4
+}
+
+impl Gpu {
+    /// Runs `f` inside validation and out-of-memory error scopes.
+    fn scoped<T>(&self, what: impl FnOnce() -> String, f: impl FnOnce() -> T) -> Result<T, GpuError> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = f();
+        let validation_error = pollster::block_on(validation.pop());
+        let oom_error = pollster::block_on(oom.pop());
+        if oom_error.is_some() {
+            return Err(GpuError::OutOfMemory { what: what() });
+        }
+        if let Some(e) = validation_error {
+            return Err(GpuError::Validation {
+                what: what(),
+                message: e.to_string(),
+            });
+        }
+        Ok(value)
+    }
+
+    /// Creates a zeroed storage buffer of `size` bytes (rounded up to 4).
+    pub fn create_buffer(&self, label: &str, size: u64) -> Result<GpuBuffer, GpuError> {
+        let _span = tracing::info_span!("create_buffer", label).entered();
+        let size = padded(size);
+        if size > self.limits.max_buffer_size {
+            return Err(GpuError::BufferTooLarge {
+                label: label.to_string(),
+                size,
+                limit: self.limits.max_buffer_size,
+                limit_name: "max_buffer_size",
+                hint: "split the tensor into row chunks or use an adapter with larger limits",
+            });
+        }
+        let buffer = self.scoped(
+            || format!("creating buffer \"{label}\" ({size} bytes)"),
+            || {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            },
+        )?;
+        AtomicCounters::add(&self.counters.buffers_created, 1);
+        Ok(GpuBuffer {
+            id: BufferId(self.next_buffer_id.fetch_add(1, Ordering::Relaxed)),
+            label: label.into(),
+            size,
+            buffer,
+        })
+    }
+
+    /// Creates a storage buffer holding `contents` (zero-padded to 4 bytes).
+    pub fn create_buffer_init(&self, label: &str, contents: &[u8]) -> Result<GpuBuffer, GpuError> {
+        let buf = self.create_buffer(label, contents.len() as u64)?;
+        self.write_buffer(&buf, 0, contents);
+        Ok(buf)
+    }
+
+    /// Queues a write of `data` at `offset`; counted as bytes uploaded.
+    pub fn write_buffer(&self, buf: &GpuBuffer, offset: u64, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        AtomicCounters::add(&self.counters.bytes_uploaded, data.len() as u64);
+        if data.len() % 4 == 0 {
+            self.queue.write_buffer(&buf.buffer, offset, data);
+        } else {
+            let mut padded_data = data.to_vec();
+            padded_data.resize(padded(data.len() as u64) as usize, 0);
+            self.queue.write_buffer(&buf.buffer, offset, &padded_data);
+        }
+    }
+
+    /// Reads a whole buffer back (one submit, one sync). For tests and tools; decoding
+    /// uses [`crate::StepRunner`]'s single per-token readback instead.
+    pub fn read_buffer(&self, buf: &GpuBuffer) -> Result<Vec<u8>, GpuError> {
+        let _span = tracing::info_span!("read_buffer").entered();
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("gpuscope.readback"),
+            size: buf.size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        AtomicCounters::add(&self.counters.buffers_created, 1);
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(&buf.buffer, 0, &staging, 0, buf.size);
+        self.queue.submit([encoder.finish()]);
+        AtomicCounters::add(&self.counters.submits, 1);
+        let bytes = self.map_read(&staging, buf.size, buf.label())?;
+        Ok(bytes)
+    }
+
+    /// Maps `staging` (MAP_READ), waits, copies its first `size` bytes out, unmaps.
+    pub(crate) fn map_read(&self, staging: &wgpu::Buffer, size: u64, label: &str) -> Result<Vec<u8>, GpuError> {
+        let slice = staging.slice(..size);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.wait_idle()?;
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return Err(GpuError::Readback {
+                    label: label.to_string(),
+                    message: e.to_string(),
+                })
+            }
+            Err(_) => {
+                return Err(GpuError::Readback {
+                    label: label.to_string(),
+                    message: "the map callback never ran".into(),
+                })
+            }
+        }
+        let bytes = slice
+            .get_mapped_range()
+            .map_err(|e| GpuError::Readback {
+                label: label.to_string(),
+                message: e.to_string(),
+            })?
+            .to_vec();
+        staging.unmap();
+        AtomicCounters::add(&self.counters.bytes_downloaded, size);
+        Ok(bytes)
+    }
+
+    /// A compute pipeline for `entry` of `shader` with the given override constants,
+    /// from the cache when built before.
+    pub fn pipeline(
+        &self,
+        shader: &ShaderSource,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<Pipeline, GpuError> {
+        let key: PipelineKey = (
+            shader.name,
+            entry.to_string(),
+            constants.iter().map(|(k, v)| (k.to_string(), v.to_bits())).collect(),
+        );
+        if let Some(p) = self.pipelines.pipelines.lock().unwrap().get(&key) {
+            return Ok(p.clone());
+        }
+        let _span = tracing::info_span!("create_pipeline", shader = shader.name, entry).entered();
+        let shader_error = |message: String| GpuError::Shader {
+            shader: shader.name.to_string(),
+            entry: entry.to_string(),
+            message,
+        };
+        let module = {
+            let mut modules = self.pipelines.modules.lock().unwrap();
+            match modules.get(shader.name) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = self
+                        .scoped(String::new, || {
+                            self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                                label: Some(shader.name),
+                                source: wgpu::ShaderSource::Wgsl(shader.wgsl.into()),
+                            })
+                        })
+                        .map_err(|e| shader_error(error_message(e)))?;
+                    modules.insert(shader.name, m.clone());
+                    m
+                }
+            }
+        };
+        let raw = self
+            .scoped(String::new, || {
+                self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(shader.name),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some(entry),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants,
+                        zero_initialize_workgroup_memory: false,
+                    },
+                    cache: None,
+                })
+            })
+            .map_err(|e| shader_error(error_message(e)))?;
+        AtomicCounters::add(&self.counters.pipelines_created, 1);
+        let mut name = format!("{}:{}", shader.name, entry);
+        if !constants.is_empty() {
+            let consts: Vec<String> = constants.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            name.push_str(&format!("{{{}}}", consts.join(",")));
+        }
+        let pipeline = Pipeline {
+            inner: Arc::new(PipelineInner {
+                name,
+                shader: shader.name,
+                entry: entry.to_string(),
+                constants: constants.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                raw,
+            }),
+        };
+        self.pipelines.pipelines.lock().unwrap().insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// Number of distinct pipelines built so far.
+    pub fn pipeline_count(&self) -> usize {
+        self.pipelines.pipelines.lock().unwrap().len()
+    }
+
+    /// Binds `buffers[i]` (whole) to binding `i` of group 0 of `pipeline`.
+    pub fn bind_group(&self, pipeline: &Pipeline, buffers: &[&GpuBuffer]) -> Result<BindGroup, GpuError> {
+        let _span = tracing::info_span!("create_bind_group").entered();
+        let max_binding = self.limits.max_storage_buffer_binding_size as u64;
+        for b in buffers {
+            if b.size > max_binding {
+                return Err(GpuError::BufferTooLarge {
+                    label: b.label().to_string(),
+                    size: b.size,
+                    limit: max_binding,
+                    limit_name: "max_storage_buffer_binding_size",
+                    hint: "bind it in row chunks or use an adapter with larger limits",
+                });
+            }
+        }
+        let layout = pipeline.raw().get_bind_group_layout(0);
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.buffer.as_entire_binding(),
+            })
+            .collect();
+        let raw = self.scoped(
+            || format!("binding {} buffers to {}", buffers.len(), pipeline.name()),
+            || {
+                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(pipeline.name()),
+                    layout: &layout,
+                    entries: &entries,
+                })
+            },
+        )?;
+        AtomicCounters::add(&self.counters.bind_groups_created, 1);
+        Ok(BindGroup {
+            raw,
+            buffers: buffers.iter().map(|b| b.id()).collect(),
+        })
+    }
+}
+
+fn error_message(e: GpuError) -> String {
+    match e {
+        GpuError::Validation { message, .. } => message,
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,402 @@
+//! Encoding, submitting and timing one step (one decoded token) of a [`Graph`].
+//!
+//! Per step: the uploads the caller asks for, one command encoder with one compute pass
+//! per section, one submit, and one readback that carries both the caller's results and
+//! the resolved timestamps — so profiling adds no sync. Nothing is created per step.
+//!
+//! Timestamps in `dispatch` mode are written once at the start of each pass and once
+//! after each dispatch (n + 1 per pass, not 2n: on NVIDIA each timestamp inside a pass
+//! costs microseconds, see shared/docs/GPU-HOSTS.md). Dispatch i's span runs from the
+//! timestamp before it to the one after it, so it includes the barrier it waited on.
+//!
+//! We do not use wgpu-profiler here: its scopes are strings resolved per frame, while we
+//! need raw tick values tied to our own dispatch records to flag zero, negative and
+//! out-of-order intervals rather than average them in.
+
+use std::time::Instant;
+
+use gpuscope_trace::{Counters, DispatchEvent, GpuSpan, PassEvent, TimestampIssue, TimingMode};
+
+use crate::device::{AtomicCounters, Gpu};
+use crate::dispatch::Graph;
+use crate::error::GpuError;
+use crate::resources::GpuBuffer;
+
+/// wgpu's limit on queries per query set.
+const MAX_QUERIES: u32 = 4096;
+
+/// What one dispatch of one step measured; plain numbers so a step allocates nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DispatchSample {
+    /// The cost the dispatch declared at this step (attention's grows with the context).
+    pub cost: crate::Cost,
+    pub cpu_encode_ns: u64,
+    pub gpu: Option<GpuSpan>,
+    pub issue: Option<TimestampIssue>,
+}
+
+/// What one pass of one step measured.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PassSample {
+    pub gpu: Option<GpuSpan>,
+    pub issue: Option<TimestampIssue>,
+}
+
+/// The result of one step.
+#[derive(Debug, Clone, Default)]
+pub struct StepOutput {
+    /// The bytes of each readback buffer, in the order given to [`StepRunner::new`].
+    pub readbacks: Vec<Vec<u8>>,
+    /// CPU wall time from the first upload to the readback's arrival.
+    pub wall_ns: u64,
+    /// Sum of the valid pass spans; `None` with timing off or no valid span.
+    pub gpu_busy_ns: Option<u64>,
+    pub counters: Counters,
+    pub dispatches: Vec<DispatchSample>,
+    pub passes: Vec<PassSample>,
+}
+
+/// Runs the same graph step after step, with its query set and staging buffer made once.
+pub struct StepRunner {
+    timing: TimingMode,
+    query_set: Option<wgpu::QuerySet>,
+    resolve: Option<wgpu::Buffer>,
+    staging: wgpu::Buffer,
+    readbacks: Vec<(GpuBuffer, u64)>,
+    timestamps_offset: u64,
+    query_count: u32,
+    staging_size: u64,
+    barriers_per_step: u64,
+    dispatches_per_step: usize,
+    period_ns: f64,
+    origin_ticks: Option<u64>,
+}
+
+impl StepRunner {
+    /// Prepares to run `graph` with the device's timing mode, reading back `readbacks`
+    /// (whole buffers) after every step.
+    pub fn new(gpu: &Gpu, graph: &Graph, readbacks: &[&GpuBuffer]) -> Result<StepRunner, GpuError> {
+        Self::with_timing(gpu, graph, readbacks, gpu.timing())
+    }
+
+    /// Like [`StepRunner::new`] with another timing mode, e.g. `off` to measure what
+    /// profiling costs. The device must have been opened with the features it needs.
+    pub fn with_timing(
+        gpu: &Gpu,
+        graph: &Graph,
+        readbacks: &[&GpuBuffer],
+        timing: TimingMode,
+    ) -> Result<StepRunner, GpuError> {
+        let needed = match timing {
+            TimingMode::Off => wgpu::Features::empty(),
+            TimingMode::Pass => wgpu::Features::TIMESTAMP_QUERY,
+            TimingMode::Dispatch => wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
+        };
+        if !gpu.features().contains(needed) {
+            return Err(GpuError::Invalid(format!(
+                "timing mode `{timing}` needs {needed:?}, which this device was not opened with"
+            )));
+        }
+        let query_count: u32 = match timing {
+            TimingMode::Off => 0,
+            TimingMode::Pass => 2 * graph.sections.len() as u32,
+            TimingMode::Dispatch => (graph.dispatch_count() + graph.sections.len()) as u32,
+        };
+        if query_count > MAX_QUERIES {
+            return Err(GpuError::Invalid(format!(
+                "the graph needs {query_count} timestamps per step, more than wgpu's {MAX_QUERIES}; use --timing pass"
+            )));
+        }
+        let mut offset = 0u64;
+        let mut placed = Vec::new();
+        for b in readbacks {
+            placed.push(((*b).clone(), offset));
+            offset += b.size().div_ceil(8) * 8;
+        }
+        let timestamps_offset = offset;
+        let staging_size = (offset + 8 * query_count as u64).max(8);
+        let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("gpuscope.step_readback"),
+            size: staging_size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        AtomicCounters::add(&gpu.counters.buffers_created, 1);
+        let (query_set, resolve) = if query_count > 0 {
+            let qs = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("gpuscope.timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: query_count,
+            });
+            let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("gpuscope.timestamp_resolve"),
+                size: 8 * query_count as u64,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            AtomicCounters::add(&gpu.counters.buffers_created, 1);
+            (Some(qs), Some(resolve))
+        } else {
+            (None, None)
+        };
+        gpu.check_uncaptured("creating the step's readback and query buffers")?;
+        Ok(StepRunner {
+            timing,
+            query_set,
+            resolve,
+            staging,
+            readbacks: placed,
+            timestamps_offset,
+            query_count,
+            staging_size,
+            barriers_per_step: graph.barriers(),
+            dispatches_per_step: graph.dispatch_count(),
+            period_ns: gpu.queue.get_timestamp_period() as f64,
+            origin_ticks: None,
+        })
+    }
+
+    pub fn timing(&self) -> TimingMode {
+        self.timing
+    }
+
+    /// Uploads, encodes, submits once, and reads back once.
+    pub fn step(
+        &mut self,
+        gpu: &Gpu,
+        graph: &Graph,
+        uploads: &[(&GpuBuffer, u64, &[u8])],
+    ) -> Result<StepOutput, GpuError> {
+        if graph.dispatch_count() != self.dispatches_per_step {
+            return Err(GpuError::Invalid(format!(
+                "step graph has {} dispatches, the runner was built for {}",
+                graph.dispatch_count(),
+                self.dispatches_per_step
+            )));
+        }
+        let before = gpu.counters();
+        let start = Instant::now();
+        for (buf, offset, data) in uploads {
+            gpu.write_buffer(buf, *offset, data);
+        }
+        let mut samples = vec![DispatchSample::default(); self.dispatches_per_step];
+        let mut encoder = {
+            let _span = tracing::info_span!("encode").entered();
+            let mut encoder = gpu.device.create_command_encoder(&Default::default());
+            encode_graph(gpu, &mut encoder, graph, self.timing, self.query_set.as_ref(), &mut samples);
+            if let (Some(qs), Some(resolve)) = (&self.query_set, &self.resolve) {
+                encoder.resolve_query_set(qs, 0..self.query_count, resolve, 0);
+                encoder.copy_buffer_to_buffer(resolve, 0, &self.staging, self.timestamps_offset, 8 * self.query_count as u64);
+            }
+            for (buf, offset) in &self.readbacks {
+                encoder.copy_buffer_to_buffer(&buf.buffer, 0, &self.staging, *offset, buf.size());
+            }
+            encoder
+        };
+        {
+            let _span = tracing::info_span!("submit").entered();
+            gpu.queue.submit([std::mem::replace(&mut encoder, gpu.device.create_command_encoder(&Default::default())).finish()]);
+            drop(encoder);
+        }
+        AtomicCounters::add(&gpu.counters.submits, 1);
+        AtomicCounters::add(&gpu.counters.barriers, self.barriers_per_step);
+        let bytes = gpu.map_read(&self.staging, self.staging_size, "step readback")?;
+        let wall_ns = start.elapsed().as_nanos() as u64;
+        let readbacks = self
+            .readbacks
+            .iter()
+            .map(|(b, off)| bytes[*off as usize..(*off + b.size()) as usize].to_vec())
+            .collect();
+        let ticks: Vec<u64> = bytes[self.timestamps_offset as usize..]
+            .chunks_exact(8)
+            .take(self.query_count as usize)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let passes = self.decode_timestamps(graph, &ticks, &mut samples);
+        let gpu_busy_ns = match self.timing {
+            TimingMode::Off => None,
+            _ => {
+                let valid: Vec<u64> = passes.iter().filter_map(|p| p.gpu.map(|s| s.duration_ns())).collect();
+                (!valid.is_empty()).then(|| valid.iter().sum())
+            }
+        };
+        Ok(StepOutput {
+            readbacks,
+            wall_ns,
+            gpu_busy_ns,
+            counters: gpu.counters().since(&before),
+            dispatches: samples,
+            passes,
+        })
+    }
+
+    fn to_ns(&self, ticks: u64) -> Option<u64> {
+        let origin = self.origin_ticks?;
+        (ticks >= origin).then(|| ((ticks - origin) as f64 * self.period_ns) as u64)
+    }
+
+    /// Turns raw ticks into spans, flagging zero, negative and out-of-order intervals.
+    fn decode_timestamps(&mut self, graph: &Graph, ticks: &[u64], samples: &mut [DispatchSample]) -> Vec<PassSample> {
+        let mut passes = vec![PassSample::default(); graph.sections.len()];
+        if self.timing == TimingMode::Off {
+            return passes;
+        }
+        if self.origin_ticks.is_none() {
+            self.origin_ticks = ticks.iter().copied().filter(|&t| t != 0).min();
+        }
+        let mut query = 0usize;
+        let mut sample = 0usize;
+        let mut previous_pass_end: Option<u64> = None;
+        for (section, pass) in graph.sections.iter().zip(passes.iter_mut()) {
+            let n = section.dispatches.len();
+            let (start, end) = match self.timing {
+                TimingMode::Pass => (ticks[query], ticks[query + 1]),
+                _ => (ticks[query], ticks[query + n]),
+            };
+            let (span, mut issue) = self.span(start, end);
+            if issue.is_none() && previous_pass_end.is_some_and(|prev| start < prev) {
+                issue = Some(TimestampIssue::OutOfOrder);
+            }
+            if issue.is_none() {
+                previous_pass_end = Some(end);
+            }
+            *pass = PassSample {
+                gpu: if issue.is_none() { span } else { None },
+                issue,
+            };
+            if self.timing == TimingMode::Dispatch {
+                for i in 0..n {
+                    let (span, issue) = self.span(ticks[query + i], ticks[query + i + 1]);
+                    samples[sample + i].gpu = if issue.is_none() { span } else { None };
+                    samples[sample + i].issue = issue;
+                }
+                query += n + 1;
+            } else {
+                query += 2;
+            }
+            sample += n;
+        }
+        passes
+    }
+
+    fn span(&self, start: u64, end: u64) -> (Option<GpuSpan>, Option<TimestampIssue>) {
+        if start == 0 || end == 0 {
+            return (None, Some(TimestampIssue::Zero));
+        }
+        if end < start {
+            return (None, Some(TimestampIssue::Negative));
+        }
+        match (self.to_ns(start), self.to_ns(end)) {
+            (Some(s), Some(e)) => (Some(GpuSpan { start_ns: s, end_ns: e }), None),
+            _ => (None, Some(TimestampIssue::OutOfOrder)),
+        }
+    }
+}
+
+/// Encodes every section of `graph` as one compute pass, writing timestamps as `timing`
+/// asks and recording each dispatch's CPU encode time into `samples`.
+fn encode_graph(
+    gpu: &Gpu,
+    encoder: &mut wgpu::CommandEncoder,
+    graph: &Graph,
+    timing: TimingMode,
+    query_set: Option<&wgpu::QuerySet>,
+    samples: &mut [DispatchSample],
+) {
+    let mut query = 0u32;
+    let mut sample = 0usize;
+    for section in &graph.sections {
+        let timestamp_writes = match (timing, query_set) {
+            (TimingMode::Pass, Some(qs)) => Some(wgpu::ComputePassTimestampWrites {
+                query_set: qs,
+                beginning_of_pass_write_index: Some(query),
+                end_of_pass_write_index: Some(query + 1),
+            }),
+            _ => None,
+        };
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(&section.name),
+            timestamp_writes,
+        });
+        let inside = match (timing, query_set) {
+            (TimingMode::Dispatch, Some(qs)) => Some(qs),
+            _ => None,
+        };
+        if let Some(qs) = inside {
+            pass.write_timestamp(qs, query);
+            query += 1;
+        }
+        for d in &section.dispatches {
+            let t0 = Instant::now();
+            pass.set_pipeline(d.pipeline.raw());
+            pass.set_bind_group(0, &d.bind_group.raw, &[]);
+            pass.dispatch_workgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+            if let Some(qs) = inside {
+                pass.write_timestamp(qs, query);
+                query += 1;
+            }
+            if let Some(s) = samples.get_mut(sample) {
+                s.cpu_encode_ns = t0.elapsed().as_nanos() as u64;
+                s.cost = d.cost;
+            }
+            sample += 1;
+        }
+        if timing == TimingMode::Pass {
+            query += 2;
+        }
+        drop(pass);
+        AtomicCounters::add(&gpu.counters.passes, 1);
+    }
+    AtomicCounters::add(&gpu.counters.dispatches, graph.dispatch_count() as u64);
+}
+
+impl Gpu {
+    /// Encodes `graph` untimed, submits it and waits (tests and tools).
+    pub fn run_once(&self, graph: &Graph) -> Result<(), GpuError> {
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encode_graph(self, &mut encoder, graph, TimingMode::Off, None, &mut []);
+        self.queue.submit([encoder.finish()]);
+        AtomicCounters::add(&self.counters.submits, 1);
+        AtomicCounters::add(&self.counters.barriers, graph.barriers());
+        self.wait_idle()
+    }
+}
+
+/// Builds the trace events of one step from its graph and samples.
+pub fn step_events(graph: &Graph, token: u32, out: &StepOutput) -> (Vec<DispatchEvent>, Vec<PassEvent>) {
+    let mut dispatches = Vec::with_capacity(graph.dispatch_count());
+    let mut passes = Vec::with_capacity(graph.sections.len());
+    let mut index = 0u32;
+    for (pass_index, section) in graph.sections.iter().enumerate() {
+        let p = out.passes.get(pass_index).copied().unwrap_or_default();
+        passes.push(PassEvent {
+            token,
+            index: pass_index as u32,
+            name: section.name.clone(),
+            layer: section.layer,
+            dispatches: section.dispatches.len() as u32,
+            gpu: p.gpu,
+            timestamp_issue: p.issue,
+        });
+        for d in &section.dispatches {
+            let s = out.dispatches.get(index as usize).copied().unwrap_or_default();
+            dispatches.push(DispatchEvent {
+                token,
+                index,
+                op: d.op.clone(),
+                label: d.label.clone(),
+                layer: d.layer,
+                pass: pass_index as u32,
+                pipeline: d.pipeline.name().to_string(),
+                workgroups: d.workgroups,
+                bytes: s.cost.bytes,
+                flops: s.cost.flops,
+                cpu_encode_ns: s.cpu_encode_ns,
+                gpu: s.gpu,
+                timestamp_issue: s.issue,
+            });
+            index += 1;
+        }
+    }
+    (dispatches, passes)
+}

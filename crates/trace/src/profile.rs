@@ -1,0 +1,241 @@
+//! The profile: everything one `gpuscope profile` run measured, as plain data.
+//!
+//! # Format changelog
+//!
+//! - 1.0: first version: adapter, timing mode, workload, setup counters, per-token
+//!   records with counters, per-dispatch and per-pass events.
+//!
+//! A reader accepts any file with the same major version (newer minors may add fields,
+//! which older readers ignore) and refuses another major with a message naming both.
+
+use serde::{Deserialize, Serialize};
+
+use crate::counters::Counters;
+use crate::FormatVersion;
+
+/// The profile format this build writes.
+pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 };
+
+/// One profiling run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Always [`PROFILE_FORMAT`] when written by this build.
+    pub format: FormatVersion,
+    /// The tool and version that wrote the profile, e.g. `gpuscope 0.1.0`.
+    pub tool: String,
+    pub adapter: AdapterDesc,
+    pub timing: TimingInfo,
+    pub workload: WorkloadDesc,
+    /// Counters of everything before the first token: weight upload, pipelines, buffers.
+    pub setup: Counters,
+    /// Setup wall time (weights made or loaded and uploaded, graph built).
+    pub setup_wall_ns: u64,
+    /// One record per decoded token, in order.
+    pub tokens: Vec<TokenRecord>,
+    /// One event per dispatch of every token, in submission order.
+    pub dispatches: Vec<DispatchEvent>,
+    /// One event per compute pass of every token.
+    pub passes: Vec<PassEvent>,
+    /// The measured cost of the timing mode (filled by `--overhead`).
+    pub overhead: Option<Overhead>,
+}
+
+/// The GPU adapter the run used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct AdapterDesc {
+    pub name: String,
+    /// wgpu backend: `Vulkan`, `Metal`, `Dx12`, `Gl`.
+    pub backend: String,
+    /// `DiscreteGpu`, `IntegratedGpu`, `Cpu`, ...
+    pub device_type: String,
+    pub driver: String,
+    pub driver_info: String,
+    /// Features the run relied on, by wgpu name.
+    pub features: Vec<String>,
+    pub max_storage_buffer_binding_size: u64,
+    pub max_buffer_size: u64,
+}
+
+/// How GPU time was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimingMode {
+    /// No GPU timing: wall-clock per token only.
+    Off,
+    /// GPU timestamps at the start and end of each compute pass (one pass per layer).
+    Pass,
+    /// GPU timestamps between dispatches inside passes: per-op times.
+    Dispatch,
+}
+
+impl TimingMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimingMode::Off => "off",
+            TimingMode::Pass => "pass",
+            TimingMode::Dispatch => "dispatch",
+        }
+    }
+}
+
+impl std::fmt::Display for TimingMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The timing mode in use, and why it was chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimingInfo {
+    pub mode: TimingMode,
+    /// Human-readable reason, e.g. "TIMESTAMP_QUERY_INSIDE_PASSES offered".
+    pub reason: String,
+    /// Nanoseconds per timestamp tick as the queue reports it.
+    pub timestamp_period_ns: f64,
+}
+
+/// What was run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct WorkloadDesc {
+    /// Model or preset name, e.g. `smollm2-135m (synthetic)`.
+    pub name: String,
+    pub architecture: String,
+    /// Weight format of the matrices, e.g. `q4_1`.
+    pub weights: String,
+    pub params: u64,
+    pub weight_bytes: u64,
+    pub layers: u32,
+    /// Dispatches per token as the decoder graph declares them.
+    pub graph_dispatches_per_token: u32,
+    /// Passes per token as the decoder graph declares them.
+    pub graph_passes_per_token: u32,
+}
+
+/// One decoded token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// 0-based index of the token in the run.
+    pub index: u32,
+    /// KV-cache position the token was decoded at.
+    pub position: u32,
+    /// Token id the step produced (greedy argmax).
+    pub token_id: u32,
+    /// CPU wall time from the start of encoding to the readback's arrival.
+    pub wall_ns: u64,
+    /// GPU time covered by timestamps (sum of pass spans); `None` with timing off or
+    /// when every span of the token was invalid.
+    pub gpu_busy_ns: Option<u64>,
+    pub counters: Counters,
+}
+
+/// A GPU time span in nanoseconds since the run's first timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuSpan {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl GpuSpan {
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+
+    /// The duration, or `None` when the end is before the start. Profiles read from
+    /// files may hold such spans unflagged; analysis uses this so bad input never panics.
+    pub fn checked_duration_ns(&self) -> Option<u64> {
+        self.end_ns.checked_sub(self.start_ns)
+    }
+}
+
+/// The duration of a span that analysis may use: present, not flagged with an issue,
+/// and not ending before it starts.
+pub fn valid_span_ns(gpu: Option<GpuSpan>, issue: Option<TimestampIssue>) -> Option<u64> {
+    match (gpu, issue) {
+        (Some(span), None) => span.checked_duration_ns(),
+        _ => None,
+    }
+}
+
+/// Why a GPU interval was left out of the statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimestampIssue {
+    /// A timestamp read back as zero (never written, or unsupported).
+    Zero,
+    /// The end is before the start.
+    Negative,
+    /// The start is before the end of the previous interval in the same pass.
+    OutOfOrder,
+}
+
+/// One dispatch of one token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DispatchEvent {
+    pub token: u32,
+    /// Index of the dispatch within its token.
+    pub index: u32,
+    /// Kernel family, e.g. `gemv_q4_1`.
+    pub op: String,
+    /// Op plus place, e.g. `L12.ffn_up`.
+    pub label: String,
+    pub layer: Option<u32>,
+    /// Index of the pass within its token.
+    pub pass: u32,
+    /// Pipeline name: shader, entry point and override constants.
+    pub pipeline: String,
+    pub workgroups: [u32; 3],
+    /// Bytes the dispatch must read and write (declared by the op).
+    pub bytes: u64,
+    /// Floating-point operations the dispatch must do (declared by the op).
+    pub flops: u64,
+    /// CPU time spent encoding the dispatch.
+    pub cpu_encode_ns: u64,
+    /// GPU span, when timing is `dispatch` and the timestamps were sane.
+    pub gpu: Option<GpuSpan>,
+    pub timestamp_issue: Option<TimestampIssue>,
+}
+
+impl DispatchEvent {
+    /// GPU time of the dispatch when its span is valid (see [`valid_span_ns`]).
+    pub fn valid_gpu_ns(&self) -> Option<u64> {
+        valid_span_ns(self.gpu, self.timestamp_issue)
+    }
+}
+
+/// One compute pass of one token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassEvent {
+    pub token: u32,
+    pub index: u32,
+    /// Section name, e.g. `embed`, `L3`, `head`.
+    pub name: String,
+    pub layer: Option<u32>,
+    pub dispatches: u32,
+    pub gpu: Option<GpuSpan>,
+    pub timestamp_issue: Option<TimestampIssue>,
+}
+
+impl PassEvent {
+    /// GPU time of the pass when its span is valid (see [`valid_span_ns`]).
+    pub fn valid_gpu_ns(&self) -> Option<u64> {
+        valid_span_ns(self.gpu, self.timestamp_issue)
+    }
+}
+
+/// Tokens per second in the profiled mode and with timing off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    pub mode: TimingMode,
+    pub tok_per_s_profiled: f64,
+    pub tok_per_s_off: f64,
+}
+
+impl Overhead {
+    /// Throughput lost to profiling, in percent of the unprofiled rate.
+    pub fn cost_percent(&self) -> f64 {
+        if self.tok_per_s_off <= 0.0 {
+            return 0.0;
+        }
+        (1.0 - self.tok_per_s_profiled / self.tok_per_s_off) * 100.0
+    }
+}
