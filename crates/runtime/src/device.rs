@@ -128,10 +128,7 @@ impl Gpu {
             Some(name) => parse_backend(name)?,
             None => wgpu::Backends::all(),
         };
-        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
-        desc.backends = backends;
-        let instance = wgpu::Instance::new(desc);
-        let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+        let adapters = enumerate(backends);
         let describe = |a: &wgpu::Adapter| {
             let i = a.get_info();
             format!("\"{}\" ({:?}, {:?})", i.name, i.backend, i.device_type)
@@ -342,4 +339,49 @@ fn choose_timing(
             "wall-clock with a sync per token: GPU timing off (requested)".into(),
         ),
     })
+}
+
+/// One line per adapter wgpu can see (GL only when nothing else answers): name,
+/// backend, type, driver, finest timing mode.
+pub fn list_adapters() -> Vec<String> {
+    enumerate(wgpu::Backends::all())
+        .iter()
+        .map(|a| {
+            let i = a.get_info();
+            let f = a.features();
+            let timing = if f.contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES) {
+                "dispatch"
+            } else if f.contains(wgpu::Features::TIMESTAMP_QUERY) {
+                "pass"
+            } else {
+                "off"
+            };
+            format!(
+                "\"{}\" backend={:?} type={:?} driver=\"{} {}\" finest-timing={}",
+                i.name, i.backend, i.device_type, i.driver, i.driver_info, timing
+            )
+        })
+        .collect()
+}
+
+/// Adapters on `backends`. GL is asked only when nothing else answers or it is named:
+/// enumerating it starts EGL, which on headless Linux prints noise on stderr and is
+/// never the best choice when Vulkan, Metal or DX12 is there.
+fn enumerate(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
+    let query = |b: wgpu::Backends| {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        desc.backends = b;
+        let instance = wgpu::Instance::new(desc);
+        pollster::block_on(instance.enumerate_adapters(b))
+    };
+    let primary = backends & !wgpu::Backends::GL;
+    if primary.is_empty() {
+        return query(backends);
+    }
+    let found = query(primary);
+    if found.is_empty() && backends.contains(wgpu::Backends::GL) {
+        query(wgpu::Backends::GL)
+    } else {
+        found
+    }
 }

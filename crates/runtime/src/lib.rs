@@ -21,8 +21,9 @@ mod dispatch;
 mod error;
 mod resources;
 mod step;
+pub mod testing;
 
-pub use device::{parse_backend, Gpu, GpuOptions, TimingRequest};
+pub use device::{list_adapters, parse_backend, Gpu, GpuOptions, TimingRequest};
 pub use dispatch::{grid_2d, Cost, Dispatch, Graph, Section};
 pub use error::GpuError;
 pub use resources::{BindGroup, BufferId, GpuBuffer, Pipeline, ShaderSource};

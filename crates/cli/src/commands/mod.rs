@@ -1,0 +1,16 @@
+//! One module per subcommand.
+
+mod devices;
+mod profile;
+mod report;
+
+use crate::args::{Cli, Command};
+use crate::exit::Exit;
+
+pub fn run(cli: Cli) -> Result<(), Exit> {
+    match cli.command {
+        Command::Profile(args) => profile::run(&args),
+        Command::Report { file } => report::run(&file),
+        Command::Devices => devices::run(),
+    }
+}

@@ -1,0 +1,354 @@
+//! The GPU decoder: weights uploaded once, one graph built once, one step per token.
+//!
+//! Per token: upload the 16-byte step buffer (and the input token when one is given),
+//! one submit, one readback (the argmax token, optionally the logits, and timestamps).
+//! The embedding reads its token id from the buffer argmax wrote on the previous step,
+//! so greedy decoding never waits on the CPU to feed the next token.
+
+use gpuscope_ops::add::Add;
+use gpuscope_ops::argmax::Argmax;
+use gpuscope_ops::attention::{AttnScores, AttnValues};
+use gpuscope_ops::embedding::Embedding;
+use gpuscope_ops::gemv::Gemv;
+use gpuscope_ops::rms_norm::RmsNorm;
+use gpuscope_ops::rope::Rope;
+use gpuscope_ops::silu_mul::SiluMul;
+use gpuscope_ops::softmax::Softmax;
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, Section, StepOutput, StepRunner, STEP_BUFFER_BYTES};
+use gpuscope_trace::TimingMode;
+
+use crate::config::LlamaConfig;
+use crate::error::ModelError;
+use crate::weights::{ModelWeights, Tensor};
+
+/// Decoder options.
+#[derive(Debug, Clone)]
+pub struct DecoderOptions {
+    /// KV-cache capacity in tokens.
+    pub max_ctx: u32,
+    /// Read the logits back every step (tests and correctness checks; costs bandwidth).
+    pub read_logits: bool,
+}
+
+/// What one GPU step produced.
+pub struct GpuStep {
+    /// The greedy next token.
+    pub token: u32,
+    pub logits: Option<Vec<f32>>,
+    pub output: StepOutput,
+}
+
+/// A weight matrix on the GPU, split in row chunks when larger than one binding.
+struct GpuMatrix {
+    chunks: Vec<(GpuBuffer, u32, u32)>, // (buffer, first row, rows)
+    tensor_format: gpuscope_ops::WeightFormat,
+    cols: u32,
+}
+
+fn upload_matrix(gpu: &Gpu, t: &Tensor) -> Result<GpuMatrix, ModelError> {
+    let max_binding = gpu.limits().max_storage_buffer_binding_size as u64;
+    let row_bytes = t.row_bytes() as u64;
+    let rows_per_chunk = (max_binding / row_bytes).min(t.rows as u64).max(1) as u32;
+    let mut chunks = Vec::new();
+    let mut first = 0u32;
+    while first < t.rows {
+        let rows = rows_per_chunk.min(t.rows - first);
+        let bytes = &t.data[(first as u64 * row_bytes) as usize..((first + rows) as u64 * row_bytes) as usize];
+        let label = if first == 0 && rows == t.rows {
+            t.name.clone()
+        } else {
+            format!("{}[{}..{}]", t.name, first, first + rows)
+        };
+        chunks.push((gpu.create_buffer_init(&label, bytes)?, first, rows));
+        first += rows;
+    }
+    Ok(GpuMatrix {
+        chunks,
+        tensor_format: t.format,
+        cols: t.cols,
+    })
+}
+
+impl GpuMatrix {
+    fn gemv(&self, gpu: &Gpu, x: &GpuBuffer, y: &GpuBuffer) -> Result<Vec<Dispatch>, ModelError> {
+        self.chunks
+            .iter()
+            .map(|(buf, first, rows)| {
+                let op = Gemv {
+                    rows: *rows,
+                    cols: self.cols,
+                    format: self.tensor_format,
+                    out_offset: *first,
+                };
+                Ok(op.dispatch(gpu, buf, x, y)?)
+            })
+            .collect()
+    }
+
+    fn embedding(&self, gpu: &Gpu, token: &GpuBuffer, out: &GpuBuffer) -> Result<Vec<Dispatch>, ModelError> {
+        self.chunks
+            .iter()
+            .map(|(buf, first, rows)| {
+                let op = Embedding {
+                    rows: *rows,
+                    dim: self.cols,
+                    format: self.tensor_format,
+                    row_start: *first,
+                };
+                Ok(op.dispatch(gpu, buf, token, out)?)
+            })
+            .collect()
+    }
+}
+
+/// Activations and caches of the decoder.
+struct Activations {
+    step: GpuBuffer,
+    token: GpuBuffer,
+    x: GpuBuffer,
+    xn: GpuBuffer,
+    q: GpuBuffer,
+    k: GpuBuffer,
+    v: GpuBuffer,
+    scores: GpuBuffer,
+    attn: GpuBuffer,
+    tmp: GpuBuffer,
+    gate: GpuBuffer,
+    up: GpuBuffer,
+    hidden: GpuBuffer,
+    logits: GpuBuffer,
+    k_cache: Vec<GpuBuffer>,
+    v_cache: Vec<GpuBuffer>,
+}
+
+pub struct GpuDecoder {
+    config: LlamaConfig,
+    options: DecoderOptions,
+    graph: Graph,
+    runner: StepRunner,
+    acts: Activations,
+    /// Index into `graph` of the attention dispatches whose cost depends on the position.
+    attention_dispatches: Vec<(usize, usize, AttnKind)>,
+    position: u32,
+}
+
+#[derive(Clone, Copy)]
+enum AttnKind {
+    Scores,
+    Softmax,
+    Values,
+}
+
+impl GpuDecoder {
+    /// Uploads `weights` and builds the per-token graph. All resources are created here.
+    pub fn new(gpu: &Gpu, weights: &ModelWeights, options: DecoderOptions) -> Result<GpuDecoder, ModelError> {
+        let _span = tracing::info_span!("gpu_decoder_new").entered();
+        let c = weights.config.clone();
+        c.validate().map_err(ModelError::Config)?;
+        let f32s = |n: u32| n as u64 * 4;
+        let buf = |label: &str, bytes: u64| gpu.create_buffer(label, bytes);
+        let kv_bytes = f32s(c.kv_dim()) * options.max_ctx as u64;
+        let acts = Activations {
+            step: buf("step", STEP_BUFFER_BYTES)?,
+            token: buf("token", 4)?,
+            x: buf("x", f32s(c.dim))?,
+            xn: buf("x_norm", f32s(c.dim))?,
+            q: buf("q", f32s(c.q_dim()))?,
+            k: buf("k", f32s(c.kv_dim()))?,
+            v: buf("v", f32s(c.kv_dim()))?,
+            scores: buf("attn_scores", f32s(c.n_heads) * options.max_ctx as u64)?,
+            attn: buf("attn_out", f32s(c.q_dim()))?,
+            tmp: buf("residual_delta", f32s(c.dim))?,
+            gate: buf("ffn_gate", f32s(c.ffn_dim))?,
+            up: buf("ffn_up", f32s(c.ffn_dim))?,
+            hidden: buf("ffn_hidden", f32s(c.ffn_dim))?,
+            logits: buf("logits", f32s(c.vocab))?,
+            k_cache: (0..c.n_layers)
+                .map(|i| buf(&format!("L{i}.k_cache"), kv_bytes))
+                .collect::<Result<_, _>>()?,
+            v_cache: (0..c.n_layers)
+                .map(|i| buf(&format!("L{i}.v_cache"), kv_bytes))
+                .collect::<Result<_, _>>()?,
+        };
+        let a = &acts;
+        let token_embd = upload_matrix(gpu, &weights.token_embd)?;
+        let output = match &weights.output {
+            Some(t) => upload_matrix(gpu, t)?,
+            None => upload_matrix(gpu, &weights.token_embd)?,
+        };
+        let output = if weights.output.is_none() {
+            // Tied: reuse the embedding table's buffers rather than uploading them twice.
+            drop(output);
+            GpuMatrix {
+                chunks: token_embd.chunks.clone(),
+                tensor_format: token_embd.tensor_format,
+                cols: token_embd.cols,
+            }
+        } else {
+            output
+        };
+
+        let mut sections = Vec::new();
+        let embed = token_embd
+            .embedding(gpu, &a.token, &a.x)?
+            .into_iter()
+            .map(|d| d.labelled("token_embd", None))
+            .collect();
+        sections.push(Section::new("embed", None, embed));
+
+        let mut attention_dispatches = Vec::new();
+        let rms = RmsNorm { n: c.dim, eps: c.rms_eps };
+        let attn_shape = (c.n_heads, c.n_kv_heads, c.head_dim, options.max_ctx);
+        for (i, layer) in weights.layers.iter().enumerate() {
+            let li = i as u32;
+            let l = |name: &str| format!("L{li}.{name}");
+            let mut ds: Vec<Dispatch> = Vec::new();
+            let attn_norm = gpu.create_buffer_init(&l("attn_norm"), bytemuck::cast_slice(&layer.attn_norm))?;
+            let ffn_norm = gpu.create_buffer_init(&l("ffn_norm"), bytemuck::cast_slice(&layer.ffn_norm))?;
+            let wq = upload_matrix(gpu, &layer.wq)?;
+            let wk = upload_matrix(gpu, &layer.wk)?;
+            let wv = upload_matrix(gpu, &layer.wv)?;
+            let wo = upload_matrix(gpu, &layer.wo)?;
+            let w_gate = upload_matrix(gpu, &layer.w_gate)?;
+            let w_up = upload_matrix(gpu, &layer.w_up)?;
+            let w_down = upload_matrix(gpu, &layer.w_down)?;
+            let push = |ds: &mut Vec<Dispatch>, name: &str, list: Vec<Dispatch>| {
+                ds.extend(list.into_iter().map(|d| d.labelled(l(name), Some(li))));
+            };
+            push(&mut ds, "attn_norm", vec![rms.dispatch(gpu, &a.x, &attn_norm, &a.xn)?]);
+            push(&mut ds, "attn_q", wq.gemv(gpu, &a.xn, &a.q)?);
+            push(&mut ds, "attn_k", wk.gemv(gpu, &a.xn, &a.k)?);
+            push(&mut ds, "attn_v", wv.gemv(gpu, &a.xn, &a.v)?);
+            let rope = Rope {
+                n_heads: c.n_heads,
+                n_kv_heads: c.n_kv_heads,
+                head_dim: c.head_dim,
+                rope_dims: c.rope_dims,
+                base: c.rope_base,
+                max_ctx: options.max_ctx,
+            };
+            let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
+            push(&mut ds, "rope", vec![rope.dispatch(gpu, &a.step, &a.q, &a.k, &a.v, kc, vc)?]);
+            let (h, kvh, hd, ctx) = attn_shape;
+            let scores = AttnScores { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx };
+            let values = AttnValues { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx };
+            let softmax = Softmax { rows: h, row_stride: ctx };
+            let section_index = sections.len();
+            attention_dispatches.push((section_index, ds.len(), AttnKind::Scores));
+            push(&mut ds, "attn_scores", vec![scores.dispatch(gpu, &a.step, &a.q, kc, &a.scores)?]);
+            attention_dispatches.push((section_index, ds.len(), AttnKind::Softmax));
+            push(&mut ds, "attn_softmax", vec![softmax.dispatch(gpu, &a.step, &a.scores)?]);
+            attention_dispatches.push((section_index, ds.len(), AttnKind::Values));
+            push(&mut ds, "attn_values", vec![values.dispatch(gpu, &a.step, &a.scores, vc, &a.attn)?]);
+            push(&mut ds, "attn_output", wo.gemv(gpu, &a.attn, &a.tmp)?);
+            let add = Add { n: c.dim };
+            push(&mut ds, "attn_residual", vec![add.dispatch(gpu, &a.x, &a.tmp)?]);
+            push(&mut ds, "ffn_norm", vec![rms.dispatch(gpu, &a.x, &ffn_norm, &a.xn)?]);
+            push(&mut ds, "ffn_gate", w_gate.gemv(gpu, &a.xn, &a.gate)?);
+            push(&mut ds, "ffn_up", w_up.gemv(gpu, &a.xn, &a.up)?);
+            let silu = SiluMul { n: c.ffn_dim };
+            push(&mut ds, "ffn_silu_mul", vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?]);
+            push(&mut ds, "ffn_down", w_down.gemv(gpu, &a.hidden, &a.tmp)?);
+            push(&mut ds, "ffn_residual", vec![add.dispatch(gpu, &a.x, &a.tmp)?]);
+            sections.push(Section::new(format!("L{li}"), Some(li), ds));
+        }
+
+        let output_norm = gpu.create_buffer_init("output_norm", bytemuck::cast_slice(&weights.output_norm))?;
+        let mut head = vec![rms.dispatch(gpu, &a.x, &output_norm, &a.xn)?.labelled("output_norm", None)];
+        head.extend(output.gemv(gpu, &a.xn, &a.logits)?.into_iter().map(|d| d.labelled("output", None)));
+        head.push(Argmax { n: c.vocab }.dispatch(gpu, &a.logits, &a.token)?.labelled("argmax", None));
+        sections.push(Section::new("head", None, head));
+
+        let graph = Graph { sections };
+        let runner = Self::make_runner(gpu, &graph, &acts, options.read_logits, gpu.timing())?;
+        Ok(GpuDecoder {
+            config: c,
+            options,
+            graph,
+            runner,
+            acts,
+            attention_dispatches,
+            position: 0,
+        })
+    }
+
+    fn make_runner(
+        gpu: &Gpu,
+        graph: &Graph,
+        acts: &Activations,
+        read_logits: bool,
+        timing: TimingMode,
+    ) -> Result<StepRunner, ModelError> {
+        let mut readbacks = vec![&acts.token];
+        if read_logits {
+            readbacks.push(&acts.logits);
+        }
+        Ok(StepRunner::with_timing(gpu, graph, &readbacks, timing)?)
+    }
+
+    /// Switches the timing mode (rebuilds the step runner's query set; setup-time only).
+    pub fn set_timing(&mut self, gpu: &Gpu, timing: TimingMode) -> Result<(), ModelError> {
+        self.runner = Self::make_runner(gpu, &self.graph, &self.acts, self.options.read_logits, timing)?;
+        Ok(())
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    pub fn config(&self) -> &LlamaConfig {
+        &self.config
+    }
+
+    pub fn position(&self) -> u32 {
+        self.position
+    }
+
+    /// Clears the KV cache position (the cache contents are overwritten as it refills).
+    pub fn reset(&mut self) {
+        self.position = 0;
+    }
+
+    /// Decodes one token at the next position. `input` feeds a given token (the first
+    /// one, a prompt token, a forced token); `None` continues from the GPU's own argmax.
+    pub fn step(&mut self, gpu: &Gpu, input: Option<u32>) -> Result<GpuStep, ModelError> {
+        if self.position >= self.options.max_ctx {
+            return Err(ModelError::ContextFull { max_ctx: self.options.max_ctx });
+        }
+        if let Some(t) = input {
+            if t >= self.config.vocab {
+                return Err(ModelError::Config(format!("token {t} is outside the vocabulary ({})", self.config.vocab)));
+            }
+        }
+        let n_ctx = self.position + 1;
+        self.update_attention_costs(n_ctx);
+        let step: [u32; 4] = [self.position, n_ctx, 0, 0];
+        let token_bytes;
+        let mut uploads: Vec<(&GpuBuffer, u64, &[u8])> = vec![(&self.acts.step, 0, bytemuck::cast_slice(&step))];
+        if let Some(t) = input {
+            token_bytes = t.to_le_bytes();
+            uploads.push((&self.acts.token, 0, &token_bytes));
+        }
+        let output = self.runner.step(gpu, &self.graph, &uploads)?;
+        self.position += 1;
+        let token = u32::from_le_bytes(output.readbacks[0][..4].try_into().unwrap());
+        let logits = self.options.read_logits.then(|| {
+            bytemuck::pod_collect_to_vec::<u8, f32>(&output.readbacks[1])[..self.config.vocab as usize].to_vec()
+        });
+        Ok(GpuStep { token, logits, output })
+    }
+
+    /// Attention's bytes and FLOPs grow with the context; keep the declared costs exact.
+    fn update_attention_costs(&mut self, n_ctx: u32) {
+        let c = &self.config;
+        let (h, kvh, hd, ctx) = (c.n_heads, c.n_kv_heads, c.head_dim, self.options.max_ctx);
+        for &(s, d, kind) in &self.attention_dispatches {
+            let cost = match kind {
+                AttnKind::Scores => AttnScores { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx }.cost_at(n_ctx),
+                AttnKind::Softmax => Softmax { rows: h, row_stride: ctx }.cost_at(n_ctx),
+                AttnKind::Values => AttnValues { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx }.cost_at(n_ctx),
+            };
+            self.graph.sections[s].dispatches[d].cost = cost;
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Profiling a decode run: the decoder built, N tokens decoded, every step recorded.
+
+use std::time::Instant;
+
+use gpuscope_runtime::{step_events, Gpu};
+use gpuscope_trace::{Overhead, Profile, TimingInfo, TimingMode, TokenRecord, WorkloadDesc, PROFILE_FORMAT};
+
+use crate::error::ModelError;
+use crate::gpu::{DecoderOptions, GpuDecoder};
+use crate::weights::ModelWeights;
+
+#[derive(Debug, Clone)]
+pub struct ProfileOptions {
+    /// Tokens to decode.
+    pub tokens: u32,
+    /// The token fed at position 0; the GPU's own argmax feeds the rest.
+    pub first_token: u32,
+    /// Also decode the same tokens with timing off and report the difference.
+    pub overhead: bool,
+}
+
+/// A profile and, when the run stopped early, why. The profile holds everything measured
+/// before the error.
+pub struct ProfileRun {
+    pub profile: Profile,
+    pub error: Option<ModelError>,
+}
+
+fn median(mut v: Vec<u64>) -> Option<u64> {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
+}
+
+/// Median wall time of the tokens after the first (the first pays one-time warm-up).
+fn steady_median_wall(tokens: &[TokenRecord]) -> Option<u64> {
+    let walls: Vec<u64> = tokens.iter().skip(usize::from(tokens.len() > 1)).map(|t| t.wall_ns).collect();
+    median(walls)
+}
+
+/// Builds the GPU decoder for `weights`, decodes `opts.tokens` tokens and records them.
+pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) -> Result<ProfileRun, ModelError> {
+    let setup_start = Instant::now();
+    let before_setup = gpu.counters();
+    let max_ctx = opts.tokens.max(1);
+    let mut decoder = GpuDecoder::new(gpu, weights, DecoderOptions { max_ctx, read_logits: false })?;
+    let setup = gpu.counters().since(&before_setup);
+    let setup_wall_ns = setup_start.elapsed().as_nanos() as u64;
+    let graph = decoder.graph();
+    let c = &weights.config;
+    let mut profile = Profile {
+        format: PROFILE_FORMAT,
+        tool: format!("gpuscope {}", env!("CARGO_PKG_VERSION")),
+        adapter: gpu.adapter_desc(),
+        timing: TimingInfo {
+            mode: gpu.timing(),
+            reason: gpu.timing_reason().to_string(),
+            timestamp_period_ns: gpu.queue().get_timestamp_period() as f64,
+        },
+        workload: WorkloadDesc {
+            name: weights.name.clone(),
+            architecture: "llama".into(),
+            weights: weights.matrix_format().name().to_string(),
+            params: c.params(),
+            weight_bytes: weights.weight_bytes(),
+            layers: c.n_layers,
+            graph_dispatches_per_token: graph.dispatch_count() as u32,
+            graph_passes_per_token: graph.sections.len() as u32,
+        },
+        setup,
+        setup_wall_ns,
+        tokens: Vec::new(),
+        dispatches: Vec::new(),
+        passes: Vec::new(),
+        overhead: None,
+    };
+    // Steps are recorded first and turned into events after the loop, so building
+    // strings for thousands of events does not land inside the measured tokens.
+    let mut outputs = Vec::with_capacity(opts.tokens as usize);
+    let mut error = None;
+    for i in 0..opts.tokens {
+        let position = decoder.position();
+        let input = (i == 0).then_some(opts.first_token);
+        match decoder.step(gpu, input) {
+            Ok(step) => {
+                profile.tokens.push(TokenRecord {
+                    index: i,
+                    position,
+                    token_id: step.token,
+                    wall_ns: step.output.wall_ns,
+                    gpu_busy_ns: step.output.gpu_busy_ns,
+                    counters: step.output.counters,
+                });
+                outputs.push(step.output);
+            }
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    for (i, out) in outputs.iter().enumerate() {
+        let (d, p) = step_events(decoder.graph(), i as u32, out);
+        profile.dispatches.extend(d);
+        profile.passes.extend(p);
+    }
+    if opts.overhead && error.is_none() && profile.timing.mode != TimingMode::Off {
+        match measure_untimed(gpu, &mut decoder, opts) {
+            Ok(off_wall) => {
+                let rate = |ns: Option<u64>| ns.map(|n| 1e9 / n as f64).unwrap_or(0.0);
+                profile.overhead = Some(Overhead {
+                    mode: profile.timing.mode,
+                    tok_per_s_profiled: rate(steady_median_wall(&profile.tokens)),
+                    tok_per_s_off: rate(off_wall),
+                });
+            }
+            Err(e) => error = Some(e),
+        }
+    }
+    Ok(ProfileRun { profile, error })
+}
+
+/// Decodes the same number of tokens again with timing off; returns the steady median wall.
+fn measure_untimed(gpu: &Gpu, decoder: &mut GpuDecoder, opts: &ProfileOptions) -> Result<Option<u64>, ModelError> {
+    let mode = gpu.timing();
+    decoder.set_timing(gpu, TimingMode::Off)?;
+    decoder.reset();
+    let mut walls = Vec::new();
+    for i in 0..opts.tokens {
+        let step = decoder.step(gpu, (i == 0).then_some(opts.first_token))?;
+        if i > 0 || opts.tokens == 1 {
+            walls.push(step.output.wall_ns);
+        }
+    }
+    decoder.set_timing(gpu, mode)?;
+    Ok(median(walls))
+}

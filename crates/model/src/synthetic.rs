@@ -1,0 +1,88 @@
+//! Synthetic weights: seeded random values with realistic scales, never zeros.
+//!
+//! Each tensor gets its own generator seeded from (seed, tensor name), so any backend
+//! rebuilding the model gets the same bits, and rows are generated in parallel chunks.
+//! Matrices are drawn from N(0, (0.5/sqrt(cols))²), which keeps activations O(1) through
+//! the residual stream; norm weights from U(0.8, 1.2).
+
+use gpuscope_ops::WeightFormat;
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
+use rayon::prelude::*;
+
+use crate::config::LlamaConfig;
+use crate::weights::{LayerWeights, ModelWeights, Tensor};
+
+/// Rows generated per parallel chunk (each chunk has its own seeded generator).
+const ROWS_PER_CHUNK: u32 = 64;
+
+fn seed_for(seed: u64, name: &str, chunk: u32) -> u64 {
+    // FNV-1a over the name, mixed with the seed and chunk: stable across platforms.
+    let mut h: u64 = 0xcbf29ce484222325 ^ seed.wrapping_mul(0x9E3779B97F4A7C15);
+    for b in name.bytes().chain(chunk.to_le_bytes()) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// A `rows × cols` matrix in `format`, values ~ N(0, std²).
+pub fn random_tensor(seed: u64, name: &str, format: WeightFormat, rows: u32, cols: u32, std: f32) -> Tensor {
+    let row_bytes = format.row_bytes(cols as u64).expect("cols is a multiple of the block size") as usize;
+    let mut data = vec![0u8; row_bytes * rows as usize];
+    data.par_chunks_mut(row_bytes * ROWS_PER_CHUNK as usize)
+        .enumerate()
+        .for_each(|(chunk, out)| {
+            let mut rng = SmallRng::seed_from_u64(seed_for(seed, name, chunk as u32));
+            let normal = Normal::new(0.0f32, std).unwrap();
+            let mut row = vec![0f32; cols as usize];
+            for out_row in out.chunks_mut(row_bytes) {
+                row.iter_mut().for_each(|v| *v = normal.sample(&mut rng));
+                out_row.copy_from_slice(&format.quantize_row(&row));
+            }
+        });
+    Tensor {
+        name: name.to_string(),
+        format,
+        rows,
+        cols,
+        data,
+    }
+}
+
+fn norm_weights(seed: u64, name: &str, n: u32) -> Vec<f32> {
+    let mut rng = SmallRng::seed_from_u64(seed_for(seed, name, 0));
+    (0..n).map(|_| rng.random_range(0.8f32..1.2)).collect()
+}
+
+/// Synthetic weights of `config`'s shape with matrices (and embeddings) in `format`.
+pub fn synthetic_weights(config: &LlamaConfig, format: WeightFormat, seed: u64, name: &str) -> ModelWeights {
+    let c = config;
+    let mat = |n: &str, rows: u32, cols: u32| random_tensor(seed, n, format, rows, cols, 0.5 / (cols as f32).sqrt());
+    let layers = (0..c.n_layers)
+        .map(|i| LayerWeights {
+            attn_norm: norm_weights(seed, &format!("blk.{i}.attn_norm.weight"), c.dim),
+            wq: mat(&format!("blk.{i}.attn_q.weight"), c.q_dim(), c.dim),
+            wk: mat(&format!("blk.{i}.attn_k.weight"), c.kv_dim(), c.dim),
+            wv: mat(&format!("blk.{i}.attn_v.weight"), c.kv_dim(), c.dim),
+            wo: mat(&format!("blk.{i}.attn_output.weight"), c.dim, c.q_dim()),
+            ffn_norm: norm_weights(seed, &format!("blk.{i}.ffn_norm.weight"), c.dim),
+            w_gate: mat(&format!("blk.{i}.ffn_gate.weight"), c.ffn_dim, c.dim),
+            w_up: mat(&format!("blk.{i}.ffn_up.weight"), c.ffn_dim, c.dim),
+            w_down: mat(&format!("blk.{i}.ffn_down.weight"), c.dim, c.ffn_dim),
+        })
+        .collect();
+    // Embedding rows ~ N(0, 0.05²), small next to what the layers add (as in trained
+    // models): with tied embeddings a unit-scale row would dominate the residual stream
+    // and greedy decoding would repeat the input token forever.
+    let token_embd = random_tensor(seed, "token_embd.weight", format, c.vocab, c.dim, 0.05);
+    let output = (!c.tied_embeddings).then(|| mat("output.weight", c.vocab, c.dim));
+    ModelWeights {
+        config: c.clone(),
+        name: format!("{name} (synthetic, seed {seed})"),
+        token_embd,
+        output,
+        output_norm: norm_weights(seed, "output_norm.weight", c.dim),
+        layers,
+    }
+}

@@ -1,0 +1,81 @@
+//! Model weights in GGUF layout, wherever they came from (a file or the synthesizer).
+
+use gpuscope_ops::WeightFormat;
+
+use crate::config::LlamaConfig;
+
+/// A 2-D weight matrix, row-major, each row in GGUF block layout.
+#[derive(Debug, Clone)]
+pub struct Tensor {
+    /// GGUF tensor name, e.g. `blk.3.ffn_up.weight`.
+    pub name: String,
+    pub format: WeightFormat,
+    pub rows: u32,
+    pub cols: u32,
+    pub data: Vec<u8>,
+}
+
+impl Tensor {
+    pub fn row_bytes(&self) -> usize {
+        self.data.len() / self.rows as usize
+    }
+
+    pub fn row(&self, r: u32) -> &[u8] {
+        let n = self.row_bytes();
+        &self.data[r as usize * n..(r as usize + 1) * n]
+    }
+}
+
+/// One transformer block.
+#[derive(Debug, Clone)]
+pub struct LayerWeights {
+    pub attn_norm: Vec<f32>,
+    pub wq: Tensor,
+    pub wk: Tensor,
+    pub wv: Tensor,
+    pub wo: Tensor,
+    pub ffn_norm: Vec<f32>,
+    pub w_gate: Tensor,
+    pub w_up: Tensor,
+    pub w_down: Tensor,
+}
+
+/// Everything a decoder needs.
+#[derive(Debug, Clone)]
+pub struct ModelWeights {
+    pub config: LlamaConfig,
+    /// Display name, e.g. `smollm2-135m (synthetic, seed 1)`.
+    pub name: String,
+    pub token_embd: Tensor,
+    /// `None` when the output projection is tied to `token_embd`.
+    pub output: Option<Tensor>,
+    pub output_norm: Vec<f32>,
+    pub layers: Vec<LayerWeights>,
+}
+
+impl ModelWeights {
+    /// The output projection: `output` or the tied embedding table.
+    pub fn output(&self) -> &Tensor {
+        self.output.as_ref().unwrap_or(&self.token_embd)
+    }
+
+    /// Bytes of all weights as stored.
+    pub fn weight_bytes(&self) -> u64 {
+        let mut total = self.token_embd.data.len() as u64 + self.output_norm.len() as u64 * 4;
+        if let Some(o) = &self.output {
+            total += o.data.len() as u64;
+        }
+        for l in &self.layers {
+            total += (l.attn_norm.len() + l.ffn_norm.len()) as u64 * 4;
+            for t in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
+                total += t.data.len() as u64;
+            }
+        }
+        total
+    }
+
+    /// The weight format of the layer matrices (what `--weights` chose).
+    pub fn matrix_format(&self) -> WeightFormat {
+        self.layers.first().map(|l| l.wq.format).unwrap_or(self.token_embd.format)
+    }
+}
