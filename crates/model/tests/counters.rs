@@ -1,0 +1,51 @@
+//! Steady-state decoding creates nothing and syncs at most once per token.
+
+use gpuscope_model::{DecoderOptions, GpuDecoder, Preset};
+use gpuscope_ops::WeightFormat;
+
+use crate::common::{gpu, weights};
+
+#[test]
+fn steady_state_creates_nothing_and_submits_once() {
+    // A device of its own: counters are per device, and other tests share theirs.
+    if gpu().is_none() {
+        return;
+    }
+    let own = gpuscope_runtime::Gpu::new(&Default::default()).unwrap();
+    let gpu = &own;
+    let w = weights(Preset::Tiny, WeightFormat::Q8_0);
+    let mut d = GpuDecoder::new(gpu, &w, DecoderOptions { max_ctx: 6, read_logits: false }).unwrap();
+    let dispatches = d.graph().dispatch_count() as u64;
+    let passes = d.graph().sections.len() as u64;
+    // Per layer: norm, q, k, v, rope, scores, softmax, values, o, add, norm, gate, up,
+    // silu_mul, down, add = 16; plus embedding, and the head's norm, output, argmax.
+    assert_eq!(dispatches, 16 * w.config.n_layers as u64 + 4);
+    assert_eq!(passes, w.config.n_layers as u64 + 2);
+    let before = gpu.counters();
+    for i in 0..6 {
+        let step = d.step(gpu, (i == 0).then_some(1)).unwrap();
+        let c = step.output.counters;
+        assert_eq!(c.dispatches, dispatches, "token {i}");
+        assert_eq!(c.passes, passes, "token {i}");
+        assert_eq!(c.submits, 1, "token {i}");
+        assert!(c.syncs <= 1, "token {i}: {} syncs", c.syncs);
+        assert!(c.barriers > 0 && c.barriers < dispatches, "token {i}: {} barriers", c.barriers);
+        assert_eq!(c.resources_created(), 0, "token {i} created resources: {c:?}");
+        // The 16-byte step buffer always, the 4-byte input token only when one is fed.
+        assert_eq!(c.bytes_uploaded, if i == 0 { 20 } else { 16 }, "token {i}");
+    }
+    let total = gpu.counters().since(&before);
+    assert_eq!(total.dispatches, 6 * dispatches);
+}
+
+#[test]
+fn barrier_count_follows_buffer_hazards() {
+    let Some(gpu) = gpu() else { return };
+    let w = weights(Preset::Tiny, WeightFormat::F32);
+    let d = GpuDecoder::new(gpu, &w, DecoderOptions { max_ctx: 2, read_logits: false }).unwrap();
+    // In a layer only q, k and v (reading x_norm, writing distinct buffers) and gate/up
+    // run without a hazard on the dispatch before them; everything else waits.
+    let layer = &d.graph().sections[1];
+    assert_eq!(layer.dispatches.len(), 16);
+    assert_eq!(layer.barriers(), 16 - 1 - 2 - 1);
+}

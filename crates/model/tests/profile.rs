@@ -1,0 +1,44 @@
+//! A profile run: events recorded, JSON round-trips, the report renders from it.
+
+use gpuscope_model::{profile_decode, Preset, ProfileOptions};
+use gpuscope_ops::WeightFormat;
+use gpuscope_trace::TimingMode;
+
+use crate::common::{gpu, weights};
+
+#[test]
+fn profile_records_every_dispatch_and_round_trips() {
+    let Some(gpu) = gpu() else { return };
+    let w = weights(Preset::Tiny, WeightFormat::Q4_1);
+    let opts = ProfileOptions { tokens: 4, first_token: 9, overhead: true };
+    let run = profile_decode(gpu, &w, &opts).unwrap();
+    assert!(run.error.is_none());
+    let p = run.profile;
+    let per_token = p.workload.graph_dispatches_per_token as usize;
+    assert_eq!(p.tokens.len(), 4);
+    assert_eq!(p.dispatches.len(), 4 * per_token);
+    assert_eq!(p.passes.len(), 4 * p.workload.graph_passes_per_token as usize);
+    assert!(p.setup.buffers_created > 0 && p.setup.pipelines_created > 0);
+    if p.timing.mode == TimingMode::Dispatch {
+        let timed = p.dispatches.iter().filter(|d| d.gpu.is_some()).count();
+        let flagged = p.dispatches.iter().filter(|d| d.timestamp_issue.is_some()).count();
+        assert_eq!(timed + flagged, p.dispatches.len());
+        assert!(timed > 0, "no dispatch got a valid GPU span");
+        assert!(p.tokens.iter().all(|t| t.gpu_busy_ns.is_some()));
+    }
+    let o = p.overhead.as_ref().expect("overhead was asked for");
+    assert!(o.tok_per_s_off > 0.0 && o.tok_per_s_profiled > 0.0);
+    // Attention's declared bytes grow with the context.
+    let scores: Vec<u64> = p.dispatches.iter().filter(|d| d.op == "attn_scores" && d.layer == Some(0)).map(|d| d.bytes).collect();
+    assert!(scores.windows(2).all(|w| w[1] > w[0]), "{scores:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.json");
+    gpuscope_trace::io::save_profile(&path, &p).unwrap();
+    let back = gpuscope_trace::io::load_profile(&path).unwrap();
+    assert_eq!(back, p);
+    let report = gpuscope_trace::render::render_text(&back);
+    for needle in ["Adapter", "gemv_q4_1", "L1", "Bottleneck", "barriers"] {
+        assert!(report.contains(needle), "report lacks {needle}:\n{report}");
+    }
+}

@@ -1,0 +1,5 @@
+//! The model test binary: GPU decoding against the CPU reference, counters, profiles.
+mod common;
+mod counters;
+mod decode;
+mod profile;
