@@ -24,6 +24,17 @@ pub enum Command {
     },
     /// List the GPU adapters wgpu can see.
     Devices,
+    /// Measure the device's copy bandwidth and dispatch cost (the roofline's ceilings).
+    Peak {
+        /// Bytes copied per repetition, in MiB (capped by the device's binding limit).
+        #[arg(long, default_value_t = 1024)]
+        mib: u64,
+        /// Timed repetitions (after 3 warm-ups).
+        #[arg(long, default_value_t = 20)]
+        repetitions: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

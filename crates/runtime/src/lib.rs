@@ -20,6 +20,7 @@ mod device;
 mod dispatch;
 mod error;
 mod resources;
+mod peak;
 mod step;
 pub mod testing;
 
@@ -27,6 +28,7 @@ pub use device::{list_adapters, parse_backend, Gpu, GpuOptions, TimingRequest};
 pub use dispatch::{grid_2d, Cost, Dispatch, Graph, Section};
 pub use error::GpuError;
 pub use resources::{BindGroup, BufferId, GpuBuffer, Pipeline, ShaderSource};
+pub use peak::{measure_peak, PeakReport};
 pub use step::{step_events, DispatchSample, PassSample, StepOutput, StepRunner};
 
 /// Size of the per-token step buffer: `array<u32, 4>` = `[pos, n_ctx, 0, 0]`.

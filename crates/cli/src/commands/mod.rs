@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod devices;
+mod peak;
 mod profile;
 mod report;
 
@@ -12,5 +13,6 @@ pub fn run(cli: Cli) -> Result<(), Exit> {
         Command::Profile(args) => profile::run(&args),
         Command::Report { file } => report::run(&file),
         Command::Devices => devices::run(),
+        Command::Peak { mib, repetitions, device } => peak::run(mib, repetitions, &device),
     }
 }

@@ -1,0 +1,68 @@
+//! Per-token statistics: how long a token takes, on the wall and on the GPU.
+//!
+//! The first token usually pays for warm-up (pipeline compilation, first-touch of
+//! buffers, cold caches), so [`token_stats_steady`] leaves it out; both results say
+//! which tokens they used.
+
+use super::stats::Summary;
+use crate::Profile;
+
+/// Which tokens a [`TokenStats`] covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenSelection {
+    All,
+    /// Every token but the first.
+    SkipFirst,
+}
+
+/// Wall and GPU-busy time per token, in nanoseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenStats {
+    pub selection: TokenSelection,
+    /// `index` of each token used, in order.
+    pub tokens: Vec<u32>,
+    /// Wall time of the tokens used; `None` when there are none.
+    pub wall_ns: Option<Summary>,
+    /// GPU-busy time of those tokens that have one (its `count` says how many);
+    /// `None` when none has (timing off, or every span invalid).
+    pub gpu_busy_ns: Option<Summary>,
+    /// Tokens per second from the median wall time.
+    pub tok_per_s: Option<f64>,
+}
+
+impl TokenStats {
+    pub fn count(&self) -> usize {
+        self.tokens.len()
+    }
+}
+
+/// Statistics over every token.
+pub fn token_stats(p: &Profile) -> TokenStats {
+    stats(p, TokenSelection::All)
+}
+
+/// Statistics over every token but the first (warm-up); empty with fewer than 2 tokens.
+pub fn token_stats_steady(p: &Profile) -> TokenStats {
+    stats(p, TokenSelection::SkipFirst)
+}
+
+fn stats(p: &Profile, selection: TokenSelection) -> TokenStats {
+    let skip = match selection {
+        TokenSelection::All => 0,
+        TokenSelection::SkipFirst => 1,
+    };
+    let used = p.tokens.get(skip..).unwrap_or(&[]);
+    let wall_ns = Summary::of(used.iter().map(|t| t.wall_ns));
+    TokenStats {
+        selection,
+        tokens: used.iter().map(|t| t.index).collect(),
+        wall_ns,
+        gpu_busy_ns: Summary::of(used.iter().filter_map(|t| t.gpu_busy_ns)),
+        tok_per_s: wall_ns.and_then(|w| rate_per_s(w.median)),
+    }
+}
+
+/// Events per second for one event every `ns` nanoseconds; `None` for zero.
+pub fn rate_per_s(ns: u64) -> Option<f64> {
+    (ns > 0).then(|| 1e9 / ns as f64)
+}

@@ -1,0 +1,150 @@
+//! Reading and writing profile files (JSON).
+//!
+//! Reading checks the version before anything else: only the `format` field is parsed
+//! first, so a file of another major version is refused with a message naming both
+//! versions instead of a confusing "missing field" from the full parse. The format's
+//! changelog lives in [`crate::profile`].
+//!
+//! Nothing here panics on bad input: every failure is a [`ProfileIoError`] naming the
+//! file and, for JSON errors, the line and column.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::profile::{Profile, PROFILE_FORMAT};
+use crate::FormatVersion;
+
+/// What went wrong reading or writing a profile, and where.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileIoError {
+    #[error("cannot read profile {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write profile {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot serialize profile for {}: {source}", path.display())]
+    Serialize {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// The JSON ends early (a run killed while writing, a partial copy).
+    #[error(
+        "{}: profile is truncated: JSON ends at line {line}, column {column}",
+        path.display()
+    )]
+    Truncated {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+    },
+    #[error("{}: no `format` field: not a gpuscope profile (this build reads format {supported})", path.display())]
+    MissingFormat {
+        path: PathBuf,
+        supported: FormatVersion,
+    },
+    #[error("{}: `format` field is not {{\"major\": N, \"minor\": N}}: found {found}", path.display())]
+    MalformedFormat { path: PathBuf, found: String },
+    #[error(
+        "{}: profile format {found} cannot be read by this build, which reads format {}.x (writes {supported})",
+        path.display(),
+        supported.major
+    )]
+    UnsupportedVersion {
+        path: PathBuf,
+        found: FormatVersion,
+        supported: FormatVersion,
+    },
+    /// Syntax errors, wrong types, missing fields.
+    #[error("{}:{line}:{column}: invalid profile: {message}", path.display())]
+    Json {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+}
+
+/// The name used in errors for JSON that did not come from a file.
+const IN_MEMORY: &str = "<profile JSON>";
+
+/// Writes `p` as pretty-printed JSON.
+pub fn save_profile(path: &Path, p: &Profile) -> Result<(), ProfileIoError> {
+    let json = serde_json::to_string_pretty(p).map_err(|source| ProfileIoError::Serialize {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    std::fs::write(path, json + "\n").map_err(|source| ProfileIoError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Reads a profile written by [`save_profile`] (any minor version of the same major).
+pub fn load_profile(path: &Path) -> Result<Profile, ProfileIoError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ProfileIoError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// Parses a profile from JSON text; errors name the source as `<profile JSON>`.
+pub fn profile_from_json(json: &str) -> Result<Profile, ProfileIoError> {
+    parse(json, Path::new(IN_MEMORY))
+}
+
+/// Just the version: every other field may have changed between major versions.
+#[derive(Deserialize)]
+struct Header {
+    format: Option<serde_json::Value>,
+}
+
+fn parse(text: &str, path: &Path) -> Result<Profile, ProfileIoError> {
+    let header: Header = serde_json::from_str(text).map_err(|e| json_error(path, e))?;
+    let Some(value) = header.format else {
+        return Err(ProfileIoError::MissingFormat {
+            path: path.to_path_buf(),
+            supported: PROFILE_FORMAT,
+        });
+    };
+    let found: FormatVersion =
+        serde_json::from_value(value.clone()).map_err(|_| ProfileIoError::MalformedFormat {
+            path: path.to_path_buf(),
+            found: value.to_string(),
+        })?;
+    if found.major != PROFILE_FORMAT.major {
+        return Err(ProfileIoError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found,
+            supported: PROFILE_FORMAT,
+        });
+    }
+    serde_json::from_str(text).map_err(|e| json_error(path, e))
+}
+
+fn json_error(path: &Path, e: serde_json::Error) -> ProfileIoError {
+    let (line, column) = (e.line(), e.column());
+    if e.classify() == serde_json::error::Category::Eof {
+        return ProfileIoError::Truncated {
+            path: path.to_path_buf(),
+            line,
+            column,
+        };
+    }
+    // serde_json's message ends with " at line L column C"; the variant shows them.
+    let full = e.to_string();
+    let suffix = format!(" at line {line} column {column}");
+    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+    ProfileIoError::Json {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    }
+}

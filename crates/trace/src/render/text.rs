@@ -1,0 +1,396 @@
+//! The plain-text report printed by `gpuscope profile`.
+//!
+//! Sections, in order: run (adapter, timing, workload, setup), tokens, ops, layers,
+//! counters (with checks, timestamp health and overhead), bottleneck. Long runs and
+//! deep models are shortened so the report fits a terminal: at most 16 token lines
+//! past 32 tokens, and a compact layer strip past 16 layers.
+
+use std::fmt::Write;
+
+use super::units::{bytes, count, ms, opt, opt_ms, us};
+use crate::analysis::{
+    analyze, Analysis, CheckStatus, LayerTimeSource, SpanCounts, TokenSelection, TokenStats,
+};
+use crate::{Profile, TimingMode};
+
+/// All tokens are listed up to this many; beyond, the first and last
+/// [`TOKENS_SHOWN_EACH_END`].
+pub const MAX_TOKENS_LISTED: usize = 32;
+pub const TOKENS_SHOWN_EACH_END: usize = 8;
+/// One line per layer up to this many layers; beyond, a strip.
+pub const MAX_LAYERS_LISTED: usize = 16;
+const LAYERS_PER_STRIP_LINE: usize = 8;
+
+/// Appends one formatted line; writing to a `String` cannot fail.
+macro_rules! emit {
+    ($out:expr) => { $out.push('\n') };
+    ($out:expr, $($arg:tt)*) => {{
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+/// Analyses `p` and renders the full report.
+pub fn render_text(p: &Profile) -> String {
+    render_analysis_text(p, &analyze(p))
+}
+
+/// Renders a report from an analysis already computed for `p`.
+pub fn render_analysis_text(p: &Profile, a: &Analysis) -> String {
+    let mut out = String::new();
+    run(&mut out, p);
+    tokens(&mut out, p, a);
+    ops(&mut out, p, a);
+    layers(&mut out, p, a);
+    counters(&mut out, p, a);
+    bottleneck(&mut out, a);
+    out
+}
+
+fn run(out: &mut String, p: &Profile) {
+    let (ad, t, w) = (&p.adapter, &p.timing, &p.workload);
+    emit!(
+        out,
+        "gpuscope profile (format {}, written by {})",
+        p.format,
+        p.tool
+    );
+    emit!(out);
+    let driver = match (ad.driver.as_str(), ad.driver_info.as_str()) {
+        ("", "") => "unknown".to_string(),
+        (d, "") | ("", d) => d.to_string(),
+        (d, i) => format!("{d} ({i})"),
+    };
+    emit!(
+        out,
+        "Adapter:  {}, backend {}, driver {}, device type {}",
+        ad.name,
+        ad.backend,
+        driver,
+        ad.device_type
+    );
+    emit!(
+        out,
+        "Timing:   {} ({}), timestamp period {} ns/tick",
+        t.mode,
+        t.reason,
+        t.timestamp_period_ns
+    );
+    emit!(
+        out,
+        "Workload: {} ({}), weights {}, {} params, {} of weights, {} layers; graph: {} dispatches, {} passes per token",
+        w.name,
+        w.architecture,
+        w.weights,
+        count(w.params),
+        bytes(w.weight_bytes),
+        w.layers,
+        w.graph_dispatches_per_token,
+        w.graph_passes_per_token
+    );
+    let s = &p.setup;
+    emit!(
+        out,
+        "Setup:    {} ms wall; created {} buffers, {} bind groups, {} pipelines; {} uploaded",
+        ms(p.setup_wall_ns),
+        s.buffers_created,
+        s.bind_groups_created,
+        s.pipelines_created,
+        bytes(s.bytes_uploaded)
+    );
+}
+
+fn tokens(out: &mut String, p: &Profile, a: &Analysis) {
+    emit!(out);
+    emit!(out, "Tokens: {} decoded", p.tokens.len());
+    if p.tokens.is_empty() {
+        return;
+    }
+    emit!(
+        out,
+        "  {:>5} {:>6} {:>8} {:>10} {:>12} {:>9}",
+        "token",
+        "pos",
+        "id",
+        "wall ms",
+        "GPU-busy ms",
+        "tok/s"
+    );
+    let n = p.tokens.len();
+    let shown_each_end = if n <= MAX_TOKENS_LISTED {
+        n
+    } else {
+        TOKENS_SHOWN_EACH_END
+    };
+    for (i, t) in p.tokens.iter().enumerate() {
+        if i == shown_each_end && n > MAX_TOKENS_LISTED {
+            emit!(
+                out,
+                "  ... {} tokens not shown ...",
+                n - 2 * TOKENS_SHOWN_EACH_END
+            );
+        }
+        if i >= shown_each_end && i < n - shown_each_end {
+            continue;
+        }
+        let tok_s = opt(crate::analysis::tokens::rate_per_s(t.wall_ns), 1);
+        emit!(
+            out,
+            "  {:>5} {:>6} {:>8} {:>10} {:>12} {:>9}",
+            t.index,
+            t.position,
+            t.token_id,
+            ms(t.wall_ns),
+            opt_ms(t.gpu_busy_ns),
+            tok_s
+        );
+    }
+    token_summary(out, &a.tokens);
+    if a.tokens_steady.count() > 0 {
+        token_summary(out, &a.tokens_steady);
+    }
+}
+
+fn token_summary(out: &mut String, s: &TokenStats) {
+    let Some(w) = s.wall_ns else { return };
+    let which = match (s.selection, s.tokens.first(), s.tokens.last()) {
+        (TokenSelection::All, ..) => format!("all {} tokens", s.count()),
+        (TokenSelection::SkipFirst, Some(f), Some(l)) => {
+            format!("tokens {f}-{l} (first skipped)")
+        }
+        (TokenSelection::SkipFirst, ..) => "no tokens".into(),
+    };
+    let gpu = match s.gpu_busy_ns {
+        Some(g) => format!(
+            "GPU busy median {} ms, p90 {} ms ({} of {} tokens timed)",
+            ms(g.median),
+            ms(g.p90),
+            g.count,
+            s.count()
+        ),
+        None => "GPU busy unknown".into(),
+    };
+    emit!(
+        out,
+        "  {which}: wall median {} ms, p90 {} ms, min {} ms, max {} ms; {gpu}; {} tok/s at median",
+        ms(w.median),
+        ms(w.p90),
+        ms(w.min),
+        ms(w.max),
+        opt(s.tok_per_s, 1)
+    );
+}
+
+fn ops(out: &mut String, p: &Profile, a: &Analysis) {
+    let o = &a.ops;
+    emit!(out);
+    let source = match o.total_gpu_ns {
+        Some(_) => "GPU time from dispatch spans, all tokens".to_string(),
+        None => format!("no dispatch GPU times: timing {}", p.timing.mode),
+    };
+    emit!(out, "Ops ({source})");
+    if o.rows.is_empty() {
+        emit!(out, "  no dispatches recorded");
+        return;
+    }
+    let width = o.rows.iter().map(|r| r.op.len()).max().unwrap_or(0).max(5);
+    emit!(
+        out,
+        "  {:<width$} {:>7} {:>10} {:>10} {:>6} {:>8} {:>9}",
+        "op",
+        "calls",
+        "total ms",
+        "avg µs",
+        "% GPU",
+        "GB/s",
+        "GFLOP/s"
+    );
+    for r in &o.rows {
+        emit!(
+            out,
+            "  {:<width$} {:>7} {:>10} {:>10} {:>6} {:>8} {:>9}",
+            r.op,
+            r.calls,
+            opt_ms(r.total_gpu_ns),
+            r.avg_gpu_ns.map_or_else(|| "-".into(), us),
+            opt(r.gpu_percent, 1),
+            opt(r.gb_per_s, 1),
+            opt(r.gflop_per_s, 1)
+        );
+    }
+    emit!(
+        out,
+        "  {:<width$} {:>7} {:>10}",
+        "total",
+        o.calls,
+        opt_ms(o.total_gpu_ns)
+    );
+    if o.total_gpu_ns.is_some() && o.untimed_calls > 0 {
+        emit!(
+            out,
+            "  {} of {} calls have no valid GPU span and are left out of times and rates",
+            o.untimed_calls,
+            o.calls
+        );
+    } else if o.total_gpu_ns.is_none() && p.timing.mode != TimingMode::Dispatch {
+        emit!(out, "  per-op GPU times need timing mode `dispatch`");
+    }
+}
+
+fn layers(out: &mut String, p: &Profile, a: &Analysis) {
+    let l = &a.layers;
+    emit!(out);
+    if l.rows.iter().all(|r| r.gpu_ns_median.is_none()) {
+        emit!(out, "Layers: GPU time unknown (timing {})", p.timing.mode);
+        return;
+    }
+    let sources: Vec<LayerTimeSource> = l.rows.iter().filter_map(|r| r.source).collect();
+    let source = if sources.iter().all(|s| *s == LayerTimeSource::PassSpans) {
+        "pass spans"
+    } else if sources.iter().all(|s| *s == LayerTimeSource::DispatchSpans) {
+        "summed dispatch spans"
+    } else {
+        "pass spans, else summed dispatch spans (*)"
+    };
+    emit!(
+        out,
+        "Layers (GPU ms per token, median over tokens, from {source})"
+    );
+    let mark = |r: &crate::analysis::LayerRow| match r.source {
+        Some(LayerTimeSource::DispatchSpans) if sources.contains(&LayerTimeSource::PassSpans) => {
+            "*"
+        }
+        _ => "",
+    };
+    let layer_count = l.layer_rows().count();
+    let width = l.rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    let mut strip: Vec<String> = Vec::new();
+    for r in &l.rows {
+        let t = format!("{}{}", opt_ms(r.gpu_ns_median), mark(r));
+        if layer_count > MAX_LAYERS_LISTED && r.layer.is_some() {
+            strip.push(format!("{} {t}", r.name));
+            continue;
+        }
+        flush_strip(out, &mut strip);
+        emit!(
+            out,
+            "  {:<width$} {:>10}   ({} tokens timed)",
+            r.name,
+            t,
+            r.tokens_timed
+        );
+    }
+    flush_strip(out, &mut strip);
+    if let Some(e) = &l.extremes {
+        emit!(
+            out,
+            "  layers: min {} {} ms, median {} {} ms, max {} {} ms",
+            e.min.name,
+            ms(e.min.gpu_ns),
+            e.median.name,
+            ms(e.median.gpu_ns),
+            e.max.name,
+            ms(e.max.gpu_ns)
+        );
+    }
+}
+
+fn flush_strip(out: &mut String, strip: &mut Vec<String>) {
+    for chunk in strip.chunks(LAYERS_PER_STRIP_LINE) {
+        emit!(out, "  {}", chunk.join("  "));
+    }
+    strip.clear();
+}
+
+fn counters(out: &mut String, p: &Profile, a: &Analysis) {
+    let c = &a.counters;
+    emit!(out);
+    emit!(
+        out,
+        "Counters per token (steady: the {} tokens after the first)",
+        c.steady_tokens
+    );
+    emit!(
+        out,
+        "  {:<22} {:>12} {:>14} {:>12}",
+        "counter",
+        "first token",
+        "steady median",
+        "steady max"
+    );
+    let cell = |x: Option<crate::Counters>, i: usize| {
+        x.map_or_else(|| "-".to_string(), |x| x.fields()[i].1.to_string())
+    };
+    for (i, (name, _)) in crate::Counters::default().fields().iter().enumerate() {
+        emit!(
+            out,
+            "  {:<22} {:>12} {:>14} {:>12}",
+            name,
+            cell(c.first, i),
+            cell(c.steady_median, i),
+            cell(c.steady_max, i)
+        );
+    }
+    emit!(out, "Checks");
+    for ch in &c.checks {
+        let status = match ch.status {
+            CheckStatus::Ok => "ok",
+            CheckStatus::Fail => "FAIL",
+            CheckStatus::NotApplicable => "n/a",
+        };
+        emit!(
+            out,
+            "  {status:<4}  {}: expected {}, observed {}",
+            ch.name,
+            ch.expected,
+            ch.observed
+        );
+    }
+    timestamps(out, p, a);
+    if let Some(o) = &p.overhead {
+        emit!(
+            out,
+            "Overhead: timing {} costs {:.1}% throughput ({:.1} tok/s profiled, {:.1} tok/s with timing off)",
+            o.mode,
+            o.cost_percent(),
+            o.tok_per_s_profiled,
+            o.tok_per_s_off
+        );
+    }
+}
+
+fn timestamps(out: &mut String, p: &Profile, a: &Analysis) {
+    let h = &a.timestamps;
+    let t = h.total();
+    let split = format!("dispatch {}, pass {}", h.dispatches.valid, h.passes.valid);
+    if t.recorded() == 0 {
+        emit!(out, "Timestamps: none recorded (timing {})", p.timing.mode);
+    } else if t.issues() == 0 {
+        emit!(out, "Timestamps: all {} spans valid ({split})", t.valid);
+    } else {
+        emit!(
+            out,
+            "Timestamps: {} of {} spans valid ({split}); left out: {} (dispatch: {}; pass: {})",
+            t.valid,
+            t.recorded(),
+            issues(&t),
+            issues(&h.dispatches),
+            issues(&h.passes)
+        );
+    }
+}
+
+fn issues(c: &SpanCounts) -> String {
+    format!(
+        "{} zero, {} negative, {} out of order",
+        c.zero, c.negative, c.out_of_order
+    )
+}
+
+fn bottleneck(out: &mut String, a: &Analysis) {
+    let b = &a.bottleneck;
+    emit!(out);
+    emit!(out, "Bottleneck: {}", b.headline);
+    for e in &b.evidence {
+        emit!(out, "  - {e}");
+    }
+}

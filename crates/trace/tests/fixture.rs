@@ -1,0 +1,327 @@
+//! Small profiles with known numbers, built in code.
+//!
+//! `small()`: 2 layers, 3 tokens, timing `dispatch`. Each token runs 4 passes (embed,
+//! L0, L1, head) and 7 dispatches:
+//!
+//! | pass  | op        | ns (token 0 / 1 / 2)   | bytes   | flops   |
+//! |-------|-----------|------------------------|---------|---------|
+//! | embed | embedding | 1000                   | 2000    | 0       |
+//! | L0    | rms_norm  | 2000                   | 4000    | 3000    |
+//! | L0    | gemv_q4_1 | 12000 / 10000 / 10000  | 100000  | 200000  |
+//! | L1    | rms_norm  | 2000 (token 1: out of order) |   |         |
+//! | L1    | gemv_q4_1 | 12000 / 10000 / 10000  |         |         |
+//! | head  | gemv_f16  | 20000                  | 300000  | 400000  |
+//! | head  | argmax    | 1500 (token 2: zero)   | 1000    | 1000    |
+//!
+//! Dispatches in a pass are 500 ns apart; a pass spans its first start to its last
+//! end. Token 0's head pass is flagged negative. Wall: 2.0 / 0.4 / 0.3 ms; GPU busy:
+//! 0.2 / 0.15 ms / none.
+
+use gpuscope_trace::*;
+
+pub const GAP_NS: u64 = 500;
+
+pub fn counters(first: bool) -> Counters {
+    Counters {
+        dispatches: 7,
+        passes: 4,
+        submits: 1,
+        syncs: 1,
+        barriers: 3,
+        buffers_created: if first { 2 } else { 0 },
+        bind_groups_created: if first { 5 } else { 0 },
+        pipelines_created: if first { 5 } else { 0 },
+        bytes_uploaded: 16,
+        bytes_downloaded: 4,
+    }
+}
+
+struct Op {
+    pass: u32,
+    op: &'static str,
+    label: &'static str,
+    bytes: u64,
+    flops: u64,
+}
+
+const OPS: [Op; 7] = [
+    Op {
+        pass: 0,
+        op: "embedding",
+        label: "embed",
+        bytes: 2000,
+        flops: 0,
+    },
+    Op {
+        pass: 1,
+        op: "rms_norm",
+        label: "L0.attn_norm",
+        bytes: 4000,
+        flops: 3000,
+    },
+    Op {
+        pass: 1,
+        op: "gemv_q4_1",
+        label: "L0.ffn_down",
+        bytes: 100_000,
+        flops: 200_000,
+    },
+    Op {
+        pass: 2,
+        op: "rms_norm",
+        label: "L1.attn_norm",
+        bytes: 4000,
+        flops: 3000,
+    },
+    Op {
+        pass: 2,
+        op: "gemv_q4_1",
+        label: "L1.ffn_down",
+        bytes: 100_000,
+        flops: 200_000,
+    },
+    Op {
+        pass: 3,
+        op: "gemv_f16",
+        label: "output",
+        bytes: 300_000,
+        flops: 400_000,
+    },
+    Op {
+        pass: 3,
+        op: "argmax",
+        label: "argmax",
+        bytes: 1000,
+        flops: 1000,
+    },
+];
+
+const PASSES: [(&str, Option<u32>); 4] = [
+    ("embed", None),
+    ("L0", Some(0)),
+    ("L1", Some(1)),
+    ("head", None),
+];
+
+fn duration(token: u32, op: &Op) -> u64 {
+    match op.op {
+        "embedding" => 1000,
+        "rms_norm" => 2000,
+        "gemv_q4_1" if token == 0 => 12_000,
+        "gemv_q4_1" => 10_000,
+        "gemv_f16" => 20_000,
+        _ => 1500,
+    }
+}
+
+fn issue(token: u32, index: u32) -> Option<TimestampIssue> {
+    match (token, index) {
+        (1, 3) => Some(TimestampIssue::OutOfOrder),
+        (2, 6) => Some(TimestampIssue::Zero),
+        _ => None,
+    }
+}
+
+pub fn small() -> Profile {
+    let mut dispatches = Vec::new();
+    let mut passes = Vec::new();
+    for token in 0..3u32 {
+        let mut cursor = token as u64 * 1_000_000;
+        for (pi, (name, layer)) in PASSES.iter().enumerate() {
+            let start = cursor;
+            let ops: Vec<(u32, &Op)> = (0u32..)
+                .zip(OPS.iter())
+                .filter(|(_, o)| o.pass == pi as u32)
+                .collect();
+            for (index, op) in &ops {
+                let span = GpuSpan {
+                    start_ns: cursor,
+                    end_ns: cursor + duration(token, op),
+                };
+                cursor = span.end_ns + GAP_NS;
+                let issue = issue(token, *index);
+                dispatches.push(DispatchEvent {
+                    token,
+                    index: *index,
+                    op: op.op.into(),
+                    label: op.label.into(),
+                    layer: *layer,
+                    pass: pi as u32,
+                    pipeline: format!("{}/main", op.op),
+                    workgroups: [4, 1, 1],
+                    bytes: op.bytes,
+                    flops: op.flops,
+                    cpu_encode_ns: 2000,
+                    gpu: issue.is_none().then_some(span),
+                    timestamp_issue: issue,
+                });
+            }
+            let span = GpuSpan {
+                start_ns: start,
+                end_ns: cursor - GAP_NS,
+            };
+            let bad = token == 0 && *name == "head";
+            passes.push(PassEvent {
+                token,
+                index: pi as u32,
+                name: name.to_string(),
+                layer: *layer,
+                dispatches: ops.len() as u32,
+                gpu: (!bad).then_some(span),
+                timestamp_issue: bad.then_some(TimestampIssue::Negative),
+            });
+            cursor += 1000;
+        }
+    }
+    let walls = [2_000_000, 400_000, 300_000];
+    let busy = [Some(200_000), Some(150_000), None];
+    let tokens = (0..3u32)
+        .map(|i| TokenRecord {
+            index: i,
+            position: 5 + i,
+            token_id: [17, 42, 99][i as usize],
+            wall_ns: walls[i as usize],
+            gpu_busy_ns: busy[i as usize],
+            counters: counters(i == 0),
+        })
+        .collect();
+    Profile {
+        format: PROFILE_FORMAT,
+        tool: "gpuscope 0.1.0".into(),
+        adapter: AdapterDesc {
+            name: "Test GPU".into(),
+            backend: "Vulkan".into(),
+            device_type: "Cpu".into(),
+            driver: "llvmpipe".into(),
+            driver_info: "Mesa 22.3.6".into(),
+            features: vec!["TIMESTAMP_QUERY".into()],
+            max_storage_buffer_binding_size: 128 << 20,
+            max_buffer_size: 2 << 30,
+        },
+        timing: TimingInfo {
+            mode: TimingMode::Dispatch,
+            reason: "TIMESTAMP_QUERY_INSIDE_PASSES offered".into(),
+            timestamp_period_ns: 1.0,
+        },
+        workload: WorkloadDesc {
+            name: "tiny (synthetic)".into(),
+            architecture: "llama".into(),
+            weights: "q4_1".into(),
+            params: 1_500_000,
+            weight_bytes: 900_000,
+            layers: 2,
+            graph_dispatches_per_token: 7,
+            graph_passes_per_token: 4,
+        },
+        setup: Counters {
+            buffers_created: 20,
+            pipelines_created: 5,
+            bytes_uploaded: 900_000,
+            ..Default::default()
+        },
+        setup_wall_ns: 12_000_000,
+        tokens,
+        dispatches,
+        passes,
+        overhead: None,
+    }
+}
+
+/// `small()` with every span removed and timing off.
+pub fn untimed() -> Profile {
+    let mut p = small();
+    p.timing.mode = TimingMode::Off;
+    p.timing.reason = "--timing off".into();
+    for d in &mut p.dispatches {
+        d.gpu = None;
+        d.timestamp_issue = None;
+    }
+    for s in &mut p.passes {
+        s.gpu = None;
+        s.timestamp_issue = None;
+    }
+    for t in &mut p.tokens {
+        t.gpu_busy_ns = None;
+    }
+    p
+}
+
+/// `small()` with pass spans removed (per-section times come from dispatches).
+pub fn without_pass_spans() -> Profile {
+    let mut p = small();
+    for s in &mut p.passes {
+        s.gpu = None;
+        s.timestamp_issue = None;
+    }
+    p
+}
+
+/// A profile with `n_tokens` tokens and `n_layers` layers, one dispatch per layer,
+/// layer `l` taking `1000 * (l + 1)` ns: for the shortened report.
+pub fn long(n_tokens: u32, n_layers: u32) -> Profile {
+    let mut p = small();
+    p.workload.layers = n_layers;
+    p.workload.graph_dispatches_per_token = n_layers;
+    p.workload.graph_passes_per_token = n_layers;
+    p.dispatches.clear();
+    p.passes.clear();
+    p.tokens.clear();
+    for token in 0..n_tokens {
+        let mut cursor = token as u64 * 10_000_000;
+        for l in 0..n_layers {
+            let span = GpuSpan {
+                start_ns: cursor,
+                end_ns: cursor + 1000 * (l as u64 + 1),
+            };
+            cursor = span.end_ns + GAP_NS;
+            p.dispatches.push(DispatchEvent {
+                token,
+                index: l,
+                op: "gemv_q4_1".into(),
+                label: format!("L{l}.ffn_down"),
+                layer: Some(l),
+                pass: l,
+                pipeline: "gemv_q4_1/main".into(),
+                workgroups: [1, 1, 1],
+                bytes: 1000,
+                flops: 2000,
+                cpu_encode_ns: 1000,
+                gpu: Some(span),
+                timestamp_issue: None,
+            });
+            p.passes.push(PassEvent {
+                token,
+                index: l,
+                name: format!("L{l}"),
+                layer: Some(l),
+                dispatches: 1,
+                gpu: Some(span),
+                timestamp_issue: None,
+            });
+        }
+        let mut c = counters(token == 0);
+        c.dispatches = n_layers as u64;
+        c.passes = n_layers as u64;
+        p.tokens.push(TokenRecord {
+            index: token,
+            position: token,
+            token_id: 1000 + token,
+            wall_ns: 1_000_000 + token as u64 * 1000,
+            gpu_busy_ns: Some(900_000),
+            counters: c,
+        });
+    }
+    p
+}
+
+/// Path of a file under `tests/data`.
+pub fn data(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+}
+
+/// True when golden files should be rewritten (`GPUSCOPE_BLESS=1 cargo test`).
+pub fn bless() -> bool {
+    std::env::var_os("GPUSCOPE_BLESS").is_some()
+}

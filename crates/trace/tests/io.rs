@@ -1,0 +1,178 @@
+//! Reading and writing profiles: round trips, and a specific error for each kind of
+//! bad file.
+
+use std::path::PathBuf;
+
+use gpuscope_trace::io::{load_profile, profile_from_json, save_profile, ProfileIoError};
+use gpuscope_trace::{FormatVersion, PROFILE_FORMAT};
+
+use crate::fixture;
+
+/// A fresh path in the system temp dir, unique per test and process.
+fn temp_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpuscope-trace-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn small_json() -> serde_json::Value {
+    serde_json::to_value(fixture::small()).unwrap()
+}
+
+#[test]
+fn file_round_trip_is_equal() {
+    let path = temp_path("round_trip.json");
+    let p = fixture::small();
+    save_profile(&path, &p).unwrap();
+    assert_eq!(load_profile(&path).unwrap(), p);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn string_round_trip_is_equal() {
+    for p in [fixture::small(), fixture::untimed(), fixture::long(3, 4)] {
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(profile_from_json(&json).unwrap(), p);
+    }
+}
+
+#[test]
+fn fixture_file_loads() {
+    let path = fixture::data("small/profile.json");
+    if fixture::bless() {
+        save_profile(&path, &fixture::small()).unwrap();
+    }
+    assert_eq!(load_profile(&path).unwrap(), fixture::small());
+}
+
+#[test]
+fn other_major_version_names_both() {
+    let mut v = small_json();
+    v["format"] = serde_json::json!({"major": 2, "minor": 3});
+    // Version is checked first: a v2 file with a v1-incompatible body still says "version".
+    v["tokens"] = serde_json::json!("changed in v2");
+    let e = profile_from_json(&v.to_string()).unwrap_err();
+    match &e {
+        ProfileIoError::UnsupportedVersion {
+            found, supported, ..
+        } => {
+            assert_eq!(*found, FormatVersion { major: 2, minor: 3 });
+            assert_eq!(*supported, PROFILE_FORMAT);
+        }
+        e => panic!("unexpected error {e:?}"),
+    }
+    let msg = e.to_string();
+    assert!(
+        msg.contains("format 2.3") && msg.contains("reads format 1.x"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn newer_minor_with_new_fields_is_read() {
+    let mut v = small_json();
+    v["format"]["minor"] = 9.into();
+    v["added_in_1_9"] = serde_json::json!({"anything": [1, 2]});
+    let p = profile_from_json(&v.to_string()).unwrap();
+    assert_eq!(p.format, FormatVersion { major: 1, minor: 9 });
+    assert_eq!(p.tokens, fixture::small().tokens);
+}
+
+#[test]
+fn truncated_file_names_path_and_position() {
+    let path = temp_path("truncated.json");
+    let json = serde_json::to_string_pretty(&fixture::small()).unwrap();
+    std::fs::write(&path, &json[..json.len() / 2]).unwrap();
+    let e = load_profile(&path).unwrap_err();
+    assert!(
+        matches!(e, ProfileIoError::Truncated { line, .. } if line > 1),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&path.display().to_string()) && msg.contains("truncated"),
+        "{msg}"
+    );
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn missing_format() {
+    let mut v = small_json();
+    v.as_object_mut().unwrap().remove("format");
+    let e = profile_from_json(&v.to_string()).unwrap_err();
+    assert!(matches!(e, ProfileIoError::MissingFormat { .. }), "{e:?}");
+    assert!(e.to_string().contains("no `format` field"), "{e}");
+}
+
+#[test]
+fn garbled_format() {
+    let mut v = small_json();
+    v["format"] = "1.0".into();
+    let e = profile_from_json(&v.to_string()).unwrap_err();
+    assert!(
+        matches!(&e, ProfileIoError::MalformedFormat { found, .. } if found == "\"1.0\""),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn wrong_field_type_gives_line_and_column() {
+    let mut v = small_json();
+    v["tokens"][1]["wall_ns"] = "slow".into();
+    let json = serde_json::to_string_pretty(&v).unwrap();
+    let e = profile_from_json(&json).unwrap_err();
+    let ProfileIoError::Json {
+        line,
+        column,
+        message,
+        ..
+    } = &e
+    else {
+        panic!("unexpected error {e:?}");
+    };
+    let wall_line = json.lines().position(|l| l.contains("\"slow\"")).unwrap() + 1;
+    assert_eq!(*line, wall_line);
+    assert!(*column > 0);
+    assert!(
+        message.contains("invalid type: string \"slow\""),
+        "{message}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with(&format!("<profile JSON>:{wall_line}:")),
+        "{e}"
+    );
+}
+
+#[test]
+fn not_a_profile() {
+    for bad in [
+        "[1, 2]",
+        "42",
+        "{\"format\": {\"major\": 1, \"minor\": 0}}",
+        "not json",
+    ] {
+        let e = profile_from_json(bad).unwrap_err();
+        assert!(matches!(e, ProfileIoError::Json { .. }), "{bad}: {e:?}");
+    }
+    assert!(matches!(
+        profile_from_json("").unwrap_err(),
+        ProfileIoError::Truncated { .. }
+    ));
+}
+
+#[test]
+fn missing_file_names_path() {
+    let path = temp_path("does-not-exist.json");
+    let e = load_profile(&path).unwrap_err();
+    assert!(matches!(e, ProfileIoError::Read { .. }));
+    assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+}
+
+#[test]
+fn unwritable_path_is_an_error() {
+    let path = temp_path("no-such-dir").join("profile.json");
+    let e = save_profile(&path, &fixture::small()).unwrap_err();
+    assert!(matches!(e, ProfileIoError::Write { .. }), "{e:?}");
+}

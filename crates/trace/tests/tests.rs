@@ -1,0 +1,6 @@
+//! The crate's one test binary: a module per topic, fixtures built in `fixture`.
+
+mod analysis;
+mod fixture;
+mod io;
+mod render;
