@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use super::units::{bytes, count, ms, opt, opt_ms, us};
+use super::units::{bytes, count, ms, opt, opt_ms, rate, us};
 use crate::analysis::{
     analyze, Analysis, CheckStatus, LayerTimeSource, SpanCounts, TokenSelection, TokenStats,
 };
@@ -213,8 +213,8 @@ fn ops(out: &mut String, p: &Profile, a: &Analysis) {
             opt_ms(r.total_gpu_ns),
             r.avg_gpu_ns.map_or_else(|| "-".into(), us),
             opt(r.gpu_percent, 1),
-            opt(r.gb_per_s, 1),
-            opt(r.gflop_per_s, 1)
+            rate(r.gb_per_s),
+            rate(r.gflop_per_s)
         );
     }
     emit!(

@@ -44,3 +44,16 @@ pub fn count(n: u64) -> String {
     }
     n.to_string()
 }
+
+/// A rate with three significant digits (at least one decimal), or `-` when unknown:
+/// a software adapter's 0.004 GB/s must not print as 0.0.
+pub fn rate(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(x) if x == 0.0 || !x.is_finite() => format!("{x:.1}"),
+        Some(x) => {
+            let digits = (2 - x.abs().log10().floor() as i32).clamp(1, 6) as usize;
+            format!("{x:.digits$}")
+        }
+    }
+}
