@@ -94,6 +94,10 @@ pub struct ProfileArgs {
     /// Token id fed at position 0.
     #[arg(long, default_value_t = 1)]
     pub first_token: u32,
+    /// Tokens decoded and discarded before the recorded ones (lazy pipeline compiles,
+    /// GPU clock ramp-up).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
     /// Also decode with timing off and report what profiling costs.
     #[arg(long)]
     pub overhead: bool,

@@ -17,6 +17,9 @@ pub struct ProfileOptions {
     pub first_token: u32,
     /// Also decode the same tokens with timing off and report the difference.
     pub overhead: bool,
+    /// Tokens decoded (and thrown away) before the recorded ones: pipelines compile
+    /// lazily on some drivers and GPU clocks ramp up over the first tokens.
+    pub warmup: u32,
 }
 
 /// A profile and, when the run stopped early, why. The profile holds everything measured
@@ -41,7 +44,7 @@ fn steady_median_wall(tokens: &[TokenRecord]) -> Option<u64> {
 pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) -> Result<ProfileRun, ModelError> {
     let setup_start = Instant::now();
     let before_setup = gpu.counters();
-    let max_ctx = opts.tokens.max(1);
+    let max_ctx = opts.tokens.max(opts.warmup).max(1);
     let mut decoder = GpuDecoder::new(gpu, weights, DecoderOptions { max_ctx, read_logits: false })?;
     let setup = gpu.counters().since(&before_setup);
     let setup_wall_ns = setup_start.elapsed().as_nanos() as u64;
@@ -77,7 +80,14 @@ pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) 
     // strings for thousands of events does not land inside the measured tokens.
     let mut outputs = Vec::with_capacity(opts.tokens as usize);
     let mut error = None;
-    for i in 0..opts.tokens {
+    for i in 0..opts.warmup {
+        if let Err(e) = decoder.step(gpu, (i == 0).then_some(opts.first_token)) {
+            error = Some(e);
+            break;
+        }
+    }
+    decoder.reset();
+    for i in (0..opts.tokens).take_while(|_| error.is_none()) {
         let position = decoder.position();
         let input = (i == 0).then_some(opts.first_token);
         match decoder.step(gpu, input) {

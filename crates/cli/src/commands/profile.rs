@@ -40,6 +40,7 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
         tokens: args.tokens,
         first_token: args.first_token,
         overhead: args.overhead,
+        warmup: args.warmup,
     };
     let run = profile_decode(&gpu, &weights, &options)?;
     // Whatever happened, what was measured is written and shown before the error.
