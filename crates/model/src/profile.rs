@@ -99,6 +99,7 @@ pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) 
                     wall_ns: step.output.wall_ns,
                     gpu_busy_ns: step.output.gpu_busy_ns,
                     counters: step.output.counters,
+                    cpu: step.output.cpu,
                 });
                 outputs.push(step.output);
             }

@@ -51,6 +51,8 @@ pub struct StepOutput {
     pub wall_ns: u64,
     /// Sum of the valid pass spans; `None` with timing off or no valid span.
     pub gpu_busy_ns: Option<u64>,
+    /// The wall time by phase.
+    pub cpu: gpuscope_trace::CpuTimes,
     pub counters: Counters,
     pub dispatches: Vec<DispatchSample>,
     pub passes: Vec<PassSample>,
@@ -179,8 +181,9 @@ impl StepRunner {
         for (buf, offset, data) in uploads {
             gpu.write_buffer(buf, *offset, data);
         }
+        let uploaded = Instant::now();
         let mut samples = vec![DispatchSample::default(); self.dispatches_per_step];
-        let mut encoder = {
+        let commands = {
             let _span = tracing::info_span!("encode").entered();
             let mut encoder = gpu.device.create_command_encoder(&Default::default());
             encode_graph(gpu, &mut encoder, graph, self.timing, self.query_set.as_ref(), &mut samples);
@@ -191,17 +194,25 @@ impl StepRunner {
             for (buf, offset) in &self.readbacks {
                 encoder.copy_buffer_to_buffer(&buf.buffer, 0, &self.staging, *offset, buf.size());
             }
-            encoder
+            encoder.finish()
         };
+        let encoded = Instant::now();
         {
             let _span = tracing::info_span!("submit").entered();
-            gpu.queue.submit([std::mem::replace(&mut encoder, gpu.device.create_command_encoder(&Default::default())).finish()]);
-            drop(encoder);
+            gpu.queue.submit([commands]);
         }
+        let submitted = Instant::now();
         AtomicCounters::add(&gpu.counters.submits, 1);
         AtomicCounters::add(&gpu.counters.barriers, self.barriers_per_step);
         let bytes = gpu.map_read(&self.staging, self.staging_size, "step readback")?;
-        let wall_ns = start.elapsed().as_nanos() as u64;
+        let done = Instant::now();
+        let wall_ns = (done - start).as_nanos() as u64;
+        let cpu = gpuscope_trace::CpuTimes {
+            upload_ns: (uploaded - start).as_nanos() as u64,
+            encode_ns: (encoded - uploaded).as_nanos() as u64,
+            submit_ns: (submitted - encoded).as_nanos() as u64,
+            wait_ns: (done - submitted).as_nanos() as u64,
+        };
         let readbacks = self
             .readbacks
             .iter()
@@ -224,6 +235,7 @@ impl StepRunner {
             readbacks,
             wall_ns,
             gpu_busy_ns,
+            cpu,
             counters: gpu.counters().since(&before),
             dispatches: samples,
             passes,

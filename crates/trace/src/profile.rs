@@ -4,6 +4,7 @@
 //!
 //! - 1.0: first version: adapter, timing mode, workload, setup counters, per-token
 //!   records with counters, per-dispatch and per-pass events.
+//! - 1.1: `TokenRecord::cpu`, the token's CPU time by phase (absent in 1.0: zeros).
 //!
 //! A reader accepts any file with the same major version (newer minors may add fields,
 //! which older readers ignore) and refuses another major with a message naming both.
@@ -14,7 +15,7 @@ use crate::counters::Counters;
 use crate::FormatVersion;
 
 /// The profile format this build writes.
-pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 };
+pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 1 };
 
 /// One profiling run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -126,6 +127,30 @@ pub struct TokenRecord {
     /// when every span of the token was invalid.
     pub gpu_busy_ns: Option<u64>,
     pub counters: Counters,
+    /// Where the token's CPU wall time went (format 1.1; zero in 1.0 files).
+    #[serde(default)]
+    pub cpu: CpuTimes,
+}
+
+/// A token's CPU wall time by phase, in nanoseconds. `wait_ns` is the time blocked on
+/// the GPU (the one sync); the rest is launch overhead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTimes {
+    /// Queueing buffer writes (`queue.write_buffer`).
+    pub upload_ns: u64,
+    /// Recording the passes and finishing the command buffer (wgpu validates here).
+    pub encode_ns: u64,
+    /// `queue.submit`.
+    pub submit_ns: u64,
+    /// Waiting for the GPU and mapping the readback.
+    pub wait_ns: u64,
+}
+
+impl CpuTimes {
+    /// CPU time spent launching work (everything but waiting).
+    pub fn launch_ns(&self) -> u64 {
+        self.upload_ns + self.encode_ns + self.submit_ns
+    }
 }
 
 /// A GPU time span in nanoseconds since the run's first timestamp.

@@ -183,6 +183,7 @@ pub fn small() -> Profile {
             wall_ns: walls[i as usize],
             gpu_busy_ns: busy[i as usize],
             counters: counters(i == 0),
+            cpu: Default::default(),
         })
         .collect();
     Profile {
@@ -309,6 +310,7 @@ pub fn long(n_tokens: u32, n_layers: u32) -> Profile {
             wall_ns: 1_000_000 + token as u64 * 1000,
             gpu_busy_ns: Some(900_000),
             counters: c,
+            cpu: Default::default(),
         });
     }
     p

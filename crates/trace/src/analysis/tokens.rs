@@ -28,6 +28,12 @@ pub struct TokenStats {
     pub gpu_busy_ns: Option<Summary>,
     /// Tokens per second from the median wall time.
     pub tok_per_s: Option<f64>,
+    /// CPU launch time (upload + encode + submit) and GPU wait per token; `None` when
+    /// the profile has no CPU breakdown (format 1.0).
+    pub cpu_launch_ns: Option<Summary>,
+    pub cpu_wait_ns: Option<Summary>,
+    pub cpu_encode_ns: Option<Summary>,
+    pub cpu_submit_ns: Option<Summary>,
 }
 
 impl TokenStats {
@@ -53,7 +59,13 @@ fn stats(p: &Profile, selection: TokenSelection) -> TokenStats {
     };
     let used = p.tokens.get(skip..).unwrap_or(&[]);
     let wall_ns = Summary::of(used.iter().map(|t| t.wall_ns));
+    let has_cpu = used.iter().any(|t| t.cpu != crate::CpuTimes::default());
+    let cpu = |f: fn(&crate::CpuTimes) -> u64| if has_cpu { Summary::of(used.iter().map(|t| f(&t.cpu))) } else { None };
     TokenStats {
+        cpu_launch_ns: cpu(|c| c.launch_ns()),
+        cpu_wait_ns: cpu(|c| c.wait_ns),
+        cpu_encode_ns: cpu(|c| c.encode_ns),
+        cpu_submit_ns: cpu(|c| c.submit_ns),
         selection,
         tokens: used.iter().map(|t| t.index).collect(),
         wall_ns,

@@ -178,6 +178,16 @@ fn token_summary(out: &mut String, s: &TokenStats) {
         ms(w.max),
         opt(s.tok_per_s, 1)
     );
+    if let (Some(l), Some(e), Some(sub), Some(wait)) = (s.cpu_launch_ns, s.cpu_encode_ns, s.cpu_submit_ns, s.cpu_wait_ns) {
+        emit!(
+            out,
+            "    CPU per token (median): launch {} ms (encode {} ms, submit {} ms), waiting on the GPU {} ms",
+            ms(l.median),
+            ms(e.median),
+            ms(sub.median),
+            ms(wait.median)
+        );
+    }
 }
 
 fn ops(out: &mut String, p: &Profile, a: &Analysis) {
