@@ -242,56 +242,34 @@ impl StepRunner {
         })
     }
 
-    fn to_ns(&self, ticks: u64) -> Option<u64> {
-        let origin = self.origin_ticks?;
-        (ticks >= origin).then(|| ((ticks - origin) as f64 * self.period_ns) as u64)
-    }
-
     /// Turns raw ticks into spans, flagging zero, negative and out-of-order intervals.
     fn decode_timestamps(&mut self, graph: &Graph, ticks: &[u64], samples: &mut [DispatchSample]) -> Vec<PassSample> {
-        let mut passes = vec![PassSample::default(); graph.sections.len()];
         if self.timing == TimingMode::Off {
-            return passes;
+            return vec![PassSample::default(); graph.sections.len()];
         }
         if self.origin_ticks.is_none() {
             self.origin_ticks = ticks.iter().copied().filter(|&t| t != 0).min();
         }
-        let mut query = 0usize;
-        let mut sample = 0usize;
-        let mut previous_pass_end: Option<u64> = None;
-        for (section, pass) in graph.sections.iter().zip(passes.iter_mut()) {
-            let n = section.dispatches.len();
-            let (start, end) = match self.timing {
-                TimingMode::Pass => (ticks[query], ticks[query + 1]),
-                _ => (ticks[query], ticks[query + n]),
-            };
-            let (span, mut issue) = self.span(start, end);
-            if issue.is_none() && previous_pass_end.is_some_and(|prev| start < prev) {
-                issue = Some(TimestampIssue::OutOfOrder);
-            }
-            if issue.is_none() {
-                previous_pass_end = Some(end);
-            }
-            *pass = PassSample {
-                gpu: if issue.is_none() { span } else { None },
-                issue,
-            };
-            if self.timing == TimingMode::Dispatch {
-                for i in 0..n {
-                    let (span, issue) = self.span(ticks[query + i], ticks[query + i + 1]);
-                    samples[sample + i].gpu = if issue.is_none() { span } else { None };
-                    samples[sample + i].issue = issue;
-                }
-                query += n + 1;
-            } else {
-                query += 2;
-            }
-            sample += n;
-        }
-        passes
+        let sizes: Vec<usize> = graph.sections.iter().map(|s| s.dispatches.len()).collect();
+        let clock = TickClock { origin: self.origin_ticks.unwrap_or(0), period_ns: self.period_ns };
+        decode_ticks(self.timing, &sizes, ticks, clock, samples)
+    }
+}
+
+/// Converts ticks to nanoseconds since the run's first timestamp.
+#[derive(Debug, Clone, Copy)]
+struct TickClock {
+    origin: u64,
+    period_ns: f64,
+}
+
+impl TickClock {
+    fn to_ns(self, ticks: u64) -> Option<u64> {
+        (ticks >= self.origin).then(|| ((ticks - self.origin) as f64 * self.period_ns) as u64)
     }
 
-    fn span(&self, start: u64, end: u64) -> (Option<GpuSpan>, Option<TimestampIssue>) {
+    /// The span from `start` to `end`, or why it cannot be trusted.
+    fn span(self, start: u64, end: u64) -> (Option<GpuSpan>, Option<TimestampIssue>) {
         if start == 0 || end == 0 {
             return (None, Some(TimestampIssue::Zero));
         }
@@ -303,6 +281,51 @@ impl StepRunner {
             _ => (None, Some(TimestampIssue::OutOfOrder)),
         }
     }
+}
+
+/// Decodes one step's ticks. `sizes` holds each pass's dispatch count; the tick layout
+/// is the one [`encode_graph`] writes: two per pass in `pass` mode, n + 1 per pass in
+/// `dispatch` mode. A pass starting before the previous valid pass ended is out of order.
+fn decode_ticks(
+    timing: TimingMode,
+    sizes: &[usize],
+    ticks: &[u64],
+    clock: TickClock,
+    samples: &mut [DispatchSample],
+) -> Vec<PassSample> {
+    let mut passes = vec![PassSample::default(); sizes.len()];
+    let mut query = 0usize;
+    let mut sample = 0usize;
+    let mut previous_pass_end: Option<u64> = None;
+    for (&n, pass) in sizes.iter().zip(passes.iter_mut()) {
+        let (start, end) = match timing {
+            TimingMode::Pass => (ticks[query], ticks[query + 1]),
+            _ => (ticks[query], ticks[query + n]),
+        };
+        let (span, mut issue) = clock.span(start, end);
+        if issue.is_none() && previous_pass_end.is_some_and(|prev| start < prev) {
+            issue = Some(TimestampIssue::OutOfOrder);
+        }
+        if issue.is_none() {
+            previous_pass_end = Some(end);
+        }
+        *pass = PassSample {
+            gpu: if issue.is_none() { span } else { None },
+            issue,
+        };
+        if timing == TimingMode::Dispatch {
+            for i in 0..n {
+                let (span, issue) = clock.span(ticks[query + i], ticks[query + i + 1]);
+                samples[sample + i].gpu = span;
+                samples[sample + i].issue = issue;
+            }
+            query += n + 1;
+        } else {
+            query += 2;
+        }
+        sample += n;
+    }
+    passes
 }
 
 /// Encodes every section of `graph` as one compute pass, writing timestamps as `timing`
@@ -411,4 +434,55 @@ pub fn step_events(graph: &Graph, token: u32, out: &StepOutput) -> (Vec<Dispatch
         }
     }
     (dispatches, passes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLOCK: TickClock = TickClock { origin: 1000, period_ns: 1.0 };
+
+    #[test]
+    fn dispatch_ticks_give_spans_between_consecutive_timestamps() {
+        let mut samples = vec![DispatchSample::default(); 3];
+        // Pass 0: 2 dispatches (3 ticks); pass 1: 1 dispatch (2 ticks).
+        let ticks = [1000, 1010, 1030, 1040, 1045];
+        let passes = decode_ticks(TimingMode::Dispatch, &[2, 1], &ticks, CLOCK, &mut samples);
+        assert_eq!(passes[0].gpu, Some(GpuSpan { start_ns: 0, end_ns: 30 }));
+        assert_eq!(passes[1].gpu, Some(GpuSpan { start_ns: 40, end_ns: 45 }));
+        assert_eq!(samples[0].gpu, Some(GpuSpan { start_ns: 0, end_ns: 10 }));
+        assert_eq!(samples[1].gpu, Some(GpuSpan { start_ns: 10, end_ns: 30 }));
+        assert!(samples.iter().all(|s| s.issue.is_none()));
+    }
+
+    #[test]
+    fn zero_negative_and_out_of_order_are_flagged_not_timed() {
+        let mut samples = vec![DispatchSample::default(); 3];
+        // Dispatch 0 ends at 0 (never written), dispatch 1 runs backwards, and pass 1
+        // starts before pass 0 ended.
+        let ticks = [1000, 0, 1020, 1010, 1015];
+        let passes = decode_ticks(TimingMode::Dispatch, &[2, 1], &ticks, CLOCK, &mut samples);
+        assert_eq!(samples[0].issue, Some(TimestampIssue::Zero));
+        assert_eq!(samples[1].issue, Some(TimestampIssue::Zero));
+        assert_eq!(samples[0].gpu, None);
+        assert_eq!(passes[0].gpu, Some(GpuSpan { start_ns: 0, end_ns: 20 }));
+        assert_eq!(passes[1].issue, Some(TimestampIssue::OutOfOrder));
+        assert_eq!(passes[1].gpu, None);
+        let mut one = vec![DispatchSample::default(); 1];
+        decode_ticks(TimingMode::Dispatch, &[1], &[1050, 1040], CLOCK, &mut one);
+        assert_eq!(one[0].issue, Some(TimestampIssue::Negative));
+    }
+
+    #[test]
+    fn ticks_before_the_origin_are_out_of_order() {
+        let mut samples = vec![DispatchSample::default(); 1];
+        let passes = decode_ticks(TimingMode::Pass, &[1], &[500, 900], CLOCK, &mut samples);
+        assert_eq!(passes[0].issue, Some(TimestampIssue::OutOfOrder));
+    }
+
+    #[test]
+    fn period_scales_ticks_to_nanoseconds() {
+        let clock = TickClock { origin: 100, period_ns: 2.5 };
+        assert_eq!(clock.to_ns(140), Some(100));
+    }
 }

@@ -1,0 +1,17 @@
+use super::{Argmax, NONE};
+
+impl Argmax {
+    /// Index of the largest value; the first on ties; NaN skipped; [`NONE`] if all NaN.
+    pub fn cpu(&self, logits: &[f32]) -> u32 {
+        let mut best: Option<(u32, f32)> = None;
+        for (i, &v) in logits[..self.n as usize].iter().enumerate() {
+            if v.is_nan() {
+                continue;
+            }
+            if best.is_none_or(|(_, b)| v > b) {
+                best = Some((i as u32, v));
+            }
+        }
+        best.map_or(NONE, |(i, _)| i)
+    }
+}

@@ -1,0 +1,25 @@
+//! What an embedding lookup moves: one table row, the token id, the output row.
+//!
+//! The figure is for the chunk that holds the token; the other chunks of a split table
+//! read only the token id. FLOPs count the dequantization arithmetic per element.
+
+use gpuscope_runtime::Cost;
+
+use crate::quant::WeightFormat;
+
+use super::Embedding;
+
+impl Embedding {
+    pub fn cost(&self) -> Cost {
+        let dim = u64::from(self.dim);
+        let flops_per_elem = match self.format {
+            WeightFormat::F32 | WeightFormat::F16 => 0,
+            WeightFormat::Q8_0 | WeightFormat::Q4_0 => 1,
+            WeightFormat::Q4_1 => 2,
+        };
+        Cost {
+            bytes: self.row_bytes() + 4 + dim * 4,
+            flops: flops_per_elem * dim,
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The embedding oracle: dequantize the token's row, or leave `out` alone when the token
+//! is in another chunk.
+
+use super::Embedding;
+
+impl Embedding {
+    /// Writes row `token - row_start` of `table` into `out[..dim]` when this chunk holds
+    /// `token`; otherwise leaves `out` untouched (like the GPU kernel).
+    ///
+    /// # Panics
+    /// If `table` is shorter than the chunk or `out` shorter than `dim`.
+    pub fn cpu(&self, table: &[u8], token: u32, out: &mut [f32]) {
+        if !self.holds(token) {
+            return;
+        }
+        let rb = self.row_bytes() as usize;
+        let r = (token - self.row_start) as usize;
+        self.format
+            .dequantize_row(&table[r * rb..][..rb], &mut out[..self.dim as usize]);
+    }
+}

@@ -1,0 +1,313 @@
+//! Weight formats as stored in GGUF files, with quantizers bit-exact with ggml's reference.
+//!
+//! Bytes are laid out exactly as in a GGUF tensor: a row of `cols` elements is
+//! `cols / block_elems()` blocks of `block_bytes()` bytes, rows concatenated. The GPU kernels
+//! read those bytes as uploaded, so this module is the one definition of the layout:
+//!
+//! | format | block | bytes | layout (little-endian)                                  |
+//! |--------|-------|-------|---------------------------------------------------------|
+//! | f32    | 1     | 4     | `f32`                                                   |
+//! | f16    | 1     | 2     | IEEE binary16                                           |
+//! | q8_0   | 32    | 34    | `f16 d`, `i8 qs[32]`; x = qs·d                           |
+//! | q4_0   | 32    | 18    | `f16 d`, `u8 qs[16]`; x = (nibble − 8)·d                  |
+//! | q4_1   | 32    | 20    | `f16 d`, `f16 m`, `u8 qs[16]`; x = nibble·d + m           |
+//!
+//! In the 4-bit formats byte `j` of `qs` holds element `j` in its low nibble and element
+//! `j + 16` in its high nibble (ggml's `block_q4_0` / `block_q4_1`).
+//!
+//! The quantizers follow ggml's `quantize_row_*_ref` in `ggml-quants.c` (the functions
+//! ggml uses "for deterministic creation of model files") operation for operation, in f32,
+//! with no fused multiply-adds, so a row quantized here is byte-identical to one quantized
+//! by ggml's reference built without FP contraction.
+
+use std::fmt;
+use std::str::FromStr;
+
+use half::f16;
+
+/// Errors from format names and shapes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuantError {
+    #[error("unknown weight format {0:?} (known: f32, f16, q8_0, q4_0, q4_1)")]
+    UnknownFormat(String),
+    #[error(
+        "{format}: a row of {cols} elements is not a whole number of {block_elems}-element blocks"
+    )]
+    RaggedRow {
+        format: WeightFormat,
+        cols: u64,
+        block_elems: u64,
+    },
+}
+
+/// A tensor's storage format. The discriminants are not ggml's ids: see [`Self::ggml_type_id`].
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WeightFormat {
+    F32,
+    F16,
+    Q8_0,
+    Q4_0,
+    Q4_1,
+}
+
+impl WeightFormat {
+    /// Every format, in declaration order (tests and sweeps iterate over it).
+    pub const ALL: [WeightFormat; 5] = [Self::F32, Self::F16, Self::Q8_0, Self::Q4_0, Self::Q4_1];
+
+    /// ggml's lower-case name, as in `gemv_q4_1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Q8_0 => "q8_0",
+            Self::Q4_0 => "q4_0",
+            Self::Q4_1 => "q4_1",
+        }
+    }
+
+    /// Parses a name as printed by [`Self::name`] (case-insensitive).
+    pub fn parse(s: &str) -> Result<Self, QuantError> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| QuantError::UnknownFormat(s.to_string()))
+    }
+
+    /// The format with ggml type id `id` (the `ggml_type` enum stored in GGUF tensor infos),
+    /// or `None` for types gpuscope has no kernels for.
+    pub fn from_ggml_type_id(id: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.ggml_type_id() == id)
+    }
+
+    /// ggml's `ggml_type` value: F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 8.
+    pub fn ggml_type_id(self) -> u32 {
+        match self {
+            Self::F32 => 0,
+            Self::F16 => 1,
+            Self::Q8_0 => 8,
+            Self::Q4_0 => 2,
+            Self::Q4_1 => 3,
+        }
+    }
+
+    /// Elements per block (ggml's `QK*`; 1 for the float formats).
+    pub fn block_elems(self) -> u32 {
+        match self {
+            Self::F32 | Self::F16 => 1,
+            Self::Q8_0 | Self::Q4_0 | Self::Q4_1 => 32,
+        }
+    }
+
+    /// Bytes per block (`sizeof(block_q*)` in ggml).
+    pub fn block_bytes(self) -> u32 {
+        match self {
+            Self::F32 => 4,
+            Self::F16 => 2,
+            Self::Q8_0 => 34,
+            Self::Q4_0 => 18,
+            Self::Q4_1 => 20,
+        }
+    }
+
+    /// Whether the format is block-quantized (as opposed to plain floats).
+    pub fn is_quantized(self) -> bool {
+        self.block_elems() > 1
+    }
+
+    /// Bytes of one row of `cols` elements; `cols` must be a whole number of blocks.
+    pub fn row_bytes(self, cols: u64) -> Result<u64, QuantError> {
+        let be = u64::from(self.block_elems());
+        if !cols.is_multiple_of(be) {
+            return Err(QuantError::RaggedRow {
+                format: self,
+                cols,
+                block_elems: be,
+            });
+        }
+        Ok(cols / be * u64::from(self.block_bytes()))
+    }
+
+    /// Quantizes `x` (a whole number of blocks; several rows may be passed at once, since
+    /// rows are just concatenated blocks) into GGUF bytes.
+    ///
+    /// # Panics
+    /// If `x.len()` is not a multiple of [`Self::block_elems`].
+    pub fn quantize_row(self, x: &[f32]) -> Vec<u8> {
+        let n = self
+            .row_bytes(x.len() as u64)
+            .unwrap_or_else(|e| panic!("quantize_row: {e}"));
+        let mut out = Vec::with_capacity(n as usize);
+        match self {
+            Self::F32 => x
+                .iter()
+                .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+            Self::F16 => x
+                .iter()
+                .for_each(|v| out.extend_from_slice(&f16::from_f32(*v).to_le_bytes())),
+            Self::Q8_0 => x
+                .chunks_exact(32)
+                .for_each(|b| quantize_block_q8_0(b, &mut out)),
+            Self::Q4_0 => x
+                .chunks_exact(32)
+                .for_each(|b| quantize_block_q4_0(b, &mut out)),
+            Self::Q4_1 => x
+                .chunks_exact(32)
+                .for_each(|b| quantize_block_q4_1(b, &mut out)),
+        }
+        debug_assert_eq!(out.len() as u64, n);
+        out
+    }
+
+    /// Dequantizes GGUF bytes into `out` (ggml's `dequantize_row_*`, same arithmetic).
+    ///
+    /// # Panics
+    /// If `bytes.len()` is not exactly the size of `out.len()` elements in this format.
+    pub fn dequantize_row(self, bytes: &[u8], out: &mut [f32]) {
+        let n = self
+            .row_bytes(out.len() as u64)
+            .unwrap_or_else(|e| panic!("dequantize_row: {e}"));
+        assert_eq!(
+            bytes.len() as u64,
+            n,
+            "dequantize_row: {} bytes given for {} {} elements ({n} bytes)",
+            bytes.len(),
+            out.len(),
+            self.name()
+        );
+        let bb = self.block_bytes() as usize;
+        let be = self.block_elems() as usize;
+        for (b, o) in bytes.chunks_exact(bb).zip(out.chunks_exact_mut(be)) {
+            match self {
+                Self::F32 => o[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                Self::F16 => o[0] = f16_at(b, 0),
+                Self::Q8_0 => {
+                    let d = f16_at(b, 0);
+                    for (j, v) in o.iter_mut().enumerate() {
+                        *v = f32::from(b[2 + j] as i8) * d;
+                    }
+                }
+                Self::Q4_0 => {
+                    let d = f16_at(b, 0);
+                    for j in 0..16 {
+                        let q = b[2 + j];
+                        o[j] = ((q & 0x0F) as i32 - 8) as f32 * d;
+                        o[j + 16] = ((q >> 4) as i32 - 8) as f32 * d;
+                    }
+                }
+                Self::Q4_1 => {
+                    let d = f16_at(b, 0);
+                    let m = f16_at(b, 2);
+                    for j in 0..16 {
+                        let q = b[4 + j];
+                        o[j] = f32::from(q & 0x0F) * d + m;
+                        o[j + 16] = f32::from(q >> 4) * d + m;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for WeightFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for WeightFormat {
+    type Err = QuantError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+fn f16_at(b: &[u8], at: usize) -> f32 {
+    f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
+}
+
+/// Same as C's `x ? 1.0f/x : 0.0f` (a zero block stays zero instead of becoming NaN).
+fn recip_or_zero(d: f32) -> f32 {
+    if d != 0.0 {
+        1.0 / d
+    } else {
+        0.0
+    }
+}
+
+/// `quantize_row_q8_0_ref`: d = amax/127, qs = roundf(x/d) (ties away from zero, as
+/// Rust's `f32::round`).
+fn quantize_block_q8_0(x: &[f32], out: &mut Vec<u8>) {
+    let amax = x.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+    let d = amax / 127.0;
+    let id = recip_or_zero(d);
+    out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+    // The rounded value is within [-127, 127], so the `as i8` conversion is C's.
+    out.extend(x.iter().map(|v| (v * id).round() as i8 as u8));
+}
+
+/// `quantize_row_q4_0_ref`: max = the value with the largest magnitude (sign kept, first
+/// one on ties), d = max/−8, q = min(15, (int8_t)(x·id + 8.5)).
+fn quantize_block_q4_0(x: &[f32], out: &mut Vec<u8>) {
+    let (mut amax, mut max) = (0.0f32, 0.0f32);
+    for &v in x {
+        if amax < v.abs() {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    let d = max / -8.0;
+    let id = recip_or_zero(d);
+    out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+    // `as i8` truncates toward zero like C's cast for in-range values (x·id + 8.5 is in
+    // [0.5, 16.5] here); the MIN happens on the signed value, as in C.
+    let q = |v: f32| ((v * id + 8.5) as i8).min(15) as u8;
+    for j in 0..16 {
+        out.push(q(x[j]) | (q(x[j + 16]) << 4));
+    }
+}
+
+/// `quantize_row_q4_1_ref`: d = (max−min)/15, m = min, q = min(15, (int8_t)((x−min)·id + 0.5)).
+fn quantize_block_q4_1(x: &[f32], out: &mut Vec<u8>) {
+    let (mut min, mut max) = (f32::MAX, -f32::MAX);
+    for &v in x {
+        if v < min {
+            min = v;
+        }
+        if v > max {
+            max = v;
+        }
+    }
+    let d = (max - min) / 15.0;
+    let id = recip_or_zero(d);
+    out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+    out.extend_from_slice(&f16::from_f32(min).to_le_bytes());
+    let q = |v: f32| (((v - min) * id + 0.5) as i8).min(15) as u8;
+    for j in 0..16 {
+        out.push(q(x[j]) | (q(x[j + 16]) << 4));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for f in WeightFormat::ALL {
+            assert_eq!(f.name().parse::<WeightFormat>().unwrap(), f);
+            assert_eq!(WeightFormat::from_ggml_type_id(f.ggml_type_id()), Some(f));
+        }
+        assert!(matches!(
+            WeightFormat::parse("q5_k"),
+            Err(QuantError::UnknownFormat(_))
+        ));
+    }
+
+    #[test]
+    fn row_bytes_rejects_partial_blocks() {
+        assert_eq!(WeightFormat::Q4_0.row_bytes(64), Ok(36));
+        assert!(WeightFormat::Q4_0.row_bytes(48).is_err());
+        assert_eq!(WeightFormat::F16.row_bytes(3), Ok(6));
+    }
+}

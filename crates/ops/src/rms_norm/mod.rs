@@ -1,0 +1,70 @@
+//! `rms_norm`: `out = x / sqrt(mean(x²) + eps) * weight` over one vector of `n` floats.
+//!
+//! One workgroup of 256 threads with a shared-memory reduction: `n` is a hidden size (576
+//! to 8192), too small to be worth splitting over workgroups.
+
+mod cost;
+mod cpu;
+
+use gpuscope_runtime::{Dispatch, GpuBuffer, GpuError, Gpu, ShaderSource};
+
+pub static SHADER: ShaderSource = ShaderSource {
+    name: "rms_norm",
+    wgsl: include_str!("kernel.wgsl"),
+};
+
+/// RMS normalisation of one `n`-vector, then an elementwise scale by `weight`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RmsNorm {
+    pub n: u32,
+    pub eps: f32,
+}
+
+impl RmsNorm {
+    pub const OP: &'static str = "rms_norm";
+
+    /// Reads `x` and `weight` (`n` f32 each), writes `out` (`n` f32).
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        x: &GpuBuffer,
+        weight: &GpuBuffer,
+        out: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
+        if self.n == 0 {
+            return Err(GpuError::Invalid(format!("{self:?}: n must be > 0")));
+        }
+        let bytes = 4 * self.n as u64;
+        for (buf, role) in [(x, "x"), (weight, "weight"), (out, "out")] {
+            need(buf, bytes, role, self)?;
+        }
+        let pipeline = gpu.pipeline(
+            &SHADER,
+            "main",
+            &[("N", self.n as f64), ("EPS", self.eps as f64)],
+        )?;
+        let bind_group = gpu.bind_group(&pipeline, &[x, weight, out])?;
+        Ok(Dispatch::new(
+            Self::OP,
+            pipeline,
+            bind_group,
+            [1, 1, 1],
+            self.cost(),
+            &[x, weight],
+            &[out],
+        ))
+    }
+}
+
+// A short buffer is not a wgpu error (WGSL clamps out-of-bounds accesses), so it is
+// checked here rather than discovered as wrong numbers.
+fn need(buf: &GpuBuffer, bytes: u64, role: &str, op: &RmsNorm) -> Result<(), GpuError> {
+    if buf.size() < bytes {
+        return Err(GpuError::Invalid(format!(
+            "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
+            buf.label(),
+            buf.size()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,87 @@
+// rope (GGUF "normal" mode) + KV-cache append, in one dispatch.
+//
+// Threads [0, QP) rotate q in place, one adjacent pair (x[2i], x[2i+1]) each;
+// threads [QP, QP + KP) rotate a pair of k and store it in k_cache row `pos`;
+// threads [QP + KP, QP + 2 KP) copy a pair of v into v_cache row `pos`.
+// Pair i < ROPE_DIMS / 2 of a head turns by pos · BASE^(-2i / ROPE_DIMS); pairs beyond are
+// left as they are (q) or copied unchanged (k).
+
+override N_HEADS: u32 = 1u;
+override N_KV_HEADS: u32 = 1u;
+override HEAD_DIM: u32 = 2u;
+override ROPE_DIMS: u32 = 2u;
+override MAX_CTX: u32 = 1u;
+override BASE: f32 = 10000.0;
+const WG: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> step: array<u32, 4>;
+@group(0) @binding(1) var<storage, read_write> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<f32>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<f32>;
+
+// Vulkan only bounds sin/cos error inside [-π, π] (2^-11 absolute) and promises nothing
+// outside it, while pos · freq reaches thousands of radians. So reduce first
+// (Cody-Waite, 2π split in two: k · 6.28125 is exact in f32 for |a| < 4e5).
+fn reduce_angle(a: f32) -> f32 {
+    let n = round(a * 0.15915494309189535);
+    return (a - n * 6.28125) - n * 1.9353071795864769e-3;
+}
+
+// (cos, sin) of the angle for pair i at position pos. Kept in step with cpu.rs: f32 pow,
+// then one f32 multiply by pos.
+fn angle(pos: u32, i: u32) -> vec2<f32> {
+    let freq = pow(BASE, -f32(2u * i) / f32(ROPE_DIMS));
+    let theta = reduce_angle(f32(pos) * freq);
+    return vec2<f32>(cos(theta), sin(theta));
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let pos = step[0];
+    // The CPU reference refuses pos >= MAX_CTX; here we can only refuse to write
+    // outside the cache.
+    if pos >= MAX_CTX {
+        return;
+    }
+    let half = HEAD_DIM / 2u;
+    let qp = N_HEADS * half;
+    let kp = N_KV_HEADS * half;
+    let row = pos * N_KV_HEADS * HEAD_DIM;
+    // 2-D grid (grid_2d): at most 65535 workgroups per dimension.
+    let id = (wg.x + wg.y * nwg.x) * WG + lid;
+    if id < qp {
+        let i = id % half;
+        if i < ROPE_DIMS / 2u {
+            let e = (id / half) * HEAD_DIM + 2u * i;
+            let cs = angle(pos, i);
+            let x0 = q[e];
+            let x1 = q[e + 1u];
+            q[e] = x0 * cs.x - x1 * cs.y;
+            q[e + 1u] = x0 * cs.y + x1 * cs.x;
+        }
+    } else if id < qp + kp {
+        let p = id - qp;
+        let i = p % half;
+        let e = (p / half) * HEAD_DIM + 2u * i;
+        var x0 = k[e];
+        var x1 = k[e + 1u];
+        if i < ROPE_DIMS / 2u {
+            let cs = angle(pos, i);
+            let r0 = x0 * cs.x - x1 * cs.y;
+            x1 = x0 * cs.y + x1 * cs.x;
+            x0 = r0;
+        }
+        k_cache[row + e] = x0;
+        k_cache[row + e + 1u] = x1;
+    } else if id < qp + 2u * kp {
+        let e = 2u * (id - qp - kp);
+        v_cache[row + e] = v[e];
+        v_cache[row + e + 1u] = v[e + 1u];
+    }
+}

@@ -1,0 +1,133 @@
+//! `rope`: rotary position embedding (GGUF "normal" mode, as llama.cpp's Llama) fused
+//! with the KV-cache append.
+//!
+//! Pair `(x[2i], x[2i+1])` of every head, for `i < rope_dims / 2`, turns by
+//! `pos · base^(-2i / rope_dims)`; dims `>= rope_dims` are left alone. One dispatch
+//! rotates `q` in place, writes rotated `k` into `k_cache` row `pos` and copies `v` into
+//! `v_cache` row `pos` (caches laid out `[t][kv_head][d]`, a row being
+//! `n_kv_heads · head_dim` floats). `pos` comes from the step buffer (`step[0]`).
+//!
+//! # Precision
+//!
+//! CPU and GPU compute each angle the same way, in f32: `freq = base.powf(-(2i) / rope_dims)`
+//! then `theta = pos · freq`. They still differ: GPU `pow` is allowed a few ulp of
+//! relative error (Vulkan: `3 + 2·|y·log2 x|` ulp), which grows to an absolute angle
+//! error of `pos · freq · ε_pow`; and GPU `sin`/`cos` are only specified near
+//! `[-π, π]` (the kernel reduces the angle there first; Vulkan then allows 2⁻¹¹, real
+//! drivers do ~1e-6). An output pair therefore matches the CPU to about
+//! `|pair| · (pos · freq · ε_pow + ε_sincos)`: under 1e-4 · |pair| for `pos <= 100`
+//! (what the tests check), growing linearly with `pos` for the low pairs.
+
+mod cost;
+mod cpu;
+
+use gpuscope_runtime::{grid_2d, Dispatch, GpuBuffer, GpuError, Gpu, ShaderSource};
+
+pub static SHADER: ShaderSource = ShaderSource {
+    name: "rope",
+    wgsl: include_str!("kernel.wgsl"),
+};
+
+const WG: u32 = 256;
+
+/// RoPE for one token's q and k, plus the KV-cache append.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rope {
+    pub n_heads: u32,
+    pub n_kv_heads: u32,
+    pub head_dim: u32,
+    /// Leading dims of each head that rotate (Llama: `head_dim`).
+    pub rope_dims: u32,
+    /// Frequency base (Llama 2: 10000; Llama 3: 500000).
+    pub base: f32,
+    /// Rows in the KV cache.
+    pub max_ctx: u32,
+}
+
+impl Rope {
+    pub const OP: &'static str = "rope";
+
+    /// Floats in one KV-cache row (one position, all kv heads).
+    pub fn kv_row(&self) -> u64 {
+        self.n_kv_heads as u64 * self.head_dim as u64
+    }
+
+    fn check(&self) -> Result<(), GpuError> {
+        let ok = self.n_heads > 0
+            && self.n_kv_heads > 0
+            && self.head_dim % 2 == 0
+            && self.rope_dims % 2 == 0
+            && self.rope_dims > 0
+            && self.rope_dims <= self.head_dim
+            && self.max_ctx > 0;
+        if ok {
+            Ok(())
+        } else {
+            Err(GpuError::Invalid(format!(
+                "{self:?}: needs heads > 0, an even head_dim, an even 0 < rope_dims <= head_dim and max_ctx > 0"
+            )))
+        }
+    }
+
+    /// Binds `step` (`[pos, ..]`), `q` (`n_heads · head_dim`, rotated in place), `k` and `v`
+    /// (`n_kv_heads · head_dim`, read), `k_cache` and `v_cache` (`max_ctx` rows, row `pos`
+    /// written). A `pos >= max_ctx` makes the kernel do nothing.
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        step: &GpuBuffer,
+        q: &GpuBuffer,
+        k: &GpuBuffer,
+        v: &GpuBuffer,
+        k_cache: &GpuBuffer,
+        v_cache: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
+        self.check()?;
+        let q_bytes = 4 * self.n_heads as u64 * self.head_dim as u64;
+        let kv_bytes = 4 * self.kv_row();
+        let cache_bytes = kv_bytes * self.max_ctx as u64;
+        need(step, 16, "step", self)?;
+        need(q, q_bytes, "q", self)?;
+        need(k, kv_bytes, "k", self)?;
+        need(v, kv_bytes, "v", self)?;
+        need(k_cache, cache_bytes, "k_cache", self)?;
+        need(v_cache, cache_bytes, "v_cache", self)?;
+        let pipeline = gpu.pipeline(
+            &SHADER,
+            "main",
+            &[
+                ("N_HEADS", self.n_heads as f64),
+                ("N_KV_HEADS", self.n_kv_heads as f64),
+                ("HEAD_DIM", self.head_dim as f64),
+                ("ROPE_DIMS", self.rope_dims as f64),
+                ("MAX_CTX", self.max_ctx as f64),
+                ("BASE", self.base as f64),
+            ],
+        )?;
+        let bind_group = gpu.bind_group(&pipeline, &[step, q, k, v, k_cache, v_cache])?;
+        // One thread per q pair, per k pair and per v pair.
+        let threads = (self.n_heads + 2 * self.n_kv_heads) * (self.head_dim / 2);
+        Ok(Dispatch::new(
+            Self::OP,
+            pipeline,
+            bind_group,
+            grid_2d(threads.div_ceil(WG)),
+            self.cost(),
+            &[step, q, k, v],
+            &[q, k_cache, v_cache],
+        ))
+    }
+}
+
+// A short buffer is not a wgpu error (WGSL clamps out-of-bounds accesses), so it is
+// checked here rather than discovered as wrong numbers.
+fn need(buf: &GpuBuffer, bytes: u64, role: &str, op: &Rope) -> Result<(), GpuError> {
+    if buf.size() < bytes {
+        return Err(GpuError::Invalid(format!(
+            "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
+            buf.label(),
+            buf.size()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,639 @@
+//! Weight formats (bit-exact with ggml), gemv and embedding: GPU against the CPU oracle for
+//! every format × a spread of shapes.
+
+use gpuscope_ops::embedding::Embedding;
+use gpuscope_ops::gemv::{Gemv, GemvTuning, MAX_ROWS_PER_THREAD, WORKGROUP_SIZE};
+use gpuscope_ops::quant::{QuantError, WeightFormat};
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, Section};
+use half::f16;
+use rand::rngs::StdRng;
+use rand::Rng;
+use rand_distr::{Distribution, Normal};
+
+use crate::common;
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------
+
+/// Weights at the scale of a trained LLM (σ ≈ 0.02) with an occasional outlier, so blocks
+/// have uneven ranges as real ones do. Never all zeros.
+fn weights(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    let normal = Normal::new(0.0f32, 0.02).unwrap();
+    (0..n)
+        .map(|_| {
+            let v = normal.sample(rng);
+            if rng.random_range(0..64) == 0 {
+                v * 8.0
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+/// Activations after rms_norm: unit scale.
+fn activations(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    (0..n).map(|_| normal.sample(rng)).collect()
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    bytemuck::cast_slice(v).to_vec()
+}
+
+fn read_f32(gpu: &Gpu, buf: &GpuBuffer) -> Vec<f32> {
+    let bytes = gpu.read_buffer(buf).expect("readback");
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+fn run(gpu: &Gpu, dispatches: Vec<Dispatch>) {
+    let graph = Graph {
+        sections: vec![Section::new("test", None, dispatches)],
+    };
+    gpu.run_once(&graph).expect("run_once");
+}
+
+/// GPU-vs-oracle tolerance relative to Σ|w·x| of the row. Both sides use the same
+/// dequantized weights, so the difference is f32 summation order only: the oracle sums
+/// columns left to right (error up to ~n·2^-24·Σ|w·x|, ~√n·2^-24 typically: 2e-6 for
+/// n = 1536), the GPU per lane then as a tree, and the quantized kernels scale by d once
+/// per block. q4_1 also rewrites Σ(q·d + m)·x as d·Σq·x + m·Σx, whose two terms can each
+/// exceed Σ|w·x| when a block's minimum is large, so it gets more room.
+fn rel_tol(format: WeightFormat) -> f32 {
+    match format {
+        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::Q8_0 | WeightFormat::Q4_0 => 3e-5,
+        WeightFormat::Q4_1 => 1e-4,
+    }
+}
+
+/// Σ_c |W[r,c]·x[c]| for every row, from the dequantized weights.
+fn abs_dots(format: WeightFormat, w: &[u8], rows: usize, cols: usize, x: &[f32]) -> Vec<f32> {
+    let rb = format.row_bytes(cols as u64).unwrap() as usize;
+    let mut row = vec![0.0f32; cols];
+    (0..rows)
+        .map(|r| {
+            format.dequantize_row(&w[r * rb..][..rb], &mut row);
+            row.iter().zip(x).map(|(a, b)| (a * b).abs()).sum()
+        })
+        .collect()
+}
+
+fn assert_close(what: &str, format: WeightFormat, got: &[f32], want: &[f32], scale: &[f32]) {
+    let tol = rel_tol(format);
+    for (r, ((g, w), s)) in got.iter().zip(want).zip(scale).enumerate() {
+        assert!(g.is_finite(), "{what}: row {r} is {g} (oracle {w})");
+        assert!(
+            *s > 0.0,
+            "{what}: row {r} has Σ|w·x| = 0: the test input is degenerate"
+        );
+        let err = (g - w).abs();
+        assert!(
+            err <= tol * s,
+            "{what}: row {r}: gpu {g} vs oracle {w}: |err| {err:e} > {tol:e} · Σ|w·x| {s:e}"
+        );
+    }
+}
+
+struct GemvCase {
+    gemv: Gemv,
+    w: Vec<u8>,
+    x: Vec<f32>,
+}
+
+impl GemvCase {
+    fn new(rng: &mut StdRng, format: WeightFormat, rows: u32, cols: u32) -> GemvCase {
+        let w = format.quantize_row(&weights(rng, rows as usize * cols as usize));
+        let x = activations(rng, cols as usize);
+        GemvCase {
+            gemv: Gemv {
+                rows,
+                cols,
+                format,
+                out_offset: 0,
+            },
+            w,
+            x,
+        }
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "{} {}x{}",
+            self.gemv.op_name(),
+            self.gemv.rows,
+            self.gemv.cols
+        )
+    }
+
+    /// Runs on the GPU with `tuning` (None = the default) and checks against the oracle.
+    fn check(&self, gpu: &Gpu, tuning: Option<GemvTuning>) {
+        let g = self.gemv;
+        let wb = gpu.create_buffer_init("w", &self.w).unwrap();
+        let xb = gpu.create_buffer_init("x", &f32_bytes(&self.x)).unwrap();
+        let yb = gpu.create_buffer("y", u64::from(g.rows) * 4).unwrap();
+        let d = match tuning {
+            None => g.dispatch(gpu, &wb, &xb, &yb),
+            Some(t) => g.dispatch_with(gpu, &wb, &xb, &yb, t),
+        }
+        .unwrap_or_else(|e| panic!("{}: {e}", self.name()));
+        run(gpu, vec![d]);
+        let got = read_f32(gpu, &yb);
+        let mut want = vec![0.0f32; g.rows as usize];
+        g.cpu(&self.w, &self.x, &mut want);
+        let scale = abs_dots(g.format, &self.w, g.rows as usize, g.cols as usize, &self.x);
+        let what = format!("{} ({tuning:?})", self.name());
+        assert_close(&what, g.format, &got[..g.rows as usize], &want, &scale);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Formats
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn format_table_matches_ggml() {
+    use WeightFormat::*;
+    let expect = [
+        (F32, "f32", 1, 4, 0),
+        (F16, "f16", 1, 2, 1),
+        (Q8_0, "q8_0", 32, 34, 8),
+        (Q4_0, "q4_0", 32, 18, 2),
+        (Q4_1, "q4_1", 32, 20, 3),
+    ];
+    assert_eq!(WeightFormat::ALL.len(), expect.len());
+    for (f, name, be, bb, id) in expect {
+        assert_eq!(
+            (f.name(), f.block_elems(), f.block_bytes(), f.ggml_type_id()),
+            (name, be, bb, id)
+        );
+        assert_eq!(name.parse::<WeightFormat>(), Ok(f));
+    }
+    assert_eq!(Q4_1.row_bytes(576), Ok(18 * 20));
+    assert_eq!(
+        Q8_0.row_bytes(100),
+        Err(QuantError::RaggedRow {
+            format: Q8_0,
+            cols: 100,
+            block_elems: 32
+        })
+    );
+}
+
+/// x[j] = j − 16: amax = 16 at j = 0 (negative), so d = −16/−8 = 2 and q = ⌊x/2 + 8.5⌋,
+/// i.e. q_j = ⌊(j + 1)/2⌋, with j = 31 clamped from 16 to 15.
+#[test]
+fn q4_0_block_by_hand() {
+    let x: Vec<f32> = (0..32).map(|j| j as f32 - 16.0).collect();
+    let mut want = vec![0x00, 0x40]; // f16 2.0
+    want.extend([
+        0x80, 0x91, 0x91, 0xA2, 0xA2, 0xB3, 0xB3, 0xC4, 0xC4, 0xD5, 0xD5, 0xE6, 0xE6, 0xF7, 0xF7,
+        0xF8,
+    ]);
+    let got = WeightFormat::Q4_0.quantize_row(&x);
+    assert_eq!(got, want);
+    let mut back = [0.0f32; 32];
+    WeightFormat::Q4_0.dequantize_row(&got, &mut back);
+    for (j, v) in back.iter().enumerate() {
+        let q = j.div_ceil(2).min(15) as f32;
+        assert_eq!(*v, (q - 8.0) * 2.0, "element {j}");
+    }
+}
+
+/// amax = 127, so d = 1 and q = roundf(x): ties go away from zero (−0.5 → −1, 2.5 → 3),
+/// unlike round-half-even.
+#[test]
+fn q8_0_block_by_hand() {
+    let mut x: Vec<f32> = (0..32).map(|j| j as f32 - 16.0).collect();
+    x[0] = 127.0;
+    x[1] = -0.5;
+    x[2] = 2.5;
+    x[3] = -100.4;
+    let got = WeightFormat::Q8_0.quantize_row(&x);
+    let mut want = vec![0x00, 0x3C]; // f16 1.0
+    let q: Vec<i8> = (0..32)
+        .map(|j| match j {
+            0 => 127,
+            1 => -1,
+            2 => 3,
+            3 => -100,
+            j => j as i8 - 16,
+        })
+        .collect();
+    want.extend(q.iter().map(|&v| v as u8));
+    assert_eq!(got, want);
+}
+
+/// min = −1, max = 14: d = 1, m = −1, q = (int8_t)(x + 1 + 0.5): q_j = j mod 16, except
+/// x[2] = −0.5 (q = 1, the 0.5 rounds up) and x[18] = 1.49 (q = 2, truncation).
+#[test]
+fn q4_1_block_by_hand() {
+    let mut x: Vec<f32> = (0..32).map(|j| (j % 16) as f32 - 1.0).collect();
+    x[2] = -0.5;
+    x[18] = 1.49;
+    let got = WeightFormat::Q4_1.quantize_row(&x);
+    let mut want = vec![0x00, 0x3C, 0x00, 0xBC]; // f16 1.0, f16 −1.0
+    want.extend((0..16u8).map(|j| j | (j << 4)));
+    want[4 + 2] = 0x21;
+    assert_eq!(got, want);
+}
+
+#[test]
+fn float_formats_are_little_endian_ieee() {
+    let x = [1.0f32, -2.5, 65504.0, 1e-3];
+    let f16b = WeightFormat::F16.quantize_row(&x);
+    assert_eq!(&f16b[..6], &[0x00, 0x3C, 0x00, 0xC1, 0xFF, 0x7B]);
+    let f32b = WeightFormat::F32.quantize_row(&x);
+    assert_eq!(f32b, f32_bytes(&x));
+    let mut back = [0.0f32; 4];
+    WeightFormat::F32.dequantize_row(&f32b, &mut back);
+    assert_eq!(back, x);
+    WeightFormat::F16.dequantize_row(&f16b, &mut back);
+    assert_eq!(back[3], f16::from_f32(1e-3).to_f32());
+}
+
+/// A block of zeros has d = 0; ggml's `id = d ? 1/d : 0` keeps it from becoming NaN.
+#[test]
+fn zero_block_round_trips_to_zero() {
+    for f in WeightFormat::ALL {
+        let bytes = f.quantize_row(&[0.0; 64]);
+        let mut back = [1.0f32; 64];
+        f.dequantize_row(&bytes, &mut back);
+        assert!(back.iter().all(|v| *v == 0.0), "{f}: {back:?}");
+    }
+}
+
+/// Per-element error bounds, from how each quantizer rounds. d is the block's f32 scale;
+/// storing d or m as f16 adds `f16_err` (2^-11 relative, or 2^-25 absolute once the value
+/// is an f16 subnormal, below 2^-14: a q8_0 block of weights under 0.008 has one), scaled
+/// by the largest |q| that multiplies it:
+/// q8_0 |e| ≤ d/2 + 127·f16_err(d); q4_0 |e| ≤ |d| (the clamp at 15 of −max) + 8·f16_err(d);
+/// q4_1 |e| ≤ d/2 + 15·f16_err(d) + f16_err(min); f16 f16_err(x); f32 exact.
+#[test]
+fn round_trip_error_within_format_bounds() {
+    let mut rng = common::rng(1);
+    let f16_err = |v: f32| (v.abs() * 2f32.powi(-11)).max(2f32.powi(-25));
+    for scale in [1e-3f32, 0.02, 1.0, 300.0] {
+        let mut x: Vec<f32> = weights(&mut rng, 32 * 64)
+            .iter()
+            .map(|v| v / 0.02 * scale)
+            .collect();
+        // One block entirely positive and offset: q4_1's m matters there.
+        x[..32].iter_mut().for_each(|v| *v = v.abs() + scale * 3.0);
+        for f in WeightFormat::ALL {
+            let bytes = f.quantize_row(&x);
+            assert_eq!(bytes.len() as u64, f.row_bytes(x.len() as u64).unwrap());
+            let mut back = vec![0.0f32; x.len()];
+            f.dequantize_row(&bytes, &mut back);
+            for (b, (xs, bs)) in x.chunks(32).zip(back.chunks(32)).enumerate() {
+                let amax = xs.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+                let min = xs.iter().copied().fold(f32::MAX, f32::min);
+                let max = xs.iter().copied().fold(f32::MIN, f32::max);
+                for (j, (v, r)) in xs.iter().zip(bs).enumerate() {
+                    let bound = match f {
+                        WeightFormat::F32 => 0.0,
+                        WeightFormat::F16 => f16_err(*v),
+                        WeightFormat::Q8_0 => {
+                            let d = amax / 127.0;
+                            d * 0.5 + 127.0 * f16_err(d)
+                        }
+                        WeightFormat::Q4_0 => {
+                            let d = amax / 8.0;
+                            d + 8.0 * f16_err(d)
+                        }
+                        WeightFormat::Q4_1 => {
+                            let d = (max - min) / 15.0;
+                            d * 0.5 + 15.0 * f16_err(d) + f16_err(min)
+                        }
+                    };
+                    // 1e-6 relative slack for the f32 arithmetic of the quantizer itself.
+                    let bound = bound * (1.0 + 1e-5) + amax * 1e-6;
+                    assert!(
+                        (v - r).abs() <= bound,
+                        "{f} scale {scale}: block {b} element {j}: {v} -> {r}, |err| {} > {bound}",
+                        (v - r).abs()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// q8_0 is a fixed point of itself: re-quantizing dequantized values gives the same bytes
+/// (amax' = 127·d₁₆, so d' rounds back to d₁₆ and every q is recovered exactly).
+#[test]
+fn q8_0_requantize_is_stable() {
+    let mut rng = common::rng(2);
+    let x = weights(&mut rng, 32 * 32);
+    let bytes = WeightFormat::Q8_0.quantize_row(&x);
+    let mut back = vec![0.0f32; x.len()];
+    WeightFormat::Q8_0.dequantize_row(&bytes, &mut back);
+    assert_eq!(WeightFormat::Q8_0.quantize_row(&back), bytes);
+}
+
+// ---------------------------------------------------------------------------------------
+// gemv
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn gemv_names_and_cost() {
+    let g = Gemv {
+        rows: 576,
+        cols: 1536,
+        format: WeightFormat::Q4_1,
+        out_offset: 0,
+    };
+    assert_eq!(g.op_name(), "gemv_q4_1");
+    let c = g.cost();
+    assert_eq!(c.flops, 2 * 576 * 1536);
+    assert_eq!(c.bytes, 576 * (1536 / 32) * 20 + 1536 * 4 + 576 * 4);
+    for f in WeightFormat::ALL {
+        let g = Gemv { format: f, ..g };
+        assert_eq!(g.op_name(), format!("gemv_{}", f.name()));
+    }
+}
+
+#[test]
+fn gemv_cpu_oracle_by_hand() {
+    // 2×32 q8_0 with d = 1: rows are exactly representable, dot products are integers.
+    let mut w: Vec<f32> = (0..32).map(|j| (j % 5) as f32).collect();
+    w[0] = 127.0;
+    w.extend((0..32).map(|j| -((j % 3) as f32)));
+    w[32] = -127.0;
+    let bytes = WeightFormat::Q8_0.quantize_row(&w);
+    let x: Vec<f32> = (0..32)
+        .map(|j| if j % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    let g = Gemv {
+        rows: 2,
+        cols: 32,
+        format: WeightFormat::Q8_0,
+        out_offset: 1,
+    };
+    let mut y = [9.0f32; 4];
+    g.cpu(&bytes, &x, &mut y);
+    let want = |r: &[f32]| r.iter().zip(&x).map(|(a, b)| a * b).sum::<f32>();
+    assert_eq!(y, [9.0, want(&w[..32]), want(&w[32..]), 9.0]);
+}
+
+/// Every format × cols {32, 64, 576, 1536} × rows {1, 7, 64, 576}, plus odd cols for the
+/// float formats (f16 rows then start mid-word).
+#[test]
+fn gemv_matches_oracle_all_formats_and_shapes() {
+    let Some(gpu) = common::gpu() else { return };
+    eprintln!("gemv on {:?}", gpu.adapter_info());
+    let mut rng = common::rng(10);
+    for format in WeightFormat::ALL {
+        let mut shapes: Vec<(u32, u32)> = Vec::new();
+        for cols in [32, 64, 576, 1536] {
+            for rows in [1, 7, 64, 576] {
+                shapes.push((rows, cols));
+            }
+        }
+        if !format.is_quantized() {
+            shapes.extend([(7, 33), (5, 1), (64, 577)]);
+        }
+        for (rows, cols) in shapes {
+            GemvCase::new(&mut rng, format, rows, cols).check(gpu, None);
+        }
+    }
+}
+
+/// Every lane count the reduction supports × every rows-per-lane. 576 columns are 72
+/// units for the block formats (8 elements each), so wide lane counts leave some lanes
+/// idle and narrow ones loop; 37 rows leave the last workgroup's row groups partly past
+/// the end. Odd widths for the float formats put f16 rows mid-word on every other row.
+#[test]
+fn gemv_every_tuning() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(11);
+    for format in WeightFormat::ALL {
+        let mut cases = vec![GemvCase::new(&mut rng, format, 37, 576)];
+        if !format.is_quantized() {
+            cases.push(GemvCase::new(&mut rng, format, 37, 33));
+        }
+        for case in &cases {
+            for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
+                let mut threads_per_row = 1;
+                while threads_per_row <= WORKGROUP_SIZE {
+                    case.check(
+                        gpu,
+                        Some(GemvTuning {
+                            threads_per_row,
+                            rows_per_thread,
+                        }),
+                    );
+                    threads_per_row *= 2;
+                }
+            }
+        }
+    }
+}
+
+/// The default tuning of lm_head-like and square shapes (several rows per lane, fewer
+/// lanes) against the oracle, not only the small shapes above.
+#[test]
+fn gemv_default_tuning_on_large_shapes() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(14);
+    for format in WeightFormat::ALL {
+        for (rows, cols) in [(4099, 64), (8200, 96), (33000, 32)] {
+            let case = GemvCase::new(&mut rng, format, rows, cols);
+            assert!(case.gemv.default_tuning().rows_per_thread > 1);
+            case.check(gpu, None);
+        }
+    }
+}
+
+#[test]
+fn gemv_rejects_bad_threads_per_row_and_small_buffers() {
+    let Some(gpu) = common::gpu() else { return };
+    let g = Gemv {
+        rows: 4,
+        cols: 64,
+        format: WeightFormat::Q4_0,
+        out_offset: 2,
+    };
+    let w = gpu.create_buffer("w", g.weight_bytes()).unwrap();
+    let x = gpu.create_buffer("x", 64 * 4).unwrap();
+    let y = gpu.create_buffer("y", 6 * 4).unwrap();
+    assert!(g.dispatch(gpu, &w, &x, &y).is_ok());
+    let tuned = |threads_per_row, rows_per_thread| GemvTuning {
+        threads_per_row,
+        rows_per_thread,
+    };
+    assert!(g.dispatch_with(gpu, &w, &x, &y, tuned(3, 1)).is_err());
+    assert!(g.dispatch_with(gpu, &w, &x, &y, tuned(512, 1)).is_err());
+    assert!(g.dispatch_with(gpu, &w, &x, &y, tuned(32, 0)).is_err());
+    assert!(g
+        .dispatch_with(gpu, &w, &x, &y, tuned(32, MAX_ROWS_PER_THREAD + 1))
+        .is_err());
+    let short_y = gpu.create_buffer("y", 5 * 4).unwrap();
+    let err = g.dispatch(gpu, &w, &x, &short_y).unwrap_err().to_string();
+    assert!(
+        err.contains("gemv_q4_0") && err.contains("needs 24"),
+        "{err}"
+    );
+    let ragged = Gemv { cols: 48, ..g };
+    assert!(ragged.dispatch(gpu, &w, &x, &y).is_err());
+}
+
+/// More than 65535 workgroups (one row each) needs the 2-D grid; 70001 rows gives a grid
+/// of 2 × 35001 with one spare workgroup that must write nothing. q4_0 with 32 columns
+/// keeps it to 1.3 MB of weights, cheap on the software adapter.
+#[test]
+fn gemv_more_than_65535_workgroups_uses_2d_grid() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(12);
+    let case = GemvCase::new(&mut rng, WeightFormat::Q4_0, 70_001, 32);
+    let wb = gpu.create_buffer_init("w", &case.w).unwrap();
+    let xb = gpu.create_buffer_init("x", &f32_bytes(&case.x)).unwrap();
+    let one_row = GemvTuning {
+        threads_per_row: WORKGROUP_SIZE,
+        rows_per_thread: 1,
+    };
+    let d = case
+        .gemv
+        .dispatch_with(
+            gpu,
+            &wb,
+            &xb,
+            &gpu.create_buffer("y", 70_001 * 4).unwrap(),
+            one_row,
+        )
+        .unwrap();
+    assert!(
+        d.workgroups[1] > 1,
+        "expected a 2-D grid, got {:?}",
+        d.workgroups
+    );
+    case.check(gpu, Some(one_row));
+    // And the default lane count, which fits a 1-D grid.
+    case.check(gpu, None);
+}
+
+/// A matrix split into row chunks (as an lm_head larger than one binding is) writes one
+/// output vector through `out_offset`; elements outside the chunks stay untouched.
+#[test]
+fn gemv_out_offset_chunks_write_one_vector() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(13);
+    const SENTINEL: f32 = -7777.0;
+    for format in WeightFormat::ALL {
+        let (rows, cols, lead) = (64u32, 576u32, 3u32);
+        let full = GemvCase::new(&mut rng, format, rows, cols);
+        let rb = format.row_bytes(u64::from(cols)).unwrap() as usize;
+        let xb = gpu.create_buffer_init("x", &f32_bytes(&full.x)).unwrap();
+        let y_len = (lead + rows + 2) as usize;
+        let yb = gpu
+            .create_buffer_init("y", &f32_bytes(&vec![SENTINEL; y_len]))
+            .unwrap();
+        // Chunks of 40 and 24 rows, written after `lead` untouched elements.
+        let mut dispatches = Vec::new();
+        let mut wbs = Vec::new();
+        let mut want = vec![SENTINEL; y_len];
+        for (start, n) in [(0u32, 40u32), (40, 24)] {
+            let g = Gemv {
+                rows: n,
+                cols,
+                format,
+                out_offset: lead + start,
+            };
+            let bytes = &full.w[start as usize * rb..][..n as usize * rb];
+            let wb = gpu.create_buffer_init("w chunk", bytes).unwrap();
+            dispatches.push(g.dispatch(gpu, &wb, &xb, &yb).unwrap());
+            g.cpu(bytes, &full.x, &mut want);
+            wbs.push(wb);
+        }
+        run(gpu, dispatches);
+        let got = read_f32(gpu, &yb);
+        let what = format!("gemv_{format} chunks");
+        let range = lead as usize..(lead + rows) as usize;
+        for i in (0..y_len).filter(|i| !range.contains(i)) {
+            assert_eq!(
+                got[i].to_bits(),
+                SENTINEL.to_bits(),
+                "{what}: y[{i}] was overwritten"
+            );
+        }
+        let scale = abs_dots(format, &full.w, rows as usize, cols as usize, &full.x);
+        assert_close(&what, format, &got[range.clone()], &want[range], &scale);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// embedding
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn embedding_names_and_cost() {
+    let e = Embedding {
+        rows: 49152,
+        dim: 576,
+        format: WeightFormat::Q8_0,
+        row_start: 0,
+    };
+    assert_eq!(e.op_name(), "embedding_q8_0");
+    assert_eq!(e.cost().bytes, 18 * 34 + 4 + 576 * 4);
+    assert!(e.holds(49151) && !e.holds(49152));
+    let chunk = Embedding {
+        row_start: 100,
+        rows: 10,
+        ..e
+    };
+    assert!(!chunk.holds(99) && chunk.holds(100) && chunk.holds(109) && !chunk.holds(110));
+}
+
+/// Per format, a chunk of rows [30, 50) of a 50-row table: tokens inside give the
+/// dequantized row bit for bit (q4_1's `q·d + m` may be fused into an FMA on the GPU, so it
+/// gets one rounding of slack), tokens outside leave the output as it was.
+#[test]
+fn embedding_matches_oracle_and_skips_other_chunks() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(20);
+    const SENTINEL: f32 = -7777.0;
+    for format in WeightFormat::ALL {
+        for dim in [64u32, 576] {
+            let (table_rows, start) = (50u32, 30u32);
+            let table = format.quantize_row(&weights(&mut rng, (table_rows * dim) as usize));
+            let rb = format.row_bytes(u64::from(dim)).unwrap() as usize;
+            let chunk_bytes = &table[start as usize * rb..];
+            let e = Embedding {
+                rows: table_rows - start,
+                dim,
+                format,
+                row_start: start,
+            };
+            let tb = gpu.create_buffer_init("table chunk", chunk_bytes).unwrap();
+            let token = gpu.create_buffer("token", 4).unwrap();
+            let out = gpu.create_buffer("out", u64::from(dim) * 4).unwrap();
+            // Built once, run per token: the token id is only ever written to its buffer.
+            let d = e.dispatch(gpu, &tb, &token, &out).unwrap();
+            for t in [30u32, 31, 42, 49, 0, 29, 50, 1000, u32::MAX] {
+                gpu.write_buffer(&out, 0, &f32_bytes(&vec![SENTINEL; dim as usize]));
+                gpu.write_buffer(&token, 0, &t.to_le_bytes());
+                run(gpu, vec![d.clone()]);
+                let got = read_f32(gpu, &out);
+                let mut want = vec![SENTINEL; dim as usize];
+                e.cpu(chunk_bytes, t, &mut want);
+                assert_eq!(e.holds(t), (30..50).contains(&t));
+                // |q·d| ≤ 2·amax and |m| ≤ amax, so one rounding of q·d is ≤ amax·2^-23.
+                let amax = want.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+                for (c, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let ok = if format == WeightFormat::Q4_1 {
+                        (g - w).abs() <= amax * 2f32.powi(-23)
+                    } else {
+                        g.to_bits() == w.to_bits()
+                    };
+                    assert!(
+                        ok,
+                        "embedding_{format} dim {dim} token {t}: out[{c}] = {g}, oracle {w}"
+                    );
+                }
+            }
+        }
+    }
+}
