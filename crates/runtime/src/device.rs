@@ -385,3 +385,34 @@ fn enumerate(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
         found
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL_TS: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY.union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
+
+    #[test]
+    fn auto_takes_the_finest_offered_and_says_why() {
+        let (m, why) = choose_timing(TimingRequest::Auto, ALL_TS, "a").unwrap();
+        assert_eq!(m, TimingMode::Dispatch);
+        assert!(why.contains("TIMESTAMP_QUERY_INSIDE_PASSES"));
+        let (m, _) = choose_timing(TimingRequest::Auto, wgpu::Features::TIMESTAMP_QUERY, "a").unwrap();
+        assert_eq!(m, TimingMode::Pass);
+        let (m, why) = choose_timing(TimingRequest::Auto, wgpu::Features::empty(), "a").unwrap();
+        assert_eq!(m, TimingMode::Off);
+        assert!(why.contains("wall-clock"));
+    }
+
+    #[test]
+    fn a_requested_mode_without_its_feature_names_the_feature_and_the_way_out() {
+        let err = choose_timing(TimingRequest::Exactly(TimingMode::Dispatch), wgpu::Features::TIMESTAMP_QUERY, "GPU X")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TIMESTAMP_QUERY_INSIDE_PASSES") && err.contains("--timing pass") && err.contains("GPU X"), "{err}");
+        let err = choose_timing(TimingRequest::Exactly(TimingMode::Pass), wgpu::Features::empty(), "GPU X")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TIMESTAMP_QUERY") && err.contains("--timing off"), "{err}");
+    }
+}

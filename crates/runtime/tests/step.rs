@@ -1,0 +1,67 @@
+//! The step runner: one submit, one sync, readback, timestamps, barriers.
+
+use gpuscope_runtime::{Cost, Dispatch, Gpu, Graph, Section, ShaderSource, StepRunner};
+use gpuscope_trace::TimingMode;
+
+const INC: ShaderSource = ShaderSource {
+    name: "inc",
+    wgsl: "@group(0) @binding(0) var<storage, read> src: array<u32>; @group(0) @binding(1) var<storage, read_write> dst: array<u32>;
+           @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) { if (g.x < 64u) { dst[g.x] = src[g.x] + 1u; } }",
+};
+
+fn own_gpu() -> Option<Gpu> {
+    // Counters are per device: this test needs a device no other test dispatches on.
+    gpuscope_runtime::testing::shared_gpu()?;
+    Some(Gpu::new(&Default::default()).unwrap())
+}
+
+#[test]
+fn a_chain_of_dispatches_runs_in_one_submit_with_one_readback() {
+    let Some(gpu) = own_gpu() else { return };
+    let bufs: Vec<_> = (0..4).map(|i| gpu.create_buffer(&format!("b{i}"), 256).unwrap()).collect();
+    let start: Vec<u32> = (0..64).map(|i| i * 10).collect();
+    gpu.write_buffer(&bufs[0], 0, bytemuck::cast_slice(&start));
+    let p = gpu.pipeline(&INC, "main", &[]).unwrap();
+    // b0 -> b1 -> b2 -> b3: each dispatch reads what the one before wrote.
+    let chain: Vec<Dispatch> = (0..3)
+        .map(|i| {
+            let bg = gpu.bind_group(&p, &[&bufs[i], &bufs[i + 1]]).unwrap();
+            Dispatch::new("inc", p.clone(), bg, [1, 1, 1], Cost { bytes: 512, flops: 64 }, &[&bufs[i]], &[&bufs[i + 1]])
+                .labelled(format!("inc{i}"), None)
+        })
+        .collect();
+    let graph = Graph { sections: vec![Section::new("chain", None, chain)] };
+    assert_eq!(graph.barriers(), 2, "dispatches 2 and 3 read what the previous wrote");
+    let mut runner = StepRunner::new(&gpu, &graph, &[&bufs[3]]).unwrap();
+    for _ in 0..3 {
+        let out = runner.step(&gpu, &graph, &[]).unwrap();
+        let got: Vec<u32> = bytemuck::pod_collect_to_vec(&out.readbacks[0]);
+        assert_eq!(got, start.iter().map(|v| v + 3).collect::<Vec<_>>());
+        let c = out.counters;
+        assert_eq!((c.dispatches, c.passes, c.submits, c.syncs, c.barriers), (3, 1, 1, 1, 2));
+        assert_eq!(c.resources_created(), 0);
+        assert_eq!(out.dispatches.len(), 3);
+        if runner.timing() == TimingMode::Dispatch {
+            let spans: Vec<_> = out.dispatches.iter().map(|d| d.gpu.expect("valid span")).collect();
+            assert!(spans.windows(2).all(|w| w[0].end_ns <= w[1].start_ns), "{spans:?}");
+            assert!(out.gpu_busy_ns.is_some());
+        }
+        assert!(out.wall_ns >= out.cpu.wait_ns);
+    }
+}
+
+#[test]
+fn write_after_read_is_a_hazard_too() {
+    let Some(gpu) = own_gpu() else { return };
+    let a = gpu.create_buffer("a", 256).unwrap();
+    let b = gpu.create_buffer("b", 256).unwrap();
+    let c = gpu.create_buffer("c", 256).unwrap();
+    let p = gpu.pipeline(&INC, "main", &[]).unwrap();
+    let d1 = Dispatch::new("inc", p.clone(), gpu.bind_group(&p, &[&a, &b]).unwrap(), [1, 1, 1], Cost::default(), &[&a], &[&b]);
+    // Writes `a`, which d1 read: must wait for d1.
+    let d2 = Dispatch::new("inc", p.clone(), gpu.bind_group(&p, &[&c, &a]).unwrap(), [1, 1, 1], Cost::default(), &[&c], &[&a]);
+    let independent = Dispatch::new("inc", p.clone(), gpu.bind_group(&p, &[&c, &b]).unwrap(), [1, 1, 1], Cost::default(), &[&c], &[&b]);
+    assert_eq!(Section::new("war", None, vec![d1.clone(), d2]).barriers(), 1);
+    // Two writers of `b` (write-after-write).
+    assert_eq!(Section::new("waw", None, vec![d1, independent]).barriers(), 1);
+}

@@ -1,0 +1,3 @@
+//! The runtime test binary: resources, errors and the step runner on a real adapter.
+mod errors;
+mod step;
