@@ -29,5 +29,8 @@ for w in q8_0 q4_1; do
 done
 run "llama8b-q4_0-pass" profile --preset llama-8b --weights q4_0 --tokens 64 --timing pass --overhead
 run "llama8b-q4_0-dispatch" profile --preset llama-8b --weights q4_0 --tokens 32 --timing dispatch --json "$OUT/llama8b-q4_0-dispatch.json"
+run "smollm2-q4_1-json" profile --preset smollm2-135m --weights q4_1 --tokens 32 --timing dispatch --json "$OUT/smollm2-q4_1-dispatch.json"
+# The device tool brings back at most 8 files: pack everything into one.
 gzip -f "$OUT"/*.json 2>/dev/null
+tar czf /tmp/results.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/results.tgz "$OUT/"
 true
