@@ -28,7 +28,8 @@ fn randn(rng: &mut StdRng, n: usize, mean: f32, std: f32) -> Vec<f32> {
 }
 
 fn upload(gpu: &Gpu, label: &str, data: &[f32]) -> GpuBuffer {
-    gpu.create_buffer_init(label, bytemuck::cast_slice(data)).unwrap()
+    gpu.create_buffer_init(label, bytemuck::cast_slice(data))
+        .unwrap()
 }
 
 fn download(gpu: &Gpu, buf: &GpuBuffer) -> Vec<f32> {
@@ -37,7 +38,9 @@ fn download(gpu: &Gpu, buf: &GpuBuffer) -> Vec<f32> {
 
 /// The step buffer as the decoder fills it: `[pos, n_ctx = pos + 1, 0, 0]`.
 fn step_buffer(gpu: &Gpu, pos: u32) -> GpuBuffer {
-    let step = gpu.create_buffer("step", gpuscope_runtime::STEP_BUFFER_BYTES).unwrap();
+    let step = gpu
+        .create_buffer("step", gpuscope_runtime::STEP_BUFFER_BYTES)
+        .unwrap();
     set_step(gpu, &step, pos);
     step
 }
@@ -83,11 +86,12 @@ fn max_abs(v: &[f32]) -> f32 {
 }
 
 /// Attention shapes: (n_heads, n_kv_heads, head_dim).
-const SMOLLM2: (u32, u32, u32) = (9, 3, 64);
-const LLAMA8B: (u32, u32, u32) = (32, 8, 128);
+type Heads = (u32, u32, u32);
+const SMOLLM2: Heads = (9, 3, 64);
+const LLAMA8B: Heads = (32, 8, 128);
 /// Multi-head (group 1) and the largest group the kernels take (8).
-const MHA: (u32, u32, u32) = (4, 4, 32);
-const GROUP8: (u32, u32, u32) = (8, 1, 64);
+const MHA: Heads = (4, 4, 32);
+const GROUP8: Heads = (8, 1, 64);
 
 // ---------------------------------------------------------------------------------------
 // CPU oracles against hand-computed values (run without a GPU)
@@ -97,19 +101,43 @@ fn cpu_oracles_known_values() {
     let mut out = [0.0; 2];
     RmsNorm { n: 2, eps: 0.0 }.cpu(&[3.0, 4.0], &[1.0, 2.0], &mut out);
     // mean(x²) = 12.5
-    assert!((out[0] - 3.0 / 12.5f32.sqrt()).abs() < 1e-6 && (out[1] - 8.0 / 12.5f32.sqrt()).abs() < 1e-6);
+    assert!(
+        (out[0] - 3.0 / 12.5f32.sqrt()).abs() < 1e-6
+            && (out[1] - 8.0 / 12.5f32.sqrt()).abs() < 1e-6
+    );
 
     // pos 1, pair 0 turns by exactly 1 rad; pair 1 (beyond rope_dims) stays.
-    let rope = Rope { n_heads: 1, n_kv_heads: 1, head_dim: 4, rope_dims: 2, base: 10000.0, max_ctx: 2 };
+    let rope = Rope {
+        n_heads: 1,
+        n_kv_heads: 1,
+        head_dim: 4,
+        rope_dims: 2,
+        base: 10000.0,
+        max_ctx: 2,
+    };
     let mut q = [1.0, 0.0, 5.0, 6.0];
     let (mut kc, mut vc) = ([0.0; 8], [0.0; 8]);
-    rope.cpu(1, &mut q, &[0.0, 1.0, 7.0, 8.0], &[1.0, 2.0, 3.0, 4.0], &mut kc, &mut vc);
+    rope.cpu(
+        1,
+        &mut q,
+        &[0.0, 1.0, 7.0, 8.0],
+        &[1.0, 2.0, 3.0, 4.0],
+        &mut kc,
+        &mut vc,
+    );
     assert_eq!(q, [1f32.cos(), 1f32.sin(), 5.0, 6.0]);
-    assert_eq!(kc, [0.0, 0.0, 0.0, 0.0, -(1f32.sin()), 1f32.cos(), 7.0, 8.0]);
+    assert_eq!(
+        kc,
+        [0.0, 0.0, 0.0, 0.0, -(1f32.sin()), 1f32.cos(), 7.0, 8.0]
+    );
     assert_eq!(vc, [0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 4.0]);
 
     let mut d = [1000.0, 1000.0, 7.0];
-    Softmax { rows: 1, row_stride: 3 }.cpu(2, &mut d);
+    Softmax {
+        rows: 1,
+        row_stride: 3,
+    }
+    .cpu(2, &mut d);
     assert_eq!(d, [0.5, 0.5, 7.0]);
 
     let am = Argmax { n: 5 };
@@ -121,24 +149,49 @@ fn cpu_oracles_known_values() {
     SiluMul { n: 1 }.cpu(&[0.0], &[5.0], &mut o);
     assert_eq!(o, [0.0]);
 
-    let (q, k) = ([1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0, 0.5, 0.0, 0.0, 0.0]);
+    let (q, k) = (
+        [1.0, 2.0, 3.0, 4.0],
+        [1.0, 1.0, 1.0, 1.0, 0.5, 0.0, 0.0, 0.0],
+    );
     let mut s = [9.0; 3];
-    AttnScores { n_heads: 1, n_kv_heads: 1, head_dim: 4, max_ctx: 3 }.cpu(2, &q, &k, &mut s);
+    AttnScores {
+        n_heads: 1,
+        n_kv_heads: 1,
+        head_dim: 4,
+        max_ctx: 3,
+    }
+    .cpu(2, &q, &k, &mut s);
     assert_eq!(s, [5.0, 0.25, 9.0]);
     let mut out = [0.0; 4];
-    AttnValues { n_heads: 1, n_kv_heads: 1, head_dim: 4, max_ctx: 3 }.cpu(2, &[0.5, 0.5, 9.0], &k, &mut out);
+    AttnValues {
+        n_heads: 1,
+        n_kv_heads: 1,
+        head_dim: 4,
+        max_ctx: 3,
+    }
+    .cpu(2, &[0.5, 0.5, 9.0], &k, &mut out);
     assert_eq!(out, [0.75, 0.5, 0.5, 0.5]);
 }
 
 #[test]
 fn costs_scale_with_context() {
-    let s = AttnScores { n_heads: 32, n_kv_heads: 8, head_dim: 128, max_ctx: 4096 };
+    let s = AttnScores {
+        n_heads: 32,
+        n_kv_heads: 8,
+        head_dim: 128,
+        max_ctx: 4096,
+    };
     // Recorded at build time for n_ctx = 1; the decoder replaces it per token.
     assert_eq!(s.cost(), s.cost_at(1));
     // The K rows dominate: 100 rows of 8 kv heads × 128 floats.
     assert!(s.cost_at(100).bytes - s.cost_at(99).bytes == 4 * (8 * 128 + 32));
     assert_eq!(s.cost_at(100).flops, 2 * 32 * 100 * 128);
-    let v = AttnValues { n_heads: 32, n_kv_heads: 8, head_dim: 128, max_ctx: 4096 };
+    let v = AttnValues {
+        n_heads: 32,
+        n_kv_heads: 8,
+        head_dim: 128,
+        max_ctx: 4096,
+    };
     assert_eq!(v.cost_at(100).flops, s.cost_at(100).flops);
     assert_eq!(Add { n: 10 }.cost().bytes, 120);
 }
@@ -151,7 +204,12 @@ fn rms_norm_matches_cpu() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(1);
     // 1 and 1000 leave threads idle; 576 and 4096 are real hidden sizes.
-    for (n, eps, scale) in [(1, 1e-5, 1.0), (576, 1e-5, 2.0), (1000, 1e-6, 0.05), (4096, 1e-5, 30.0)] {
+    for (n, eps, scale) in [
+        (1, 1e-5, 1.0),
+        (576, 1e-5, 2.0),
+        (1000, 1e-6, 0.05),
+        (4096, 1e-5, 30.0),
+    ] {
         let x = randn(&mut rng, n, 0.0, scale);
         let w = randn(&mut rng, n, 1.0, 0.3);
         let op = RmsNorm { n: n as u32, eps };
@@ -161,7 +219,13 @@ fn rms_norm_matches_cpu() {
         let mut want = vec![0.0; n];
         op.cpu(&x, &w, &mut want);
         // Summation order differs (tree vs sequential) and inverseSqrt may be 2 ulp off.
-        assert_close(&format!("rms_norm n={n}"), &download(gpu, &ob), &want, 1e-6 * max_abs(&want), 2e-5);
+        assert_close(
+            &format!("rms_norm n={n}"),
+            &download(gpu, &ob),
+            &want,
+            1e-6 * max_abs(&want),
+            2e-5,
+        );
     }
 }
 
@@ -180,7 +244,14 @@ fn rope_matches_cpu() {
         ((4, 2, 64), 32, 10000.0),
     ];
     for ((n_heads, n_kv_heads, head_dim), rope_dims, base) in shapes {
-        let op = Rope { n_heads, n_kv_heads, head_dim, rope_dims, base, max_ctx };
+        let op = Rope {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            rope_dims,
+            base,
+            max_ctx,
+        };
         let nq = (n_heads * head_dim) as usize;
         let row = op.kv_row() as usize;
         for pos in [0, 1, 2, 17, 100] {
@@ -192,11 +263,21 @@ fn rope_matches_cpu() {
             let kc = randn(&mut rng, row * max_ctx as usize, 0.0, 1.0);
             let vc = randn(&mut rng, row * max_ctx as usize, 0.0, 1.0);
             let step = step_buffer(gpu, pos);
-            let bufs = [("q", &q), ("k", &k), ("v", &v), ("k_cache", &kc), ("v_cache", &vc)]
-                .map(|(l, d)| upload(gpu, l, d));
+            let bufs = [
+                ("q", &q),
+                ("k", &k),
+                ("v", &v),
+                ("k_cache", &kc),
+                ("v_cache", &vc),
+            ]
+            .map(|(l, d)| upload(gpu, l, d));
             let [qb, kb, vb, kcb, vcb] = &bufs;
             let d = op.dispatch(gpu, &step, qb, kb, vb, kcb, vcb).unwrap();
-            assert_eq!(d.writes, vec![qb.id(), kcb.id(), vcb.id()], "{what}: writes");
+            assert_eq!(
+                d.writes,
+                vec![qb.id(), kcb.id(), vcb.id()],
+                "{what}: writes"
+            );
             run(gpu, d);
 
             let (mut wq, mut wkc, mut wvc) = (q.clone(), kc.clone(), vc.clone());
@@ -205,12 +286,22 @@ fn rope_matches_cpu() {
             // for pos <= 100 with inputs of a few units.
             let gq = download(gpu, qb);
             assert_close(&format!("{what}: q"), &gq, &wq, 1e-4, 1e-4);
-            assert_close(&format!("{what}: k_cache"), &download(gpu, kcb), &wkc, 1e-4, 1e-4);
+            assert_close(
+                &format!("{what}: k_cache"),
+                &download(gpu, kcb),
+                &wkc,
+                1e-4,
+                1e-4,
+            );
             // Copies are exact.
             assert_eq!(download(gpu, vcb), wvc, "{what}: v_cache");
             for h in 0..n_heads as usize {
                 let tail = h * head_dim as usize + rope_dims as usize..(h + 1) * head_dim as usize;
-                assert_eq!(gq[tail.clone()], q[tail], "{what}: q dims beyond rope_dims changed");
+                assert_eq!(
+                    gq[tail.clone()],
+                    q[tail],
+                    "{what}: q dims beyond rope_dims changed"
+                );
             }
         }
     }
@@ -227,7 +318,8 @@ fn cache(rng: &mut StdRng, row: usize, max_ctx: usize, n_ctx: usize) -> Vec<f32>
     c
 }
 
-fn attention_cases() -> Vec<((u32, u32, u32), u32, Vec<u32>)> {
+/// (heads, max_ctx, the n_ctx values to try).
+fn attention_cases() -> Vec<(Heads, u32, Vec<u32>)> {
     vec![
         (SMOLLM2, 128, vec![1, 2, 17, 100]),
         (LLAMA8B, 128, vec![1, 17, 100, 128]),
@@ -244,7 +336,12 @@ fn attn_scores_match_cpu() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(3);
     for ((n_heads, n_kv_heads, head_dim), max_ctx, n_ctxs) in attention_cases() {
-        let op = AttnScores { n_heads, n_kv_heads, head_dim, max_ctx };
+        let op = AttnScores {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            max_ctx,
+        };
         let row = (n_kv_heads * head_dim) as usize;
         for n_ctx in n_ctxs {
             let what = format!("attn_scores {op:?} n_ctx={n_ctx}");
@@ -253,7 +350,11 @@ fn attn_scores_match_cpu() {
             // Entries t >= n_ctx must not be written.
             let scores = randn(&mut rng, (n_heads * max_ctx) as usize, 0.0, 1.0);
             let step = step_buffer(gpu, n_ctx - 1);
-            let (qb, kb, sb) = (upload(gpu, "q", &q), upload(gpu, "k_cache", &k), upload(gpu, "scores", &scores));
+            let (qb, kb, sb) = (
+                upload(gpu, "q", &q),
+                upload(gpu, "k_cache", &k),
+                upload(gpu, "scores", &scores),
+            );
             run(gpu, op.dispatch(gpu, &step, &qb, &kb, &sb).unwrap());
             let mut want = scores.clone();
             op.cpu(n_ctx, &q, &k, &mut want);
@@ -268,20 +369,34 @@ fn attn_values_match_cpu() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(4);
     for ((n_heads, n_kv_heads, head_dim), max_ctx, n_ctxs) in attention_cases() {
-        let op = AttnValues { n_heads, n_kv_heads, head_dim, max_ctx };
+        let op = AttnValues {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            max_ctx,
+        };
         let row = (n_kv_heads * head_dim) as usize;
         for n_ctx in n_ctxs {
             let what = format!("attn_values {op:?} n_ctx={n_ctx}");
             // Real probabilities over the first n_ctx entries; NaN beyond.
             let mut probs = randn(&mut rng, (n_heads * max_ctx) as usize, 0.0, 2.0);
-            Softmax { rows: n_heads, row_stride: max_ctx }.cpu(n_ctx, &mut probs);
+            Softmax {
+                rows: n_heads,
+                row_stride: max_ctx,
+            }
+            .cpu(n_ctx, &mut probs);
             for h in 0..n_heads as usize {
-                probs[h * max_ctx as usize + n_ctx as usize..(h + 1) * max_ctx as usize].fill(f32::NAN);
+                probs[h * max_ctx as usize + n_ctx as usize..(h + 1) * max_ctx as usize]
+                    .fill(f32::NAN);
             }
             let v = cache(&mut rng, row, max_ctx as usize, n_ctx as usize);
             let out = randn(&mut rng, (n_heads * head_dim) as usize, 0.0, 1.0);
             let step = step_buffer(gpu, n_ctx - 1);
-            let (pb, vb, ob) = (upload(gpu, "probs", &probs), upload(gpu, "v_cache", &v), upload(gpu, "out", &out));
+            let (pb, vb, ob) = (
+                upload(gpu, "probs", &probs),
+                upload(gpu, "v_cache", &v),
+                upload(gpu, "out", &out),
+            );
             run(gpu, op.dispatch(gpu, &step, &pb, &vb, &ob).unwrap());
             let mut want = vec![0.0; out.len()];
             op.cpu(n_ctx, &probs, &v, &mut want);
@@ -298,24 +413,49 @@ fn attention_chain_over_tokens() {
     let mut rng = common::rng(5);
     let (n_heads, n_kv_heads, head_dim) = SMOLLM2;
     let max_ctx = 32;
-    let rope = Rope { n_heads, n_kv_heads, head_dim, rope_dims: head_dim, base: 10000.0, max_ctx };
-    let scores = AttnScores { n_heads, n_kv_heads, head_dim, max_ctx };
-    let softmax = Softmax { rows: n_heads, row_stride: max_ctx };
-    let values = AttnValues { n_heads, n_kv_heads, head_dim, max_ctx };
+    let rope = Rope {
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        rope_dims: head_dim,
+        base: 10000.0,
+        max_ctx,
+    };
+    let scores = AttnScores {
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        max_ctx,
+    };
+    let softmax = Softmax {
+        rows: n_heads,
+        row_stride: max_ctx,
+    };
+    let values = AttnValues {
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        max_ctx,
+    };
     let (nq, row) = ((n_heads * head_dim) as usize, rope.kv_row() as usize);
     let cache_len = row * max_ctx as usize;
 
     let step = step_buffer(gpu, 0);
-    let [qb, kb, vb] = [("q", nq), ("k", row), ("v", row)].map(|(l, n)| gpu.create_buffer(l, 4 * n as u64).unwrap());
-    let [kcb, vcb] = ["k_cache", "v_cache"].map(|l| gpu.create_buffer(l, 4 * cache_len as u64).unwrap());
-    let sb = gpu.create_buffer("scores", 4 * (n_heads * max_ctx) as u64).unwrap();
+    let [qb, kb, vb] = [("q", nq), ("k", row), ("v", row)]
+        .map(|(l, n)| gpu.create_buffer(l, 4 * n as u64).unwrap());
+    let [kcb, vcb] =
+        ["k_cache", "v_cache"].map(|l| gpu.create_buffer(l, 4 * cache_len as u64).unwrap());
+    let sb = gpu
+        .create_buffer("scores", 4 * (n_heads * max_ctx) as u64)
+        .unwrap();
     let ob = gpu.create_buffer("attn_out", 4 * nq as u64).unwrap();
     let graph = Graph {
         sections: vec![Section::new(
             "L0",
             Some(0),
             vec![
-                rope.dispatch(gpu, &step, &qb, &kb, &vb, &kcb, &vcb).unwrap(),
+                rope.dispatch(gpu, &step, &qb, &kb, &vb, &kcb, &vcb)
+                    .unwrap(),
                 scores.dispatch(gpu, &step, &qb, &kcb, &sb).unwrap(),
                 softmax.dispatch(gpu, &step, &sb).unwrap(),
                 values.dispatch(gpu, &step, &sb, &vcb, &ob).unwrap(),
@@ -339,7 +479,13 @@ fn attention_chain_over_tokens() {
         softmax.cpu(pos + 1, &mut s);
         let mut want = vec![0.0; nq];
         values.cpu(pos + 1, &s, &vc, &mut want);
-        assert_close(&format!("attention chain pos={pos}"), &download(gpu, &ob), &want, 1e-4, 1e-3);
+        assert_close(
+            &format!("attention chain pos={pos}"),
+            &download(gpu, &ob),
+            &want,
+            1e-4,
+            1e-3,
+        );
     }
 }
 
@@ -368,7 +514,8 @@ fn softmax_matches_cpu() {
             let mut data = randn(&mut rng, (rows * row_stride) as usize, offset, 3.0);
             // Entries beyond n_ctx are huge: reading one would wreck the max.
             for r in 0..rows as usize {
-                data[r * row_stride as usize + n_ctx as usize..(r + 1) * row_stride as usize].fill(1e30);
+                data[r * row_stride as usize + n_ctx as usize..(r + 1) * row_stride as usize]
+                    .fill(1e30);
             }
             let step = step_buffer(gpu, n_ctx - 1);
             let db = upload(gpu, "scores", &data);
@@ -401,7 +548,13 @@ fn silu_mul_matches_cpu() {
         run(gpu, op.dispatch(gpu, &gb, &ub, &ob).unwrap());
         let mut want = vec![0.0; n];
         op.cpu(&gate, &up, &mut want);
-        assert_close(&format!("silu_mul n={n}"), &download(gpu, &ob), &want, 1e-7, 1e-5);
+        assert_close(
+            &format!("silu_mul n={n}"),
+            &download(gpu, &ob),
+            &want,
+            1e-7,
+            1e-5,
+        );
     }
 }
 
@@ -415,7 +568,10 @@ fn add_matches_cpu_exactly() {
         let op = Add { n: n as u32 };
         let (ab, xb) = (upload(gpu, "acc", &acc), upload(gpu, "x", &x));
         let d = op.dispatch(gpu, &ab, &xb).unwrap();
-        assert_eq!((d.reads.clone(), d.writes.clone()), (vec![ab.id(), xb.id()], vec![ab.id()]));
+        assert_eq!(
+            (d.reads.clone(), d.writes.clone()),
+            (vec![ab.id(), xb.id()], vec![ab.id()])
+        );
         run(gpu, d);
         let mut want = acc.clone();
         op.cpu(&mut want, &x);
@@ -433,7 +589,9 @@ fn argmax_matches_cpu() {
     let mut rng = common::rng(9);
     let out = gpu.create_buffer("token", 4).unwrap();
     let check = |what: &str, logits: &[f32], expect: Option<u32>| {
-        let op = Argmax { n: logits.len() as u32 };
+        let op = Argmax {
+            n: logits.len() as u32,
+        };
         let lb = upload(gpu, "logits", logits);
         // A stale value that no case expects.
         gpu.write_buffer(&out, 0, bytemuck::cast_slice(&[12345u32]));
@@ -495,17 +653,34 @@ fn bad_shapes_and_short_buffers_are_errors() {
     let small = gpu.create_buffer("small", 16).unwrap();
     let big = gpu.create_buffer("big", 1 << 16).unwrap();
     let step = step_buffer(gpu, 0);
-    let err = RmsNorm { n: 576, eps: 1e-5 }.dispatch(gpu, &small, &big, &big).unwrap_err();
-    assert!(matches!(&err, GpuError::Invalid(m) if m.contains("\"small\"")), "{err}");
-    // 16 heads over 1 kv head is a group of 16: more than the kernels hold.
-    let err = AttnScores { n_heads: 16, n_kv_heads: 1, head_dim: 64, max_ctx: 8 }
-        .dispatch(gpu, &step, &big, &big, &big)
+    let err = RmsNorm { n: 576, eps: 1e-5 }
+        .dispatch(gpu, &small, &big, &big)
         .unwrap_err();
+    assert!(
+        matches!(&err, GpuError::Invalid(m) if m.contains("\"small\"")),
+        "{err}"
+    );
+    // 16 heads over 1 kv head is a group of 16: more than the kernels hold.
+    let err = AttnScores {
+        n_heads: 16,
+        n_kv_heads: 1,
+        head_dim: 64,
+        max_ctx: 8,
+    }
+    .dispatch(gpu, &step, &big, &big, &big)
+    .unwrap_err();
     assert!(matches!(err, GpuError::Invalid(_)), "{err}");
     let err = Add { n: 4 }.dispatch(gpu, &small, &small).unwrap_err();
     assert!(matches!(err, GpuError::Invalid(_)), "{err}");
-    let err = Rope { n_heads: 1, n_kv_heads: 1, head_dim: 64, rope_dims: 65, base: 1e4, max_ctx: 1 }
-        .dispatch(gpu, &step, &big, &big, &big, &big, &big)
-        .unwrap_err();
+    let err = Rope {
+        n_heads: 1,
+        n_kv_heads: 1,
+        head_dim: 64,
+        rope_dims: 65,
+        base: 1e4,
+        max_ctx: 1,
+    }
+    .dispatch(gpu, &step, &big, &big, &big, &big, &big)
+    .unwrap_err();
     assert!(matches!(err, GpuError::Invalid(_)), "{err}");
 }

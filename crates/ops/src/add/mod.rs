@@ -4,7 +4,7 @@
 mod cost;
 mod cpu;
 
-use gpuscope_runtime::{grid_2d, Dispatch, GpuBuffer, GpuError, Gpu, ShaderSource};
+use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "add",
@@ -23,7 +23,12 @@ impl Add {
     pub const OP: &'static str = "add";
 
     /// Reads and writes `acc`, reads `x` (`n` f32 each). `acc` and `x` must differ.
-    pub fn dispatch(&self, gpu: &Gpu, acc: &GpuBuffer, x: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        acc: &GpuBuffer,
+        x: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         if self.n == 0 {
             return Err(GpuError::Invalid(format!("{self:?}: n must be > 0")));
         }

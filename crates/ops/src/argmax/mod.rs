@@ -8,7 +8,7 @@
 mod cost;
 mod cpu;
 
-use gpuscope_runtime::{Dispatch, GpuBuffer, GpuError, Gpu, ShaderSource};
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "argmax",
@@ -28,9 +28,17 @@ impl Argmax {
     pub const OP: &'static str = "argmax";
 
     /// Reads `logits` (`n` f32), writes `out[0]` (one u32).
-    pub fn dispatch(&self, gpu: &Gpu, logits: &GpuBuffer, out: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        logits: &GpuBuffer,
+        out: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         if self.n == 0 || self.n == u32::MAX {
-            return Err(GpuError::Invalid(format!("{self:?}: n must be in 1..{}", u32::MAX)));
+            return Err(GpuError::Invalid(format!(
+                "{self:?}: n must be in 1..{}",
+                u32::MAX
+            )));
         }
         for (buf, role, bytes) in [(logits, "logits", 4 * self.n as u64), (out, "out", 4)] {
             if buf.size() < bytes {

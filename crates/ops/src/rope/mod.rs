@@ -21,7 +21,7 @@
 mod cost;
 mod cpu;
 
-use gpuscope_runtime::{grid_2d, Dispatch, GpuBuffer, GpuError, Gpu, ShaderSource};
+use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "rope",
@@ -55,8 +55,8 @@ impl Rope {
     fn check(&self) -> Result<(), GpuError> {
         let ok = self.n_heads > 0
             && self.n_kv_heads > 0
-            && self.head_dim % 2 == 0
-            && self.rope_dims % 2 == 0
+            && self.head_dim.is_multiple_of(2)
+            && self.rope_dims.is_multiple_of(2)
             && self.rope_dims > 0
             && self.rope_dims <= self.head_dim
             && self.max_ctx > 0;
@@ -72,6 +72,7 @@ impl Rope {
     /// Binds `step` (`[pos, ..]`), `q` (`n_heads · head_dim`, rotated in place), `k` and `v`
     /// (`n_kv_heads · head_dim`, read), `k_cache` and `v_cache` (`max_ctx` rows, row `pos`
     /// written). A `pos >= max_ctx` makes the kernel do nothing.
+    #[allow(clippy::too_many_arguments)] // one per buffer the kernel binds
     pub fn dispatch(
         &self,
         gpu: &Gpu,

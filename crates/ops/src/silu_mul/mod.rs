@@ -3,7 +3,7 @@
 mod cost;
 mod cpu;
 
-use gpuscope_runtime::{grid_2d, Dispatch, GpuBuffer, GpuError, Gpu, ShaderSource};
+use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "silu_mul",

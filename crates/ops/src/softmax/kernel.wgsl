@@ -4,7 +4,7 @@
 //
 // Each pass is unrolled by hand, 4 loads at a time with clamped indices, so that the
 // loads are issued together: one load at a time cost an L2 round trip per element
-// (19 us for 32 rows of 8192 on an H200).
+// (32 rows of 8192 on an H200: 19 us that way, 9.0 us this way).
 
 override ROWS: u32 = 1u;
 override ROW_STRIDE: u32 = 1u;

@@ -9,7 +9,7 @@
 mod cost;
 mod cpu;
 
-use gpuscope_runtime::{grid_2d, Dispatch, GpuBuffer, GpuError, Gpu, ShaderSource};
+use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "softmax",
@@ -28,16 +28,31 @@ impl Softmax {
 
     /// Binds `step` (`[.., n_ctx, ..]`) and `data` (`rows · row_stride` f32, in place).
     /// One workgroup per row; `n_ctx` is clamped to `row_stride`.
-    pub fn dispatch(&self, gpu: &Gpu, step: &GpuBuffer, data: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        step: &GpuBuffer,
+        data: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         if self.rows == 0 || self.row_stride == 0 {
-            return Err(GpuError::Invalid(format!("{self:?}: rows and row_stride must be > 0")));
+            return Err(GpuError::Invalid(format!(
+                "{self:?}: rows and row_stride must be > 0"
+            )));
         }
         need(step, 16, "step", self)?;
-        need(data, 4 * self.rows as u64 * self.row_stride as u64, "data", self)?;
+        need(
+            data,
+            4 * self.rows as u64 * self.row_stride as u64,
+            "data",
+            self,
+        )?;
         let pipeline = gpu.pipeline(
             &SHADER,
             "main",
-            &[("ROWS", self.rows as f64), ("ROW_STRIDE", self.row_stride as f64)],
+            &[
+                ("ROWS", self.rows as f64),
+                ("ROW_STRIDE", self.row_stride as f64),
+            ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[step, data])?;
         Ok(Dispatch::new(
