@@ -98,6 +98,10 @@ pub struct ProfileArgs {
     /// GPU clock ramp-up).
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
+    /// Tokens in flight: 2 encodes the next token while the GPU runs this one; 1 waits
+    /// for each token first (per-token latency instead of throughput).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub in_flight: u8,
     /// Also decode with timing off and report what profiling costs.
     #[arg(long)]
     pub overhead: bool,

@@ -14,7 +14,7 @@ use gpuscope_ops::rms_norm::RmsNorm;
 use gpuscope_ops::rope::Rope;
 use gpuscope_ops::silu_mul::SiluMul;
 use gpuscope_ops::softmax::Softmax;
-use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, Section, StepOutput, StepRunner, STEP_BUFFER_BYTES};
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, PendingStep, Section, StepOutput, StepRunner, STEP_BUFFER_BYTES};
 use gpuscope_trace::TimingMode;
 
 use crate::config::LlamaConfig;
@@ -309,9 +309,17 @@ impl GpuDecoder {
         self.position = 0;
     }
 
-    /// Decodes one token at the next position. `input` feeds a given token (the first
-    /// one, a prompt token, a forced token); `None` continues from the GPU's own argmax.
+    /// Decodes one token at the next position and waits for it. `input` feeds a given
+    /// token (the first one, a prompt token, a forced token); `None` continues from the
+    /// GPU's own argmax.
     pub fn step(&mut self, gpu: &Gpu, input: Option<u32>) -> Result<GpuStep, ModelError> {
+        let pending = self.submit(gpu, input)?;
+        self.finish(gpu, pending)
+    }
+
+    /// Submits one token without waiting for it; up to
+    /// [`gpuscope_runtime::MAX_IN_FLIGHT`] tokens may be in flight. Finish them in order.
+    pub fn submit(&mut self, gpu: &Gpu, input: Option<u32>) -> Result<PendingStep, ModelError> {
         if self.position >= self.options.max_ctx {
             return Err(ModelError::ContextFull { max_ctx: self.options.max_ctx });
         }
@@ -329,8 +337,14 @@ impl GpuDecoder {
             token_bytes = t.to_le_bytes();
             uploads.push((&self.acts.token, 0, &token_bytes));
         }
-        let output = self.runner.step(gpu, &self.graph, &uploads)?;
+        let pending = self.runner.submit(gpu, &self.graph, &uploads)?;
         self.position += 1;
+        Ok(pending)
+    }
+
+    /// Waits for a submitted token and reads its results.
+    pub fn finish(&mut self, gpu: &Gpu, pending: PendingStep) -> Result<GpuStep, ModelError> {
+        let output = self.runner.finish(gpu, &self.graph, pending)?;
         let token = u32::from_le_bytes(output.readbacks[0][..4].try_into().unwrap());
         let logits = self.options.read_logits.then(|| {
             bytemuck::pod_collect_to_vec::<u8, f32>(&output.readbacks[1])[..self.config.vocab as usize].to_vec()

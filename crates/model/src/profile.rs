@@ -2,11 +2,11 @@
 
 use std::time::Instant;
 
-use gpuscope_runtime::{step_events, Gpu};
+use gpuscope_runtime::{step_events, Gpu, StepOutput, MAX_IN_FLIGHT};
 use gpuscope_trace::{Overhead, Profile, TimingInfo, TimingMode, TokenRecord, WorkloadDesc, PROFILE_FORMAT};
 
 use crate::error::ModelError;
-use crate::gpu::{DecoderOptions, GpuDecoder};
+use crate::gpu::{DecoderOptions, GpuDecoder, GpuStep};
 use crate::weights::ModelWeights;
 
 #[derive(Debug, Clone)]
@@ -20,6 +20,9 @@ pub struct ProfileOptions {
     /// Tokens decoded (and thrown away) before the recorded ones: pipelines compile
     /// lazily on some drivers and GPU clocks ramp up over the first tokens.
     pub warmup: u32,
+    /// Tokens in flight at once: 1 waits for each token before encoding the next; 2
+    /// encodes token N+1 while the GPU runs token N.
+    pub in_flight: usize,
 }
 
 /// A profile and, when the run stopped early, why. The profile holds everything measured
@@ -87,26 +90,9 @@ pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) 
         }
     }
     decoder.reset();
-    for i in (0..opts.tokens).take_while(|_| error.is_none()) {
-        let position = decoder.position();
-        let input = (i == 0).then_some(opts.first_token);
-        match decoder.step(gpu, input) {
-            Ok(step) => {
-                profile.tokens.push(TokenRecord {
-                    index: i,
-                    position,
-                    token_id: step.token,
-                    wall_ns: step.output.wall_ns,
-                    gpu_busy_ns: step.output.gpu_busy_ns,
-                    counters: step.output.counters,
-                    cpu: step.output.cpu,
-                });
-                outputs.push(step.output);
-            }
-            Err(e) => {
-                error = Some(e);
-                break;
-            }
+    if error.is_none() {
+        if let Err(e) = decode_recorded(gpu, &mut decoder, opts, &mut profile, &mut outputs) {
+            error = Some(e);
         }
     }
     for (i, out) in outputs.iter().enumerate() {
@@ -130,18 +116,63 @@ pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) 
     Ok(ProfileRun { profile, error })
 }
 
+/// Decodes `opts.tokens` tokens with up to `opts.in_flight` in flight, calling `record`
+/// with each finished token's index, position and step, in order.
+fn decode_tokens(
+    gpu: &Gpu,
+    decoder: &mut GpuDecoder,
+    opts: &ProfileOptions,
+    mut record: impl FnMut(u32, u32, GpuStep),
+) -> Result<(), ModelError> {
+    let depth = opts.in_flight.clamp(1, MAX_IN_FLIGHT);
+    let mut pending = std::collections::VecDeque::new();
+    for i in 0..opts.tokens {
+        let position = decoder.position();
+        pending.push_back((i, position, decoder.submit(gpu, (i == 0).then_some(opts.first_token))?));
+        if pending.len() >= depth {
+            let (index, position, p) = pending.pop_front().unwrap();
+            record(index, position, decoder.finish(gpu, p)?);
+        }
+    }
+    while let Some((index, position, p)) = pending.pop_front() {
+        record(index, position, decoder.finish(gpu, p)?);
+    }
+    Ok(())
+}
+
+/// The recorded run: every token's record into `profile`, its samples into `outputs`.
+fn decode_recorded(
+    gpu: &Gpu,
+    decoder: &mut GpuDecoder,
+    opts: &ProfileOptions,
+    profile: &mut Profile,
+    outputs: &mut Vec<StepOutput>,
+) -> Result<(), ModelError> {
+    decode_tokens(gpu, decoder, opts, |index, position, step| {
+        profile.tokens.push(TokenRecord {
+            index,
+            position,
+            token_id: step.token,
+            wall_ns: step.output.wall_ns,
+            gpu_busy_ns: step.output.gpu_busy_ns,
+            counters: step.output.counters,
+            cpu: step.output.cpu,
+        });
+        outputs.push(step.output);
+    })
+}
+
 /// Decodes the same number of tokens again with timing off; returns the steady median wall.
 fn measure_untimed(gpu: &Gpu, decoder: &mut GpuDecoder, opts: &ProfileOptions) -> Result<Option<u64>, ModelError> {
     let mode = gpu.timing();
     decoder.set_timing(gpu, TimingMode::Off)?;
     decoder.reset();
     let mut walls = Vec::new();
-    for i in 0..opts.tokens {
-        let step = decoder.step(gpu, (i == 0).then_some(opts.first_token))?;
-        if i > 0 || opts.tokens == 1 {
+    decode_tokens(gpu, decoder, opts, |index, _, step| {
+        if index > 0 || opts.tokens == 1 {
             walls.push(step.output.wall_ns);
         }
-    }
+    })?;
     decoder.set_timing(gpu, mode)?;
     Ok(median(walls))
 }

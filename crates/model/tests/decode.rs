@@ -81,3 +81,30 @@ fn full_context_is_an_error() {
     let err = g.step(gpu, None).err().expect("third token must not fit");
     assert!(err.to_string().contains("KV cache is full"), "{err}");
 }
+
+#[test]
+fn two_tokens_in_flight_give_the_same_tokens_as_one_at_a_time() {
+    // The GPU feeds its own argmax to the next token, so token N+1 may be submitted
+    // before N's readback; the result must not change.
+    let Some(gpu) = gpu() else { return };
+    let w = weights(Preset::Tiny, WeightFormat::Q8_0);
+    let opts = DecoderOptions { max_ctx: 12, read_logits: false };
+    let mut serial = GpuDecoder::new(gpu, &w, opts.clone()).unwrap();
+    let expected: Vec<u32> = (0..12).map(|i| serial.step(gpu, (i == 0).then_some(4)).unwrap().token).collect();
+    let mut piped = GpuDecoder::new(gpu, &w, opts).unwrap();
+    let mut got = Vec::new();
+    let mut pending = std::collections::VecDeque::new();
+    for i in 0..12 {
+        pending.push_back(piped.submit(gpu, (i == 0).then_some(4)).unwrap());
+        if pending.len() == 2 {
+            got.push(piped.finish(gpu, pending.pop_front().unwrap()).unwrap().token);
+        }
+    }
+    while let Some(p) = pending.pop_front() {
+        got.push(piped.finish(gpu, p).unwrap().token);
+    }
+    assert_eq!(got, expected);
+    // A third submission while two are in flight is refused, not a hang.
+    let a = piped.submit(gpu, None);
+    assert!(a.is_err(), "context is full at 12");
+}

@@ -10,7 +10,7 @@ use crate::common::{gpu, weights};
 fn profile_records_every_dispatch_and_round_trips() {
     let Some(gpu) = gpu() else { return };
     let w = weights(Preset::Tiny, WeightFormat::Q4_1);
-    let opts = ProfileOptions { tokens: 4, first_token: 9, overhead: true, warmup: 2 };
+    let opts = ProfileOptions { tokens: 4, first_token: 9, overhead: true, warmup: 2, in_flight: 2 };
     let run = profile_decode(gpu, &w, &opts).unwrap();
     assert!(run.error.is_none());
     let p = run.profile;

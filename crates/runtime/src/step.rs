@@ -58,20 +58,60 @@ pub struct StepOutput {
     pub passes: Vec<PassSample>,
 }
 
-/// Runs the same graph step after step, with its query set and staging buffer made once.
-pub struct StepRunner {
-    timing: TimingMode,
+/// Steps a runner can have in flight: while the GPU runs token N, the CPU encodes and
+/// submits token N+1 (the argmax token never leaves the GPU, so N+1 does not wait for
+/// N's readback). Two is enough to hide encoding behind the GPU.
+pub const MAX_IN_FLIGHT: usize = 2;
+
+/// Per-step resources, one set per step that can be in flight.
+struct Slot {
     query_set: Option<wgpu::QuerySet>,
     resolve: Option<wgpu::Buffer>,
     staging: wgpu::Buffer,
+    busy: bool,
+}
+
+/// A submitted step whose readback has not been collected yet.
+pub struct PendingStep {
+    slot: usize,
+    samples: Vec<DispatchSample>,
+    start: Instant,
+    upload_ns: u64,
+    encode_ns: u64,
+    submit_ns: u64,
+    bytes_uploaded: u64,
+    created_while_submitting: Counters,
+    submission: wgpu::SubmissionIndex,
+    mapped: std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+}
+
+/// Runs the same graph step after step, with its query sets and staging buffers made
+/// once. [`StepRunner::step`] runs one step to completion; [`StepRunner::submit`] and
+/// [`StepRunner::finish`] let up to [`MAX_IN_FLIGHT`] steps overlap.
+pub struct StepRunner {
+    timing: TimingMode,
+    slots: Vec<Slot>,
+    next_slot: usize,
     readbacks: Vec<(GpuBuffer, u64)>,
     timestamps_offset: u64,
     query_count: u32,
     staging_size: u64,
     barriers_per_step: u64,
     dispatches_per_step: usize,
+    passes_per_step: usize,
     period_ns: f64,
     origin_ticks: Option<u64>,
+    /// When the last finished step's readback arrived (pipelined wall time starts there).
+    last_done: Option<Instant>,
+}
+
+fn creations(c: &Counters) -> Counters {
+    Counters {
+        buffers_created: c.buffers_created,
+        bind_groups_created: c.bind_groups_created,
+        pipelines_created: c.pipelines_created,
+        ..Counters::default()
+    }
 }
 
 impl StepRunner {
@@ -117,44 +157,49 @@ impl StepRunner {
         }
         let timestamps_offset = offset;
         let staging_size = (offset + 8 * query_count as u64).max(8);
-        let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("gpuscope.step_readback"),
-            size: staging_size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        AtomicCounters::add(&gpu.counters.buffers_created, 1);
-        let (query_set, resolve) = if query_count > 0 {
-            let qs = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("gpuscope.timestamps"),
-                ty: wgpu::QueryType::Timestamp,
-                count: query_count,
-            });
-            let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("gpuscope.timestamp_resolve"),
-                size: 8 * query_count as u64,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        let mut slots = Vec::new();
+        for _ in 0..MAX_IN_FLIGHT {
+            let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("gpuscope.step_readback"),
+                size: staging_size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
             AtomicCounters::add(&gpu.counters.buffers_created, 1);
-            (Some(qs), Some(resolve))
-        } else {
-            (None, None)
-        };
+            let (query_set, resolve) = if query_count > 0 {
+                let qs = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("gpuscope.timestamps"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: query_count,
+                });
+                let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("gpuscope.timestamp_resolve"),
+                    size: 8 * query_count as u64,
+                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                });
+                AtomicCounters::add(&gpu.counters.buffers_created, 1);
+                (Some(qs), Some(resolve))
+            } else {
+                (None, None)
+            };
+            slots.push(Slot { query_set, resolve, staging, busy: false });
+        }
         gpu.check_uncaptured("creating the step's readback and query buffers")?;
         Ok(StepRunner {
             timing,
-            query_set,
-            resolve,
-            staging,
+            slots,
+            next_slot: 0,
             readbacks: placed,
             timestamps_offset,
             query_count,
             staging_size,
             barriers_per_step: graph.barriers(),
             dispatches_per_step: graph.dispatch_count(),
+            passes_per_step: graph.sections.len(),
             period_ns: gpu.queue.get_timestamp_period() as f64,
             origin_ticks: None,
+            last_done: None,
         })
     }
 
@@ -162,56 +207,146 @@ impl StepRunner {
         self.timing
     }
 
-    /// Uploads, encodes, submits once, and reads back once.
+    /// Steps submitted and not yet finished.
+    pub fn in_flight(&self) -> usize {
+        self.slots.iter().filter(|s| s.busy).count()
+    }
+
+    /// Uploads, encodes, submits once, and reads back once; waits for the result.
     pub fn step(
         &mut self,
         gpu: &Gpu,
         graph: &Graph,
         uploads: &[(&GpuBuffer, u64, &[u8])],
     ) -> Result<StepOutput, GpuError> {
-        if graph.dispatch_count() != self.dispatches_per_step {
+        let pending = self.submit(gpu, graph, uploads)?;
+        self.finish(gpu, graph, pending)
+    }
+
+    /// Uploads, encodes and submits one step without waiting for it. At most
+    /// [`MAX_IN_FLIGHT`] steps may be pending; finish them in submission order.
+    pub fn submit(
+        &mut self,
+        gpu: &Gpu,
+        graph: &Graph,
+        uploads: &[(&GpuBuffer, u64, &[u8])],
+    ) -> Result<PendingStep, GpuError> {
+        if graph.dispatch_count() != self.dispatches_per_step || graph.sections.len() != self.passes_per_step {
             return Err(GpuError::Invalid(format!(
-                "step graph has {} dispatches, the runner was built for {}",
+                "step graph has {} dispatches in {} passes, the runner was built for {} in {}",
                 graph.dispatch_count(),
-                self.dispatches_per_step
+                graph.sections.len(),
+                self.dispatches_per_step,
+                self.passes_per_step
             )));
         }
-        let before = gpu.counters();
+        let slot_index = self.next_slot;
+        if self.slots[slot_index].busy {
+            return Err(GpuError::Invalid(format!(
+                "{MAX_IN_FLIGHT} steps are already in flight; finish one before submitting another"
+            )));
+        }
+        let before = creations(&gpu.counters());
         let start = Instant::now();
+        let mut bytes_uploaded = 0;
         for (buf, offset, data) in uploads {
             gpu.write_buffer(buf, *offset, data);
+            bytes_uploaded += data.len() as u64;
         }
         let uploaded = Instant::now();
         let mut samples = vec![DispatchSample::default(); self.dispatches_per_step];
+        let slot = &self.slots[slot_index];
         let commands = {
             let _span = tracing::info_span!("encode").entered();
             let mut encoder = gpu.device.create_command_encoder(&Default::default());
-            encode_graph(gpu, &mut encoder, graph, self.timing, self.query_set.as_ref(), &mut samples);
-            if let (Some(qs), Some(resolve)) = (&self.query_set, &self.resolve) {
+            encode_graph(gpu, &mut encoder, graph, self.timing, slot.query_set.as_ref(), &mut samples);
+            if let (Some(qs), Some(resolve)) = (&slot.query_set, &slot.resolve) {
                 encoder.resolve_query_set(qs, 0..self.query_count, resolve, 0);
-                encoder.copy_buffer_to_buffer(resolve, 0, &self.staging, self.timestamps_offset, 8 * self.query_count as u64);
+                encoder.copy_buffer_to_buffer(resolve, 0, &slot.staging, self.timestamps_offset, 8 * self.query_count as u64);
             }
             for (buf, offset) in &self.readbacks {
-                encoder.copy_buffer_to_buffer(&buf.buffer, 0, &self.staging, *offset, buf.size());
+                encoder.copy_buffer_to_buffer(&buf.buffer, 0, &slot.staging, *offset, buf.size());
             }
             encoder.finish()
         };
         let encoded = Instant::now();
-        {
+        let submission = {
             let _span = tracing::info_span!("submit").entered();
-            gpu.queue.submit([commands]);
-        }
+            gpu.queue.submit([commands])
+        };
+        // The map request rides behind the submission; it completes when the GPU is done.
+        let (tx, rx) = std::sync::mpsc::channel();
+        slot.staging.slice(..self.staging_size).map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
         let submitted = Instant::now();
         AtomicCounters::add(&gpu.counters.submits, 1);
         AtomicCounters::add(&gpu.counters.barriers, self.barriers_per_step);
-        let bytes = gpu.map_read(&self.staging, self.staging_size, "step readback")?;
-        let done = Instant::now();
-        let wall_ns = (done - start).as_nanos() as u64;
-        let cpu = gpuscope_trace::CpuTimes {
+        self.slots[slot_index].busy = true;
+        self.next_slot = (slot_index + 1) % self.slots.len();
+        Ok(PendingStep {
+            slot: slot_index,
+            samples,
+            start,
             upload_ns: (uploaded - start).as_nanos() as u64,
             encode_ns: (encoded - uploaded).as_nanos() as u64,
             submit_ns: (submitted - encoded).as_nanos() as u64,
-            wait_ns: (done - submitted).as_nanos() as u64,
+            bytes_uploaded,
+            created_while_submitting: creations(&gpu.counters()).since(&before),
+            submission,
+            mapped: rx,
+        })
+    }
+
+    /// Waits for a submitted step (one sync), reads its results back and decodes its
+    /// timestamps.
+    ///
+    /// Wall time is measured from the later of the step's start and the previous
+    /// step's completion, so overlapped steps are not counted twice: it is the time this
+    /// step added to the run.
+    pub fn finish(&mut self, gpu: &Gpu, graph: &Graph, pending: PendingStep) -> Result<StepOutput, GpuError> {
+        let before = creations(&gpu.counters());
+        let waiting = Instant::now();
+        let slot = &mut self.slots[pending.slot];
+        slot.busy = false;
+        {
+            let _span = tracing::info_span!("gpu_wait").entered();
+            AtomicCounters::add(&gpu.counters.syncs, 1);
+            gpu.device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: Some(pending.submission),
+                    timeout: None,
+                })
+                .map_err(|e| GpuError::Poll { message: e.to_string() })?;
+        }
+        gpu.check_uncaptured("running a step")?;
+        let readback_error = |message: String| GpuError::Readback { label: "step readback".into(), message };
+        match pending.mapped.try_recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(readback_error(e.to_string())),
+            Err(_) => return Err(readback_error("the map callback did not run after the GPU finished".into())),
+        }
+        let bytes = {
+            let range = slot
+                .staging
+                .slice(..self.staging_size)
+                .get_mapped_range()
+                .map_err(|e| readback_error(e.to_string()))?;
+            range.to_vec()
+        };
+        slot.staging.unmap();
+        AtomicCounters::add(&gpu.counters.bytes_downloaded, self.staging_size);
+        let done = Instant::now();
+        let from = match self.last_done {
+            Some(prev) if prev > pending.start => prev,
+            _ => pending.start,
+        };
+        self.last_done = Some(done);
+        let cpu = gpuscope_trace::CpuTimes {
+            upload_ns: pending.upload_ns,
+            encode_ns: pending.encode_ns,
+            submit_ns: pending.submit_ns,
+            wait_ns: (done - waiting).as_nanos() as u64,
         };
         let readbacks = self
             .readbacks
@@ -223,6 +358,7 @@ impl StepRunner {
             .take(self.query_count as usize)
             .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
             .collect();
+        let mut samples = pending.samples;
         let passes = self.decode_timestamps(graph, &ticks, &mut samples);
         let gpu_busy_ns = match self.timing {
             TimingMode::Off => None,
@@ -231,12 +367,25 @@ impl StepRunner {
                 (!valid.is_empty()).then(|| valid.iter().sum())
             }
         };
+        let created = creations(&gpu.counters()).since(&before);
+        let counters = Counters {
+            dispatches: self.dispatches_per_step as u64,
+            passes: self.passes_per_step as u64,
+            submits: 1,
+            syncs: 1,
+            barriers: self.barriers_per_step,
+            buffers_created: pending.created_while_submitting.buffers_created + created.buffers_created,
+            bind_groups_created: pending.created_while_submitting.bind_groups_created + created.bind_groups_created,
+            pipelines_created: pending.created_while_submitting.pipelines_created + created.pipelines_created,
+            bytes_uploaded: pending.bytes_uploaded,
+            bytes_downloaded: self.staging_size,
+        };
         Ok(StepOutput {
             readbacks,
-            wall_ns,
+            wall_ns: (done - from).as_nanos() as u64,
             gpu_busy_ns,
             cpu,
-            counters: gpu.counters().since(&before),
+            counters,
             dispatches: samples,
             passes,
         })

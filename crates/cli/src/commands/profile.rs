@@ -41,6 +41,7 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
         first_token: args.first_token,
         overhead: args.overhead,
         warmup: args.warmup,
+        in_flight: args.in_flight as usize,
     };
     let run = profile_decode(&gpu, &weights, &options)?;
     // Whatever happened, what was measured is written and shown before the error.
