@@ -5,7 +5,6 @@
 //! The embedding reads its token id from the buffer argmax wrote on the previous step,
 //! so greedy decoding never waits on the CPU to feed the next token.
 
-use gpuscope_ops::add::Add;
 use gpuscope_ops::argmax::Argmax;
 use gpuscope_ops::attention::{AttnScores, AttnValues};
 use gpuscope_ops::embedding::Embedding;
@@ -70,7 +69,8 @@ fn upload_matrix(gpu: &Gpu, t: &Tensor) -> Result<GpuMatrix, ModelError> {
 }
 
 impl GpuMatrix {
-    fn gemv(&self, gpu: &Gpu, x: &GpuBuffer, y: &GpuBuffer) -> Result<Vec<Dispatch>, ModelError> {
+    /// y = W·x, or y += W·x with `accumulate`, one dispatch per row chunk.
+    fn gemv(&self, gpu: &Gpu, x: &GpuBuffer, y: &GpuBuffer, accumulate: bool) -> Result<Vec<Dispatch>, ModelError> {
         self.chunks
             .iter()
             .map(|(buf, first, rows)| {
@@ -80,7 +80,11 @@ impl GpuMatrix {
                     format: self.tensor_format,
                     out_offset: *first,
                 };
-                Ok(op.dispatch(gpu, buf, x, y)?)
+                Ok(if accumulate {
+                    op.dispatch_accumulate(gpu, buf, x, y)?
+                } else {
+                    op.dispatch(gpu, buf, x, y)?
+                })
             })
             .collect()
     }
@@ -101,18 +105,48 @@ impl GpuMatrix {
     }
 }
 
+/// Stacks matrices of one width into one, each part starting at the given row; rows
+/// between parts (alignment padding) are zero blocks, which every format decodes to 0.
+fn concat_rows(name: &str, parts: &[(&Tensor, u32)]) -> Tensor {
+    let first = parts[0].0;
+    let row_bytes = first.row_bytes();
+    let rows = parts.iter().map(|(t, start)| start + t.rows).max().unwrap_or(0);
+    let mut data = vec![0u8; rows as usize * row_bytes];
+    for (t, start) in parts {
+        debug_assert!(t.cols == first.cols && t.format == first.format);
+        let at = *start as usize * row_bytes;
+        data[at..at + t.data.len()].copy_from_slice(&t.data);
+    }
+    Tensor {
+        name: name.to_string(),
+        format: first.format,
+        rows,
+        cols: first.cols,
+        data,
+    }
+}
+
+/// First row of `up` in the gate/up output: right after gate, rounded up so the `up`
+/// view starts on the device's storage-offset alignment.
+fn up_start_row(gpu: &Gpu, ffn_dim: u32) -> u32 {
+    let align = gpu.limits().min_storage_buffer_offset_alignment.max(4);
+    (ffn_dim * 4).next_multiple_of(align) / 4
+}
+
 /// Activations and caches of the decoder.
 struct Activations {
     step: GpuBuffer,
     token: GpuBuffer,
     x: GpuBuffer,
     xn: GpuBuffer,
+    /// q, k and v, written by one gemv over the concatenated matrices.
+    qkv: GpuBuffer,
+    /// The q part of `qkv` (attention reads it).
     q: GpuBuffer,
-    k: GpuBuffer,
-    v: GpuBuffer,
     scores: GpuBuffer,
     attn: GpuBuffer,
-    tmp: GpuBuffer,
+    /// gate and up, written by one gemv; `up` starts at row `up_row` (aligned for binding).
+    gate_up: GpuBuffer,
     gate: GpuBuffer,
     up: GpuBuffer,
     hidden: GpuBuffer,
@@ -148,19 +182,22 @@ impl GpuDecoder {
         let f32s = |n: u32| n as u64 * 4;
         let buf = |label: &str, bytes: u64| gpu.create_buffer(label, bytes);
         let kv_bytes = f32s(c.kv_dim()) * options.max_ctx as u64;
+        let qkv_rows = c.q_dim() + 2 * c.kv_dim();
+        let up_row = up_start_row(gpu, c.ffn_dim);
+        let qkv = buf("qkv", f32s(qkv_rows))?;
+        let gate_up = buf("ffn_gate_up", f32s(up_row + c.ffn_dim))?;
         let acts = Activations {
             step: buf("step", STEP_BUFFER_BYTES)?,
             token: buf("token", 4)?,
             x: buf("x", f32s(c.dim))?,
             xn: buf("x_norm", f32s(c.dim))?,
-            q: buf("q", f32s(c.q_dim()))?,
-            k: buf("k", f32s(c.kv_dim()))?,
-            v: buf("v", f32s(c.kv_dim()))?,
+            q: qkv.view("q", 0, f32s(c.q_dim()))?,
+            qkv,
             scores: buf("attn_scores", f32s(c.n_heads) * options.max_ctx as u64)?,
             attn: buf("attn_out", f32s(c.q_dim()))?,
-            tmp: buf("residual_delta", f32s(c.dim))?,
-            gate: buf("ffn_gate", f32s(c.ffn_dim))?,
-            up: buf("ffn_up", f32s(c.ffn_dim))?,
+            gate: gate_up.view("ffn_gate", 0, f32s(c.ffn_dim))?,
+            up: gate_up.view("ffn_up", f32s(up_row), f32s(c.ffn_dim))?,
+            gate_up,
             hidden: buf("ffn_hidden", f32s(c.ffn_dim))?,
             logits: buf("logits", f32s(c.vocab))?,
             k_cache: (0..c.n_layers)
@@ -205,20 +242,16 @@ impl GpuDecoder {
             let mut ds: Vec<Dispatch> = Vec::new();
             let attn_norm = gpu.create_buffer_init(&l("attn_norm"), bytemuck::cast_slice(&layer.attn_norm))?;
             let ffn_norm = gpu.create_buffer_init(&l("ffn_norm"), bytemuck::cast_slice(&layer.ffn_norm))?;
-            let wq = upload_matrix(gpu, &layer.wq)?;
-            let wk = upload_matrix(gpu, &layer.wk)?;
-            let wv = upload_matrix(gpu, &layer.wv)?;
+            // One gemv for q, k and v, one for gate and up: fewer dispatches, same math.
+            let wqkv = upload_matrix(gpu, &concat_rows(&l("attn_qkv"), &[(&layer.wq, 0), (&layer.wk, c.q_dim()), (&layer.wv, c.q_dim() + c.kv_dim())]))?;
             let wo = upload_matrix(gpu, &layer.wo)?;
-            let w_gate = upload_matrix(gpu, &layer.w_gate)?;
-            let w_up = upload_matrix(gpu, &layer.w_up)?;
+            let w_gate_up = upload_matrix(gpu, &concat_rows(&l("ffn_gate_up"), &[(&layer.w_gate, 0), (&layer.w_up, up_row)]))?;
             let w_down = upload_matrix(gpu, &layer.w_down)?;
             let push = |ds: &mut Vec<Dispatch>, name: &str, list: Vec<Dispatch>| {
                 ds.extend(list.into_iter().map(|d| d.labelled(l(name), Some(li))));
             };
             push(&mut ds, "attn_norm", vec![rms.dispatch(gpu, &a.x, &attn_norm, &a.xn)?]);
-            push(&mut ds, "attn_q", wq.gemv(gpu, &a.xn, &a.q)?);
-            push(&mut ds, "attn_k", wk.gemv(gpu, &a.xn, &a.k)?);
-            push(&mut ds, "attn_v", wv.gemv(gpu, &a.xn, &a.v)?);
+            push(&mut ds, "attn_qkv", wqkv.gemv(gpu, &a.xn, &a.qkv, false)?);
             let rope = Rope {
                 n_heads: c.n_heads,
                 n_kv_heads: c.n_kv_heads,
@@ -228,7 +261,8 @@ impl GpuDecoder {
                 max_ctx: options.max_ctx,
             };
             let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
-            push(&mut ds, "rope", vec![rope.dispatch(gpu, &a.step, &a.q, &a.k, &a.v, kc, vc)?]);
+            let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
+            push(&mut ds, "rope", vec![rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?]);
             let (h, kvh, hd, ctx) = attn_shape;
             let scores = AttnScores { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx };
             let values = AttnValues { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx };
@@ -240,22 +274,19 @@ impl GpuDecoder {
             push(&mut ds, "attn_softmax", vec![softmax.dispatch(gpu, &a.step, &a.scores)?]);
             attention_dispatches.push((section_index, ds.len(), AttnKind::Values));
             push(&mut ds, "attn_values", vec![values.dispatch(gpu, &a.step, &a.scores, vc, &a.attn)?]);
-            push(&mut ds, "attn_output", wo.gemv(gpu, &a.attn, &a.tmp)?);
-            let add = Add { n: c.dim };
-            push(&mut ds, "attn_residual", vec![add.dispatch(gpu, &a.x, &a.tmp)?]);
+            // x += Wo·attn: the residual add fused into the projection.
+            push(&mut ds, "attn_output", wo.gemv(gpu, &a.attn, &a.x, true)?);
             push(&mut ds, "ffn_norm", vec![rms.dispatch(gpu, &a.x, &ffn_norm, &a.xn)?]);
-            push(&mut ds, "ffn_gate", w_gate.gemv(gpu, &a.xn, &a.gate)?);
-            push(&mut ds, "ffn_up", w_up.gemv(gpu, &a.xn, &a.up)?);
+            push(&mut ds, "ffn_gate_up", w_gate_up.gemv(gpu, &a.xn, &a.gate_up, false)?);
             let silu = SiluMul { n: c.ffn_dim };
             push(&mut ds, "ffn_silu_mul", vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?]);
-            push(&mut ds, "ffn_down", w_down.gemv(gpu, &a.hidden, &a.tmp)?);
-            push(&mut ds, "ffn_residual", vec![add.dispatch(gpu, &a.x, &a.tmp)?]);
+            push(&mut ds, "ffn_down", w_down.gemv(gpu, &a.hidden, &a.x, true)?);
             sections.push(Section::new(format!("L{li}"), Some(li), ds));
         }
 
         let output_norm = gpu.create_buffer_init("output_norm", bytemuck::cast_slice(&weights.output_norm))?;
         let mut head = vec![rms.dispatch(gpu, &a.x, &output_norm, &a.xn)?.labelled("output_norm", None)];
-        head.extend(output.gemv(gpu, &a.xn, &a.logits)?.into_iter().map(|d| d.labelled("output", None)));
+        head.extend(output.gemv(gpu, &a.xn, &a.logits, false)?.into_iter().map(|d| d.labelled("output", None)));
         head.push(Argmax { n: c.vocab }.dispatch(gpu, &a.logits, &a.token)?.labelled("argmax", None));
         sections.push(Section::new("head", None, head));
 

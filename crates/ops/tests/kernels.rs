@@ -684,3 +684,37 @@ fn bad_shapes_and_short_buffers_are_errors() {
     .unwrap_err();
     assert!(matches!(err, GpuError::Invalid(_)), "{err}");
 }
+
+#[test]
+fn rope_qkv_matches_rope_on_separate_buffers() {
+    // The fused form reads q, k, v from one buffer (a fused q/k/v gemv's output) at
+    // element offsets, with a gap before k as alignment padding may leave.
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(21);
+    let (n_heads, n_kv_heads, head_dim) = SMOLLM2;
+    let max_ctx = 32;
+    let op = Rope { n_heads, n_kv_heads, head_dim, rope_dims: head_dim, base: 100000.0, max_ctx };
+    let nq = (n_heads * head_dim) as usize;
+    let row = op.kv_row() as usize;
+    let (q_off, k_off) = (0usize, nq + 64);
+    let v_off = k_off + row;
+    let mut qkv = randn(&mut rng, v_off + row, 0.0, 2.0);
+    let pos = 9;
+    let kc = randn(&mut rng, row * max_ctx as usize, 0.0, 1.0);
+    let vc = randn(&mut rng, row * max_ctx as usize, 0.0, 1.0);
+    let step = step_buffer(gpu, pos);
+    let qkv_b = upload(gpu, "qkv", &qkv);
+    let (kcb, vcb) = (upload(gpu, "k_cache", &kc), upload(gpu, "v_cache", &vc));
+    let d = op
+        .dispatch_qkv(gpu, &step, &qkv_b, (q_off as u32, k_off as u32, v_off as u32), &kcb, &vcb)
+        .unwrap();
+    run(gpu, d);
+    let (mut wkc, mut wvc) = (kc.clone(), vc.clone());
+    let (k, v) = (qkv[k_off..k_off + row].to_vec(), qkv[v_off..v_off + row].to_vec());
+    op.cpu(pos, &mut qkv[q_off..q_off + nq], &k, &v, &mut wkc, &mut wvc);
+    let got = download(gpu, &qkv_b);
+    assert_close("rope_qkv: q", &got[..nq], &qkv[..nq], 1e-4, 1e-4);
+    assert_eq!(got[nq..], qkv[nq..], "rope_qkv must not touch k, v or the gap");
+    assert_close("rope_qkv: k_cache", &download(gpu, &kcb), &wkc, 1e-4, 1e-4);
+    assert_eq!(download(gpu, &vcb), wvc, "rope_qkv: v_cache");
+}

@@ -637,3 +637,32 @@ fn embedding_matches_oracle_and_skips_other_chunks() {
         }
     }
 }
+
+#[test]
+fn gemv_accumulate_adds_into_y() {
+    // The fused residual: y_before + W·x, for every format.
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(77);
+    for format in WeightFormat::ALL {
+        let (rows, cols) = (96u32, 576u32);
+        let w = format.quantize_row(&weights(&mut rng, (rows * cols) as usize));
+        let x = activations(&mut rng, cols as usize);
+        let y0 = activations(&mut rng, rows as usize);
+        let op = Gemv { rows, cols, format, out_offset: 0 };
+        let mut want = vec![0f32; rows as usize];
+        op.cpu(&w, &x, &mut want);
+        for (v, b) in want.iter_mut().zip(&y0) {
+            *v += b;
+        }
+        let wb = gpu.create_buffer_init("w", &w).unwrap();
+        let xb = gpu.create_buffer_init("x", &f32_bytes(&x)).unwrap();
+        let yb = gpu.create_buffer_init("y", &f32_bytes(&y0)).unwrap();
+        let d = op.dispatch_accumulate(gpu, &wb, &xb, &yb).unwrap();
+        assert!(d.reads.contains(&yb.id()) && d.writes.contains(&yb.id()));
+        assert_eq!(d.cost.bytes, op.cost().bytes + u64::from(rows) * 4);
+        run(gpu, vec![d]);
+        let got = read_f32(gpu, &yb);
+        let scale: Vec<f32> = abs_dots(format, &w, rows as usize, cols as usize, &x).iter().zip(&y0).map(|(s, b)| s + b.abs()).collect();
+        assert_close("gemv accumulate", format, &got[..rows as usize], &want, &scale);
+    }
+}

@@ -18,16 +18,44 @@ pub struct ShaderSource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BufferId(pub u64);
 
-/// A storage buffer (`STORAGE | COPY_SRC | COPY_DST`). Cloning shares the buffer.
+/// A storage buffer (`STORAGE | COPY_SRC | COPY_DST`), or a view of a range of one
+/// ([`GpuBuffer::view`]). Cloning shares the buffer.
 #[derive(Debug, Clone)]
 pub struct GpuBuffer {
     id: BufferId,
     label: Arc<str>,
+    /// Start of this view in the underlying buffer (0 for a whole buffer).
+    offset: u64,
     size: u64,
     pub(crate) buffer: wgpu::Buffer,
 }
 
 impl GpuBuffer {
+    /// A view of `size` bytes at `offset`, bound like a buffer of its own. Views share
+    /// the buffer's id, so hazards between them are counted conservatively (as wgpu
+    /// itself tracks usage per buffer). `offset` must be a multiple of the device's
+    /// `min_storage_buffer_offset_alignment` for the view to be bound.
+    pub fn view(&self, label: &str, offset: u64, size: u64) -> Result<GpuBuffer, GpuError> {
+        if offset + size > self.size || size == 0 || offset % 4 != 0 || size % 4 != 0 {
+            return Err(GpuError::Invalid(format!(
+                "view \"{label}\" of {size} bytes at {offset} does not fit buffer \"{}\" ({} bytes) on 4-byte bounds",
+                self.label, self.size
+            )));
+        }
+        Ok(GpuBuffer {
+            id: self.id,
+            label: label.into(),
+            offset: self.offset + offset,
+            size,
+            buffer: self.buffer.clone(),
+        })
+    }
+
+    /// Start of this view in the underlying wgpu buffer.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     pub fn id(&self) -> BufferId {
         self.id
     }
@@ -157,6 +185,7 @@ impl Gpu {
         Ok(GpuBuffer {
             id: BufferId(self.next_buffer_id.fetch_add(1, Ordering::Relaxed)),
             label: label.into(),
+            offset: 0,
             size,
             buffer,
         })
@@ -176,11 +205,11 @@ impl Gpu {
         }
         AtomicCounters::add(&self.counters.bytes_uploaded, data.len() as u64);
         if data.len() % 4 == 0 {
-            self.queue.write_buffer(&buf.buffer, offset, data);
+            self.queue.write_buffer(&buf.buffer, buf.offset + offset, data);
         } else {
             let mut padded_data = data.to_vec();
             padded_data.resize(padded(data.len() as u64) as usize, 0);
-            self.queue.write_buffer(&buf.buffer, offset, &padded_data);
+            self.queue.write_buffer(&buf.buffer, buf.offset + offset, &padded_data);
         }
     }
 
@@ -196,7 +225,7 @@ impl Gpu {
         });
         AtomicCounters::add(&self.counters.buffers_created, 1);
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        encoder.copy_buffer_to_buffer(&buf.buffer, 0, &staging, 0, buf.size);
+        encoder.copy_buffer_to_buffer(&buf.buffer, buf.offset, &staging, 0, buf.size);
         self.queue.submit([encoder.finish()]);
         AtomicCounters::add(&self.counters.submits, 1);
         let bytes = self.map_read(&staging, buf.size, buf.label())?;
@@ -321,7 +350,15 @@ impl Gpu {
     pub fn bind_group(&self, pipeline: &Pipeline, buffers: &[&GpuBuffer]) -> Result<BindGroup, GpuError> {
         let _span = tracing::info_span!("create_bind_group").entered();
         let max_binding = self.limits.max_storage_buffer_binding_size as u64;
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
         for b in buffers {
+            if b.offset % align != 0 {
+                return Err(GpuError::Invalid(format!(
+                    "view \"{}\" starts at byte {}, not a multiple of this device's storage offset alignment ({align})",
+                    b.label(),
+                    b.offset
+                )));
+            }
             if b.size > max_binding {
                 return Err(GpuError::BufferTooLarge {
                     label: b.label().to_string(),
@@ -338,7 +375,11 @@ impl Gpu {
             .enumerate()
             .map(|(i, b)| wgpu::BindGroupEntry {
                 binding: i as u32,
-                resource: b.buffer.as_entire_binding(),
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &b.buffer,
+                    offset: b.offset,
+                    size: std::num::NonZeroU64::new(b.size),
+                }),
             })
             .collect();
         let raw = self.scoped(

@@ -265,7 +265,7 @@ impl StepRunner {
                 encoder.copy_buffer_to_buffer(resolve, 0, &slot.staging, self.timestamps_offset, 8 * self.query_count as u64);
             }
             for (buf, offset) in &self.readbacks {
-                encoder.copy_buffer_to_buffer(&buf.buffer, 0, &slot.staging, *offset, buf.size());
+                encoder.copy_buffer_to_buffer(&buf.buffer, buf.offset(), &slot.staging, *offset, buf.size());
             }
             encoder.finish()
         };

@@ -14,3 +14,14 @@ impl Gemv {
         }
     }
 }
+
+impl Gemv {
+    /// The accumulating form also reads y once and adds once per row.
+    pub fn cost_accumulate(&self) -> Cost {
+        let plain = self.cost();
+        Cost {
+            bytes: plain.bytes + u64::from(self.rows) * 4,
+            flops: plain.flops + u64::from(self.rows),
+        }
+    }
+}

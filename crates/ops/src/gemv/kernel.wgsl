@@ -23,6 +23,8 @@ override OUT_OFFSET: u32;
 override TPR: u32;
 // Rows per lane, 1..=NR_MAX.
 override NR: u32;
+// 1: y += W·x (a residual add fused into the projection, saving a dispatch); 0: y = W·x.
+override ACCUMULATE: u32 = 0u;
 
 const WG_SIZE: u32 = 256u;
 const NR_MAX: u32 = 4u;
@@ -90,7 +92,12 @@ fn main(
     if lane == 0u {
         for (var r = 0u; r < NR; r++) {
             if row0 + r < ROWS {
-                y[OUT_OFFSET + row0 + r] = partial[r * WG_SIZE + lid];
+                let i = OUT_OFFSET + row0 + r;
+                if ACCUMULATE != 0u {
+                    y[i] = y[i] + partial[r * WG_SIZE + lid];
+                } else {
+                    y[i] = partial[r * WG_SIZE + lid];
+                }
             }
         }
     }

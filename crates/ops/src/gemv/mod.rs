@@ -17,7 +17,7 @@
 mod cost;
 mod cpu;
 
-use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
+use gpuscope_runtime::{Cost, grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 use crate::quant::WeightFormat;
 
@@ -158,6 +158,24 @@ impl Gemv {
         y: &GpuBuffer,
         tuning: GemvTuning,
     ) -> Result<Dispatch, GpuError> {
+        self.build(gpu, w, x, y, tuning, false)
+    }
+
+    /// Like [`Self::dispatch`] but adds into `y` (y += W·x): a residual add fused into
+    /// the projection, one dispatch instead of two.
+    pub fn dispatch_accumulate(&self, gpu: &Gpu, w: &GpuBuffer, x: &GpuBuffer, y: &GpuBuffer) -> Result<Dispatch, GpuError> {
+        self.build(gpu, w, x, y, self.default_tuning(), true)
+    }
+
+    fn build(
+        &self,
+        gpu: &Gpu,
+        w: &GpuBuffer,
+        x: &GpuBuffer,
+        y: &GpuBuffer,
+        tuning: GemvTuning,
+        accumulate: bool,
+    ) -> Result<Dispatch, GpuError> {
         let name = self.op_name();
         let invalid =
             |what: String| GpuError::Invalid(format!("{name} {}x{}: {what}", self.rows, self.cols));
@@ -222,19 +240,17 @@ impl Gemv {
                 ("OUT_OFFSET", f64::from(self.out_offset)),
                 ("TPR", f64::from(threads_per_row)),
                 ("NR", f64::from(rows_per_thread)),
+                ("ACCUMULATE", if accumulate { 1.0 } else { 0.0 }),
             ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[w, x, y])?;
         let rows_per_wg = WORKGROUP_SIZE / threads_per_row * rows_per_thread;
         let workgroups = grid_2d(self.rows.div_ceil(rows_per_wg));
-        Ok(Dispatch::new(
-            name,
-            pipeline,
-            bind_group,
-            workgroups,
-            self.cost(),
-            &[w, x],
-            &[y],
-        ))
+        let (cost, reads): (Cost, &[&GpuBuffer]) = if accumulate {
+            (self.cost_accumulate(), &[w, x, y])
+        } else {
+            (self.cost(), &[w, x])
+        };
+        Ok(Dispatch::new(name, pipeline, bind_group, workgroups, cost, reads, &[y]))
     }
 }

@@ -14,12 +14,8 @@ override MAX_CTX: u32 = 1u;
 override BASE: f32 = 10000.0;
 const WG: u32 = 256u;
 
-@group(0) @binding(0) var<storage, read> step: array<u32, 4>;
-@group(0) @binding(1) var<storage, read_write> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(5) var<storage, read_write> v_cache: array<f32>;
+// Bindings and the q/k/v accessors (q_get, q_set, k_get, v_get) come from the file
+// prepended to this one: bindings_separate.wgsl or bindings_qkv.wgsl.
 
 // Vulkan only bounds sin/cos error inside [-π, π] (2^-11 absolute) and promises nothing
 // outside it, while pos · freq reaches thousands of radians. So reduce first
@@ -60,17 +56,17 @@ fn main(
         if i < ROPE_DIMS / 2u {
             let e = (id / half) * HEAD_DIM + 2u * i;
             let cs = angle(pos, i);
-            let x0 = q[e];
-            let x1 = q[e + 1u];
-            q[e] = x0 * cs.x - x1 * cs.y;
-            q[e + 1u] = x0 * cs.y + x1 * cs.x;
+            let x0 = q_get(e);
+            let x1 = q_get(e + 1u);
+            q_set(e, x0 * cs.x - x1 * cs.y);
+            q_set(e + 1u, x0 * cs.y + x1 * cs.x);
         }
     } else if id < qp + kp {
         let p = id - qp;
         let i = p % half;
         let e = (p / half) * HEAD_DIM + 2u * i;
-        var x0 = k[e];
-        var x1 = k[e + 1u];
+        var x0 = k_get(e);
+        var x1 = k_get(e + 1u);
         if i < ROPE_DIMS / 2u {
             let cs = angle(pos, i);
             let r0 = x0 * cs.x - x1 * cs.y;
@@ -81,7 +77,7 @@ fn main(
         k_cache[row + e + 1u] = x1;
     } else if id < qp + 2u * kp {
         let e = 2u * (id - qp - kp);
-        v_cache[row + e] = v[e];
-        v_cache[row + e + 1u] = v[e + 1u];
+        v_cache[row + e] = v_get(e);
+        v_cache[row + e + 1u] = v_get(e + 1u);
     }
 }

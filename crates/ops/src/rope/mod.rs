@@ -25,7 +25,13 @@ use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "rope",
-    wgsl: include_str!("kernel.wgsl"),
+    wgsl: concat!(include_str!("bindings_separate.wgsl"), include_str!("kernel.wgsl")),
+};
+
+/// The same kernel over one `qkv` buffer (q, k, v at element offsets).
+pub static SHADER_QKV: ShaderSource = ShaderSource {
+    name: "rope_qkv",
+    wgsl: concat!(include_str!("bindings_qkv.wgsl"), include_str!("kernel.wgsl")),
 };
 
 const WG: u32 = 256;
@@ -116,6 +122,56 @@ impl Rope {
             self.cost(),
             &[step, q, k, v],
             &[q, k_cache, v_cache],
+        ))
+    }
+
+    /// Like [`Self::dispatch`] with q, k and v in one buffer at element offsets
+    /// `q_off`, `k_off`, `v_off` (what a fused q/k/v gemv writes). Same op name: it is
+    /// the same kernel body.
+    #[allow(clippy::too_many_arguments)]
+    pub fn dispatch_qkv(
+        &self,
+        gpu: &Gpu,
+        step: &GpuBuffer,
+        qkv: &GpuBuffer,
+        (q_off, k_off, v_off): (u32, u32, u32),
+        k_cache: &GpuBuffer,
+        v_cache: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
+        self.check()?;
+        let q_len = self.n_heads as u64 * self.head_dim as u64;
+        let kv_len = self.kv_row();
+        let end = (q_off as u64 + q_len).max(k_off as u64 + kv_len).max(v_off as u64 + kv_len);
+        need(step, 16, "step", self)?;
+        need(qkv, 4 * end, "qkv", self)?;
+        let cache_bytes = 4 * kv_len * self.max_ctx as u64;
+        need(k_cache, cache_bytes, "k_cache", self)?;
+        need(v_cache, cache_bytes, "v_cache", self)?;
+        let pipeline = gpu.pipeline(
+            &SHADER_QKV,
+            "main",
+            &[
+                ("N_HEADS", self.n_heads as f64),
+                ("N_KV_HEADS", self.n_kv_heads as f64),
+                ("HEAD_DIM", self.head_dim as f64),
+                ("ROPE_DIMS", self.rope_dims as f64),
+                ("MAX_CTX", self.max_ctx as f64),
+                ("BASE", self.base as f64),
+                ("Q_OFF", q_off as f64),
+                ("K_OFF", k_off as f64),
+                ("V_OFF", v_off as f64),
+            ],
+        )?;
+        let bind_group = gpu.bind_group(&pipeline, &[step, qkv, k_cache, v_cache])?;
+        let threads = (self.n_heads + 2 * self.n_kv_heads) * (self.head_dim / 2);
+        Ok(Dispatch::new(
+            Self::OP,
+            pipeline,
+            bind_group,
+            grid_2d(threads.div_ceil(WG)),
+            self.cost(),
+            &[step, qkv],
+            &[qkv, k_cache, v_cache],
         ))
     }
 }
