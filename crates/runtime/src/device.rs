@@ -75,6 +75,7 @@ pub struct Gpu {
     pub(crate) counters: AtomicCounters,
     pub(crate) pipelines: PipelineCache,
     pub(crate) next_buffer_id: AtomicU64,
+    pub(crate) staging: crate::pool::SharedPool,
     /// Errors wgpu reports outside any error scope (device loss, late validation).
     pub(crate) uncaptured: Arc<Mutex<Option<String>>>,
 }
@@ -210,6 +211,7 @@ impl Gpu {
             counters: AtomicCounters::default(),
             pipelines: PipelineCache::default(),
             next_buffer_id: AtomicU64::new(1),
+            staging: Default::default(),
             uncaptured,
         })
     }
@@ -277,6 +279,26 @@ impl Gpu {
                 message: m,
             }),
         }
+    }
+
+    /// A MAP_READ | COPY_DST buffer of `size` bytes from the pool, created (and counted)
+    /// only when none is free.
+    pub(crate) fn staging_buffer(&self, size: u64) -> wgpu::Buffer {
+        if let Some(b) = self.staging.take(size) {
+            return b;
+        }
+        AtomicCounters::add(&self.counters.buffers_created, 1);
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("gpuscope.staging"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Staging buffers waiting in the pool.
+    pub fn pooled_staging_buffers(&self) -> usize {
+        self.staging.free_count()
     }
 
     /// Blocks until all submitted work is done; counts one sync.

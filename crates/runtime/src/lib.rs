@@ -21,6 +21,7 @@ mod dispatch;
 mod error;
 mod resources;
 mod peak;
+mod pool;
 mod step;
 pub mod testing;
 

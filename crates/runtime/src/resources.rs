@@ -217,19 +217,14 @@ impl Gpu {
     /// uses [`crate::StepRunner`]'s single per-token readback instead.
     pub fn read_buffer(&self, buf: &GpuBuffer) -> Result<Vec<u8>, GpuError> {
         let _span = tracing::info_span!("read_buffer").entered();
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("gpuscope.readback"),
-            size: buf.size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        AtomicCounters::add(&self.counters.buffers_created, 1);
+        let staging = self.staging_buffer(buf.size);
         let mut encoder = self.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(&buf.buffer, buf.offset, &staging, 0, buf.size);
         self.queue.submit([encoder.finish()]);
         AtomicCounters::add(&self.counters.submits, 1);
-        let bytes = self.map_read(&staging, buf.size, buf.label())?;
-        Ok(bytes)
+        let bytes = self.map_read(&staging, buf.size, buf.label());
+        self.staging.give(staging);
+        bytes
     }
 
     /// Maps `staging` (MAP_READ), waits, copies its first `size` bytes out, unmaps.

@@ -103,6 +103,19 @@ pub struct StepRunner {
     origin_ticks: Option<u64>,
     /// When the last finished step's readback arrived (pipelined wall time starts there).
     last_done: Option<Instant>,
+    /// Where the staging buffers go back when the runner is dropped.
+    pool: crate::pool::SharedPool,
+}
+
+impl Drop for StepRunner {
+    fn drop(&mut self) {
+        for slot in self.slots.drain(..) {
+            // A slot still in flight may be mapped or pending: let it go with the runner.
+            if !slot.busy {
+                self.pool.give(slot.staging);
+            }
+        }
+    }
 }
 
 fn creations(c: &Counters) -> Counters {
@@ -159,13 +172,7 @@ impl StepRunner {
         let staging_size = (offset + 8 * query_count as u64).max(8);
         let mut slots = Vec::new();
         for _ in 0..MAX_IN_FLIGHT {
-            let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("gpuscope.step_readback"),
-                size: staging_size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            AtomicCounters::add(&gpu.counters.buffers_created, 1);
+            let staging = gpu.staging_buffer(staging_size);
             let (query_set, resolve) = if query_count > 0 {
                 let qs = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
                     label: Some("gpuscope.timestamps"),
@@ -200,6 +207,7 @@ impl StepRunner {
             period_ns: gpu.queue.get_timestamp_period() as f64,
             origin_ticks: None,
             last_done: None,
+            pool: gpu.staging.clone(),
         })
     }
 

@@ -65,3 +65,25 @@ fn write_after_read_is_a_hazard_too() {
     // Two writers of `b` (write-after-write).
     assert_eq!(Section::new("waw", None, vec![d1, independent]).barriers(), 1);
 }
+
+#[test]
+fn readback_staging_buffers_come_from_the_pool() {
+    let Some(gpu) = own_gpu() else { return };
+    let b = gpu.create_buffer("b", 1024).unwrap();
+    gpu.read_buffer(&b).unwrap();
+    let created = gpu.counters().buffers_created;
+    for _ in 0..3 {
+        gpu.read_buffer(&b).unwrap();
+    }
+    assert_eq!(gpu.counters().buffers_created, created, "repeated readbacks reuse one staging buffer");
+    assert_eq!(gpu.pooled_staging_buffers(), 1);
+    // A step runner rebuilt for another timing mode reuses its predecessor's staging.
+    let p = gpu.pipeline(&INC, "main", &[]).unwrap();
+    let c = gpu.create_buffer("c", 256).unwrap();
+    let d = Dispatch::new("inc", p.clone(), gpu.bind_group(&p, &[&b, &c]).unwrap(), [1, 1, 1], Cost::default(), &[&b], &[&c]);
+    let graph = Graph { sections: vec![Section::new("s", None, vec![d])] };
+    drop(StepRunner::with_timing(&gpu, &graph, &[&c], TimingMode::Off).unwrap());
+    let before = gpu.counters().buffers_created;
+    drop(StepRunner::with_timing(&gpu, &graph, &[&c], TimingMode::Off).unwrap());
+    assert_eq!(gpu.counters().buffers_created, before);
+}
