@@ -6,13 +6,12 @@
 //! so greedy decoding never waits on the CPU to feed the next token.
 
 use gpuscope_ops::argmax::Argmax;
-use gpuscope_ops::attention::{AttnScores, AttnValues};
+use gpuscope_ops::attention::AttnFused;
 use gpuscope_ops::embedding::Embedding;
 use gpuscope_ops::gemv::Gemv;
 use gpuscope_ops::rms_norm::RmsNorm;
 use gpuscope_ops::rope::Rope;
 use gpuscope_ops::silu_mul::SiluMul;
-use gpuscope_ops::softmax::Softmax;
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, PendingStep, Section, StepOutput, StepRunner, STEP_BUFFER_BYTES};
 use gpuscope_trace::TimingMode;
 
@@ -122,7 +121,7 @@ fn concat_rows(name: &str, parts: &[(&Tensor, u32)]) -> Tensor {
         format: first.format,
         rows,
         cols: first.cols,
-        data,
+        data: data.into(),
     }
 }
 
@@ -143,7 +142,6 @@ struct Activations {
     qkv: GpuBuffer,
     /// The q part of `qkv` (attention reads it).
     q: GpuBuffer,
-    scores: GpuBuffer,
     attn: GpuBuffer,
     /// gate and up, written by one gemv; `up` starts at row `up_row` (aligned for binding).
     gate_up: GpuBuffer,
@@ -161,17 +159,11 @@ pub struct GpuDecoder {
     graph: Graph,
     runner: StepRunner,
     acts: Activations,
-    /// Index into `graph` of the attention dispatches whose cost depends on the position.
-    attention_dispatches: Vec<(usize, usize, AttnKind)>,
+    /// (section, dispatch) of the attention dispatches, whose cost depends on the position.
+    attention_dispatches: Vec<(usize, usize)>,
     position: u32,
 }
 
-#[derive(Clone, Copy)]
-enum AttnKind {
-    Scores,
-    Softmax,
-    Values,
-}
 
 impl GpuDecoder {
     /// Uploads `weights` and builds the per-token graph. All resources are created here.
@@ -193,7 +185,6 @@ impl GpuDecoder {
             xn: buf("x_norm", f32s(c.dim))?,
             q: qkv.view("q", 0, f32s(c.q_dim()))?,
             qkv,
-            scores: buf("attn_scores", f32s(c.n_heads) * options.max_ctx as u64)?,
             attn: buf("attn_out", f32s(c.q_dim()))?,
             gate: gate_up.view("ffn_gate", 0, f32s(c.ffn_dim))?,
             up: gate_up.view("ffn_up", f32s(up_row), f32s(c.ffn_dim))?,
@@ -264,16 +255,9 @@ impl GpuDecoder {
             let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
             push(&mut ds, "rope", vec![rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?]);
             let (h, kvh, hd, ctx) = attn_shape;
-            let scores = AttnScores { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx };
-            let values = AttnValues { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx };
-            let softmax = Softmax { rows: h, row_stride: ctx };
-            let section_index = sections.len();
-            attention_dispatches.push((section_index, ds.len(), AttnKind::Scores));
-            push(&mut ds, "attn_scores", vec![scores.dispatch(gpu, &a.step, &a.q, kc, &a.scores)?]);
-            attention_dispatches.push((section_index, ds.len(), AttnKind::Softmax));
-            push(&mut ds, "attn_softmax", vec![softmax.dispatch(gpu, &a.step, &a.scores)?]);
-            attention_dispatches.push((section_index, ds.len(), AttnKind::Values));
-            push(&mut ds, "attn_values", vec![values.dispatch(gpu, &a.step, &a.scores, vc, &a.attn)?]);
+            let attention = AttnFused { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx };
+            attention_dispatches.push((sections.len(), ds.len()));
+            push(&mut ds, "attention", vec![attention.dispatch(gpu, &a.step, &a.q, kc, vc, &a.attn)?]);
             // x += Wo·attn: the residual add fused into the projection.
             push(&mut ds, "attn_output", wo.gemv(gpu, &a.attn, &a.x, true)?);
             push(&mut ds, "ffn_norm", vec![rms.dispatch(gpu, &a.x, &ffn_norm, &a.xn)?]);
@@ -386,14 +370,11 @@ impl GpuDecoder {
     /// Attention's bytes and FLOPs grow with the context; keep the declared costs exact.
     fn update_attention_costs(&mut self, n_ctx: u32) {
         let c = &self.config;
-        let (h, kvh, hd, ctx) = (c.n_heads, c.n_kv_heads, c.head_dim, self.options.max_ctx);
-        for &(s, d, kind) in &self.attention_dispatches {
-            let cost = match kind {
-                AttnKind::Scores => AttnScores { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx }.cost_at(n_ctx),
-                AttnKind::Softmax => Softmax { rows: h, row_stride: ctx }.cost_at(n_ctx),
-                AttnKind::Values => AttnValues { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx }.cost_at(n_ctx),
-            };
+        let op = AttnFused { n_heads: c.n_heads, n_kv_heads: c.n_kv_heads, head_dim: c.head_dim, max_ctx: self.options.max_ctx };
+        let cost = op.cost_at(n_ctx);
+        for &(s, d) in &self.attention_dispatches {
             self.graph.sections[s].dispatches[d].cost = cost;
         }
     }
+
 }

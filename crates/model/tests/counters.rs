@@ -17,9 +17,9 @@ fn steady_state_creates_nothing_and_submits_once() {
     let mut d = GpuDecoder::new(gpu, &w, DecoderOptions { max_ctx: 6, read_logits: false }).unwrap();
     let dispatches = d.graph().dispatch_count() as u64;
     let passes = d.graph().sections.len() as u64;
-    // Per layer: norm, qkv, rope, scores, softmax, values, o (+ residual), norm, gate_up,
-    // silu_mul, down (+ residual) = 11; plus embedding, and the head's norm, output, argmax.
-    assert_eq!(dispatches, 11 * w.config.n_layers as u64 + 4);
+    // Per layer: norm, qkv, rope, attention, o (+ residual), norm, gate_up, silu_mul,
+    // down (+ residual) = 9; plus embedding, and the head's norm, output, argmax.
+    assert_eq!(dispatches, 9 * w.config.n_layers as u64 + 4);
     assert_eq!(passes, w.config.n_layers as u64 + 2);
     let before = gpu.counters();
     for i in 0..6 {
@@ -46,6 +46,6 @@ fn barrier_count_follows_buffer_hazards() {
     // In a layer every dispatch reads what the one before it wrote (the first one starts
     // the pass), so each but the first waits on a barrier.
     let layer = &d.graph().sections[1];
-    assert_eq!(layer.dispatches.len(), 11);
-    assert_eq!(layer.barriers(), 10);
+    assert_eq!(layer.dispatches.len(), 9);
+    assert_eq!(layer.barriers(), 8);
 }

@@ -29,7 +29,7 @@ fn profile_records_every_dispatch_and_round_trips() {
     let o = p.overhead.as_ref().expect("overhead was asked for");
     assert!(o.tok_per_s_off > 0.0 && o.tok_per_s_profiled > 0.0);
     // Attention's declared bytes grow with the context.
-    let scores: Vec<u64> = p.dispatches.iter().filter(|d| d.op == "attn_scores" && d.layer == Some(0)).map(|d| d.bytes).collect();
+    let scores: Vec<u64> = p.dispatches.iter().filter(|d| d.op == "attention" && d.layer == Some(0)).map(|d| d.bytes).collect();
     assert!(scores.windows(2).all(|w| w[1] > w[0]), "{scores:?}");
 
     let dir = tempfile::tempdir().unwrap();

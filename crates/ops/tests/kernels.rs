@@ -718,3 +718,35 @@ fn rope_qkv_matches_rope_on_separate_buffers() {
     assert_close("rope_qkv: k_cache", &download(gpu, &kcb), &wkc, 1e-4, 1e-4);
     assert_eq!(download(gpu, &vcb), wvc, "rope_qkv: v_cache");
 }
+
+#[test]
+fn fused_attention_matches_the_three_op_oracle() {
+    // Rows past n_ctx hold NaN (a read of one poisons the head); n_ctx past 256 takes
+    // the kernel's chunked online-softmax path.
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(31);
+    let cases: Vec<(Heads, u32, Vec<u32>)> = vec![
+        (SMOLLM2, 600, vec![1, 2, 17, 256, 257, 600]),
+        (LLAMA8B, 300, vec![1, 100, 300]),
+        (MHA, 64, vec![1, 64]),
+        (GROUP8, 64, vec![5]),
+    ];
+    for ((n_heads, n_kv_heads, head_dim), max_ctx, n_ctxs) in cases {
+        let op = gpuscope_ops::attention::AttnFused { n_heads, n_kv_heads, head_dim, max_ctx };
+        let row = (n_kv_heads * head_dim) as usize;
+        for n_ctx in n_ctxs {
+            let what = format!("{op:?} n_ctx={n_ctx}");
+            let q = randn(&mut rng, (n_heads * head_dim) as usize, 0.0, 1.0);
+            // Scores of a few units, as trained models give, so the softmax is peaked.
+            let kc = cache(&mut rng, row, max_ctx as usize, n_ctx as usize).iter().map(|v| v * 3.0).collect::<Vec<_>>();
+            let vc = cache(&mut rng, row, max_ctx as usize, n_ctx as usize);
+            let step = step_buffer(gpu, n_ctx - 1);
+            let (qb, kb, vb) = (upload(gpu, "q", &q), upload(gpu, "k_cache", &kc), upload(gpu, "v_cache", &vc));
+            let out = upload(gpu, "out", &vec![f32::NAN; q.len()]);
+            run(gpu, op.dispatch(gpu, &step, &qb, &kb, &vb, &out).unwrap());
+            let mut want = vec![0f32; q.len()];
+            op.cpu(n_ctx, &q, &kc, &vc, &mut want);
+            assert_close(&what, &download(gpu, &out), &want, 1e-5, 1e-4);
+        }
+    }
+}

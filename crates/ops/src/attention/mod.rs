@@ -20,6 +20,9 @@
 
 mod cost;
 mod cpu;
+mod fused;
+
+pub use fused::{AttnFused, FUSED_SHADER};
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
