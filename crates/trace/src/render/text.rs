@@ -148,6 +148,27 @@ fn tokens(out: &mut String, p: &Profile, a: &Analysis) {
     if a.tokens_steady.count() > 0 {
         token_summary(out, &a.tokens_steady);
     }
+    weight_stream(out, p, a);
+}
+
+/// Every decoded token reads every weight once: weight bytes over the token time is the
+/// bandwidth the decoder sustains, the figure to hold against `gpuscope peak`.
+fn weight_stream(out: &mut String, p: &Profile, a: &Analysis) {
+    let stats = if a.tokens_steady.count() > 0 { &a.tokens_steady } else { &a.tokens };
+    let bytes = p.workload.weight_bytes as f64;
+    if bytes == 0.0 {
+        return;
+    }
+    let Some(wall) = stats.wall_ns else { return };
+    let mut line = format!(
+        "  weights streamed: {} per token = {} GB/s at the median wall",
+        super::units::bytes(p.workload.weight_bytes),
+        rate(Some(bytes / wall.median.max(1) as f64))
+    );
+    if let Some(busy) = stats.gpu_busy_ns {
+        line.push_str(&format!(", {} GB/s over GPU-busy time", rate(Some(bytes / busy.median.max(1) as f64))));
+    }
+    emit!(out, "{line}");
 }
 
 fn token_summary(out: &mut String, s: &TokenStats) {
