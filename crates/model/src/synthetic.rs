@@ -26,8 +26,22 @@ fn seed_for(seed: u64, name: &str, chunk: u32) -> u64 {
     h
 }
 
-/// A `rows × cols` matrix in `format`, values ~ N(0, std²).
+/// The format a tensor `cols` wide is stored in when `format` is asked for: `format`, or
+/// Q8_0 when a row is not a whole number of its blocks (the K formats' 256 elements
+/// against SmolLM2's dim 576), as llama.cpp's quantizer also stores such tensors in a
+/// fallback format. Q8_0's 32 elements divide every width `LlamaConfig::validate` accepts.
+pub fn storage_format(format: WeightFormat, cols: u32) -> WeightFormat {
+    if cols.is_multiple_of(format.block_elems()) {
+        format
+    } else {
+        WeightFormat::Q8_0
+    }
+}
+
+/// A `rows × cols` matrix in `format` (or its [`storage_format`] fallback), values
+/// ~ N(0, std²).
 pub fn random_tensor(seed: u64, name: &str, format: WeightFormat, rows: u32, cols: u32, std: f32) -> Tensor {
+    let format = storage_format(format, cols);
     let row_bytes = format.row_bytes(cols as u64).expect("cols is a multiple of the block size") as usize;
     let mut data = vec![0u8; row_bytes * rows as usize];
     data.par_chunks_mut(row_bytes * ROWS_PER_CHUNK as usize)

@@ -11,24 +11,32 @@
 //! | q8_0   | 32    | 34    | `f16 d`, `i8 qs[32]`; x = qs·d                           |
 //! | q4_0   | 32    | 18    | `f16 d`, `u8 qs[16]`; x = (nibble − 8)·d                  |
 //! | q4_1   | 32    | 20    | `f16 d`, `f16 m`, `u8 qs[16]`; x = nibble·d + m           |
+//! | bf16   | 1     | 2     | the high half of an f32                                 |
+//! | q4_k   | 256   | 144   | `f16 d`, `f16 dmin`, `u8 scales[12]`, `u8 qs[128]`        |
+//! | q5_k   | 256   | 176   | `f16 d`, `f16 dmin`, `u8 scales[12]`, `u8 qh[32]`, `u8 qs[128]` |
+//! | q6_k   | 256   | 210   | `u8 ql[128]`, `u8 qh[64]`, `i8 scales[16]`, `f16 d`         |
 //!
 //! In the 4-bit formats byte `j` of `qs` holds element `j` in its low nibble and element
-//! `j + 16` in its high nibble (ggml's `block_q4_0` / `block_q4_1`).
+//! `j + 16` in its high nibble (ggml's `block_q4_0` / `block_q4_1`). The K formats
+//! (256-element super-blocks with per-sub-block scales) are described in `quant/k.rs`.
 //!
 //! The quantizers follow ggml's `quantize_row_*_ref` in `ggml-quants.c` (the functions
 //! ggml uses "for deterministic creation of model files") operation for operation, in f32,
 //! with no fused multiply-adds, so a row quantized here is byte-identical to one quantized
-//! by ggml's reference built without FP contraction.
+//! by ggml's reference built without FP contraction. bf16 rounds as ggml's
+//! `ggml_compute_fp32_to_bf16` (to nearest even; NaN kept quiet; no flush of subnormals).
 
 use std::fmt;
 use std::str::FromStr;
 
 use half::f16;
 
+mod k;
+
 /// Errors from format names and shapes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuantError {
-    #[error("unknown weight format {0:?} (known: f32, f16, q8_0, q4_0, q4_1)")]
+    #[error("unknown weight format {0:?} (known: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k)")]
     UnknownFormat(String),
     #[error(
         "{format}: a row of {cols} elements is not a whole number of {block_elems}-element blocks"
@@ -49,11 +57,25 @@ pub enum WeightFormat {
     Q8_0,
     Q4_0,
     Q4_1,
+    BF16,
+    Q4_K,
+    Q5_K,
+    Q6_K,
 }
 
 impl WeightFormat {
     /// Every format, in declaration order (tests and sweeps iterate over it).
-    pub const ALL: [WeightFormat; 5] = [Self::F32, Self::F16, Self::Q8_0, Self::Q4_0, Self::Q4_1];
+    pub const ALL: [WeightFormat; 9] = [
+        Self::F32,
+        Self::F16,
+        Self::Q8_0,
+        Self::Q4_0,
+        Self::Q4_1,
+        Self::BF16,
+        Self::Q4_K,
+        Self::Q5_K,
+        Self::Q6_K,
+    ];
 
     /// ggml's lower-case name, as in `gemv_q4_1`.
     pub fn name(self) -> &'static str {
@@ -63,6 +85,10 @@ impl WeightFormat {
             Self::Q8_0 => "q8_0",
             Self::Q4_0 => "q4_0",
             Self::Q4_1 => "q4_1",
+            Self::BF16 => "bf16",
+            Self::Q4_K => "q4_k",
+            Self::Q5_K => "q5_k",
+            Self::Q6_K => "q6_k",
         }
     }
 
@@ -80,7 +106,8 @@ impl WeightFormat {
         Self::ALL.into_iter().find(|f| f.ggml_type_id() == id)
     }
 
-    /// ggml's `ggml_type` value: F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 8.
+    /// ggml's `ggml_type` value: F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 8, Q4_K = 12,
+    /// Q5_K = 13, Q6_K = 14, BF16 = 30.
     pub fn ggml_type_id(self) -> u32 {
         match self {
             Self::F32 => 0,
@@ -88,14 +115,19 @@ impl WeightFormat {
             Self::Q8_0 => 8,
             Self::Q4_0 => 2,
             Self::Q4_1 => 3,
+            Self::Q4_K => 12,
+            Self::Q5_K => 13,
+            Self::Q6_K => 14,
+            Self::BF16 => 30,
         }
     }
 
     /// Elements per block (ggml's `QK*`; 1 for the float formats).
     pub fn block_elems(self) -> u32 {
         match self {
-            Self::F32 | Self::F16 => 1,
+            Self::F32 | Self::F16 | Self::BF16 => 1,
             Self::Q8_0 | Self::Q4_0 | Self::Q4_1 => 32,
+            Self::Q4_K | Self::Q5_K | Self::Q6_K => k::QK_K as u32,
         }
     }
 
@@ -107,6 +139,10 @@ impl WeightFormat {
             Self::Q8_0 => 34,
             Self::Q4_0 => 18,
             Self::Q4_1 => 20,
+            Self::BF16 => 2,
+            Self::Q4_K => k::Q4_K_BYTES as u32,
+            Self::Q5_K => k::Q5_K_BYTES as u32,
+            Self::Q6_K => k::Q6_K_BYTES as u32,
         }
     }
 
@@ -154,6 +190,18 @@ impl WeightFormat {
             Self::Q4_1 => x
                 .chunks_exact(32)
                 .for_each(|b| quantize_block_q4_1(b, &mut out)),
+            Self::BF16 => x
+                .iter()
+                .for_each(|v| out.extend_from_slice(&f32_to_bf16(*v).to_le_bytes())),
+            Self::Q4_K => x
+                .chunks_exact(k::QK_K)
+                .for_each(|b| k::quantize_block_q4_k(b, &mut out)),
+            Self::Q5_K => x
+                .chunks_exact(k::QK_K)
+                .for_each(|b| k::quantize_block_q5_k(b, &mut out)),
+            Self::Q6_K => x
+                .chunks_exact(k::QK_K)
+                .for_each(|b| k::quantize_block_q6_k(b, &mut out)),
         }
         debug_assert_eq!(out.len() as u64, n);
         out
@@ -204,6 +252,10 @@ impl WeightFormat {
                         o[j + 16] = f32::from(q >> 4) * d + m;
                     }
                 }
+                Self::BF16 => o[0] = bf16_to_f32(u16::from_le_bytes([b[0], b[1]])),
+                Self::Q4_K => k::dequantize_block_q4_k(b, o),
+                Self::Q5_K => k::dequantize_block_q5_k(b, o),
+                Self::Q6_K => k::dequantize_block_q6_k(b, o),
             }
         }
     }
@@ -224,6 +276,22 @@ impl FromStr for WeightFormat {
 
 fn f16_at(b: &[u8], at: usize) -> f32 {
     f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
+}
+
+/// ggml's `ggml_compute_bf16_to_fp32`: the bits are the high half of the f32.
+fn bf16_to_f32(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// ggml's `ggml_compute_fp32_to_bf16`: round to nearest, ties to even; a NaN keeps its
+/// top bits and is made quiet; subnormals are rounded like any value (current ggml no
+/// longer flushes them to zero).
+fn f32_to_bf16(v: f32) -> u16 {
+    let u = v.to_bits();
+    if u & 0x7fff_ffff > 0x7f80_0000 {
+        return ((u >> 16) | 64) as u16;
+    }
+    (u.wrapping_add(0x7fff + ((u >> 16) & 1)) >> 16) as u16
 }
 
 /// Same as C's `x ? 1.0f/x : 0.0f` (a zero block stays zero instead of becoming NaN).
@@ -299,7 +367,7 @@ mod tests {
             assert_eq!(WeightFormat::from_ggml_type_id(f.ggml_type_id()), Some(f));
         }
         assert!(matches!(
-            WeightFormat::parse("q5_k"),
+            WeightFormat::parse("q3_k"),
             Err(QuantError::UnknownFormat(_))
         ));
     }

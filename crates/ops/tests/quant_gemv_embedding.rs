@@ -62,11 +62,17 @@ fn run(gpu: &Gpu, dispatches: Vec<Dispatch>) {
 /// columns left to right (error up to ~n·2^-24·Σ|w·x|, ~√n·2^-24 typically: 2e-6 for
 /// n = 1536), the GPU per lane then as a tree, and the quantized kernels scale by d once
 /// per block. q4_1 also rewrites Σ(q·d + m)·x as d·Σq·x + m·Σx, whose two terms can each
-/// exceed Σ|w·x| when a block's minimum is large, so it gets more room.
+/// exceed Σ|w·x| when a block's minimum is large, so it gets more room, as do q4_K and
+/// q5_K, rewritten the same way per sub-block (d·sc·Σq·x − dmin·m·Σx).
 fn rel_tol(format: WeightFormat) -> f32 {
     match format {
-        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::Q8_0 | WeightFormat::Q4_0 => 3e-5,
-        WeightFormat::Q4_1 => 1e-4,
+        WeightFormat::F32
+        | WeightFormat::F16
+        | WeightFormat::BF16
+        | WeightFormat::Q8_0
+        | WeightFormat::Q4_0
+        | WeightFormat::Q6_K => 3e-5,
+        WeightFormat::Q4_1 | WeightFormat::Q4_K | WeightFormat::Q5_K => 1e-4,
     }
 }
 
@@ -163,6 +169,10 @@ fn format_table_matches_ggml() {
         (Q8_0, "q8_0", 32, 34, 8),
         (Q4_0, "q4_0", 32, 18, 2),
         (Q4_1, "q4_1", 32, 20, 3),
+        (BF16, "bf16", 1, 2, 30),
+        (Q4_K, "q4_k", 256, 144, 12),
+        (Q5_K, "q5_k", 256, 176, 13),
+        (Q6_K, "q6_k", 256, 210, 14),
     ];
     assert_eq!(WeightFormat::ALL.len(), expect.len());
     for (f, name, be, bb, id) in expect {
@@ -256,11 +266,12 @@ fn float_formats_are_little_endian_ieee() {
 }
 
 /// A block of zeros has d = 0; ggml's `id = d ? 1/d : 0` keeps it from becoming NaN.
+/// 256 elements: a whole number of blocks of every format, the K formats included.
 #[test]
 fn zero_block_round_trips_to_zero() {
     for f in WeightFormat::ALL {
-        let bytes = f.quantize_row(&[0.0; 64]);
-        let mut back = [1.0f32; 64];
+        let bytes = f.quantize_row(&[0.0; 256]);
+        let mut back = [1.0f32; 256];
         f.dequantize_row(&bytes, &mut back);
         assert!(back.iter().all(|v| *v == 0.0), "{f}: {back:?}");
     }
@@ -271,11 +282,14 @@ fn zero_block_round_trips_to_zero() {
 /// is an f16 subnormal, below 2^-14: a q8_0 block of weights under 0.008 has one), scaled
 /// by the largest |q| that multiplies it:
 /// q8_0 |e| ≤ d/2 + 127·f16_err(d); q4_0 |e| ≤ |d| (the clamp at 15 of −max) + 8·f16_err(d);
-/// q4_1 |e| ≤ d/2 + 15·f16_err(d) + f16_err(min); f16 f16_err(x); f32 exact.
+/// q4_1 |e| ≤ d/2 + 15·f16_err(d) + f16_err(min); f16 f16_err(x); bf16 |x|·2^-8 (half
+/// an ulp of an 8-bit significand); f32 exact. The K formats' bounds are per sub-block,
+/// with quantized scales: see `kquants.rs`.
 #[test]
 fn round_trip_error_within_format_bounds() {
     let mut rng = common::rng(1);
     let f16_err = |v: f32| (v.abs() * 2f32.powi(-11)).max(2f32.powi(-25));
+    let bf16_err = |v: f32| v.abs() * 2f32.powi(-8);
     for scale in [1e-3f32, 0.02, 1.0, 300.0] {
         let mut x: Vec<f32> = weights(&mut rng, 32 * 64)
             .iter()
@@ -284,6 +298,9 @@ fn round_trip_error_within_format_bounds() {
         // One block entirely positive and offset: q4_1's m matters there.
         x[..32].iter_mut().for_each(|v| *v = v.abs() + scale * 3.0);
         for f in WeightFormat::ALL {
+            if f.block_elems() > 32 {
+                continue;
+            }
             let bytes = f.quantize_row(&x);
             assert_eq!(bytes.len() as u64, f.row_bytes(x.len() as u64).unwrap());
             let mut back = vec![0.0f32; x.len()];
@@ -296,6 +313,10 @@ fn round_trip_error_within_format_bounds() {
                     let bound = match f {
                         WeightFormat::F32 => 0.0,
                         WeightFormat::F16 => f16_err(*v),
+                        WeightFormat::BF16 => bf16_err(*v),
+                        WeightFormat::Q4_K | WeightFormat::Q5_K | WeightFormat::Q6_K => {
+                            unreachable!("skipped above")
+                        }
                         WeightFormat::Q8_0 => {
                             let d = amax / 127.0;
                             d * 0.5 + 127.0 * f16_err(d)
@@ -380,7 +401,8 @@ fn gemv_cpu_oracle_by_hand() {
 }
 
 /// Every format × cols {32, 64, 576, 1536} × rows {1, 7, 64, 576}, plus odd cols for the
-/// float formats (f16 rows then start mid-word).
+/// float formats (f16 rows then start mid-word). Widths that are not a whole number of a
+/// format's blocks are skipped (the K formats' 256: `kquants.rs` has their shapes).
 #[test]
 fn gemv_matches_oracle_all_formats_and_shapes() {
     let Some(gpu) = common::gpu() else { return };
@@ -389,6 +411,9 @@ fn gemv_matches_oracle_all_formats_and_shapes() {
     for format in WeightFormat::ALL {
         let mut shapes: Vec<(u32, u32)> = Vec::new();
         for cols in [32, 64, 576, 1536] {
+            if cols % format.block_elems() != 0 {
+                continue;
+            }
             for rows in [1, 7, 64, 576] {
                 shapes.push((rows, cols));
             }
@@ -411,6 +436,9 @@ fn gemv_every_tuning() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(11);
     for format in WeightFormat::ALL {
+        if 576 % format.block_elems() != 0 {
+            continue; // K formats: kquants.rs sweeps their tunings.
+        }
         let mut cases = vec![GemvCase::new(&mut rng, format, 37, 576)];
         if !format.is_quantized() {
             cases.push(GemvCase::new(&mut rng, format, 37, 33));
@@ -441,6 +469,9 @@ fn gemv_default_tuning_on_large_shapes() {
     let mut rng = common::rng(14);
     for format in WeightFormat::ALL {
         for (rows, cols) in [(4099, 64), (8200, 96), (33000, 32)] {
+            if cols % format.block_elems() != 0 {
+                continue; // K formats: kquants.rs
+            }
             let case = GemvCase::new(&mut rng, format, rows, cols);
             assert!(case.gemv.default_tuning().rows_per_thread > 1);
             case.check(gpu, None);
@@ -524,6 +555,9 @@ fn gemv_out_offset_chunks_write_one_vector() {
     const SENTINEL: f32 = -7777.0;
     for format in WeightFormat::ALL {
         let (rows, cols, lead) = (64u32, 576u32, 3u32);
+        if cols % format.block_elems() != 0 {
+            continue; // K formats: kquants.rs
+        }
         let full = GemvCase::new(&mut rng, format, rows, cols);
         let rb = format.row_bytes(u64::from(cols)).unwrap() as usize;
         let xb = gpu.create_buffer_init("x", &f32_bytes(&full.x)).unwrap();
@@ -597,6 +631,9 @@ fn embedding_matches_oracle_and_skips_other_chunks() {
     const SENTINEL: f32 = -7777.0;
     for format in WeightFormat::ALL {
         for dim in [64u32, 576] {
+            if dim % format.block_elems() != 0 {
+                continue; // K formats: kquants.rs
+            }
             let (table_rows, start) = (50u32, 30u32);
             let table = format.quantize_row(&weights(&mut rng, (table_rows * dim) as usize));
             let rb = format.row_bytes(u64::from(dim)).unwrap() as usize;
@@ -645,6 +682,9 @@ fn gemv_accumulate_adds_into_y() {
     let mut rng = common::rng(77);
     for format in WeightFormat::ALL {
         let (rows, cols) = (96u32, 576u32);
+        if cols % format.block_elems() != 0 {
+            continue; // K formats: kquants.rs
+        }
         let w = format.quantize_row(&weights(&mut rng, (rows * cols) as usize));
         let x = activations(&mut rng, cols as usize);
         let y0 = activations(&mut rng, rows as usize);

@@ -2,3 +2,4 @@
 mod common;
 mod kernels;
 mod quant_gemv_embedding;
+mod kquants;

@@ -329,10 +329,24 @@ impl StepRunner {
         }
         gpu.check_uncaptured("running a step")?;
         let readback_error = |message: String| GpuError::Readback { label: "step readback".into(), message };
-        match pending.mapped.try_recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(readback_error(e.to_string())),
-            Err(_) => return Err(readback_error("the map callback did not run after the GPU finished".into())),
+        // The submission is done, but when another thread polls the same device at the
+        // same time, it may be the one running our map callback: wait for it briefly,
+        // polling to drive it, rather than assume it already ran.
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match pending.mapped.recv_timeout(std::time::Duration::from_millis(1)) {
+                Ok(Ok(())) => break,
+                Ok(Err(e)) => return Err(readback_error(e.to_string())),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(readback_error("the map callback was dropped without running".into()))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {
+                    let _ = gpu.device.poll(wgpu::PollType::Poll);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(readback_error("the map callback did not run within 30 s of the GPU finishing".into()))
+                }
+            }
         }
         let bytes = {
             let range = slot

@@ -1,5 +1,5 @@
 // Byte access into a table of packed blocks read as u32 words (little-endian). Quantized
-// blocks of 34 or 18 bytes are not word-aligned, hence the shifts.
+// blocks of 34, 18 or 210 bytes are not word-aligned, hence the shifts.
 
 fn byte_at(i: u32) -> u32 {
     return (table[i >> 2u] >> ((i & 3u) * 8u)) & 0xFFu;

@@ -32,7 +32,7 @@ macro_rules! embedding_shader {
             wgsl: concat!(include_str!("kernel.wgsl"), "\n", include_str!($file)),
         }
     };
-    ($name:literal, $file:literal, bytes) => {
+    ($name:literal, $file:literal, bytes $(, $extra:literal)*) => {
         ShaderSource {
             name: $name,
             wgsl: concat!(
@@ -41,6 +41,7 @@ macro_rules! embedding_shader {
                 include_str!($file),
                 "\n",
                 include_str!("common_bytes.wgsl")
+                $(, "\n", include_str!($extra))*
             ),
         }
     };
@@ -51,6 +52,12 @@ const SHADER_F16: ShaderSource = embedding_shader!("embedding_f16", "kernel_f16.
 const SHADER_Q8_0: ShaderSource = embedding_shader!("embedding_q8_0", "kernel_q8_0.wgsl", bytes);
 const SHADER_Q4_0: ShaderSource = embedding_shader!("embedding_q4_0", "kernel_q4_0.wgsl", bytes);
 const SHADER_Q4_1: ShaderSource = embedding_shader!("embedding_q4_1", "kernel_q4_1.wgsl", bytes);
+const SHADER_BF16: ShaderSource = embedding_shader!("embedding_bf16", "kernel_bf16.wgsl");
+const SHADER_Q4_K: ShaderSource =
+    embedding_shader!("embedding_q4_k", "kernel_q4_k.wgsl", bytes, "common_k.wgsl");
+const SHADER_Q5_K: ShaderSource =
+    embedding_shader!("embedding_q5_k", "kernel_q5_k.wgsl", bytes, "common_k.wgsl");
+const SHADER_Q6_K: ShaderSource = embedding_shader!("embedding_q6_k", "kernel_q6_k.wgsl", bytes);
 
 /// The WGSL source of the embedding kernel for `format`.
 pub fn shader(format: WeightFormat) -> &'static ShaderSource {
@@ -60,6 +67,10 @@ pub fn shader(format: WeightFormat) -> &'static ShaderSource {
         WeightFormat::Q8_0 => &SHADER_Q8_0,
         WeightFormat::Q4_0 => &SHADER_Q4_0,
         WeightFormat::Q4_1 => &SHADER_Q4_1,
+        WeightFormat::BF16 => &SHADER_BF16,
+        WeightFormat::Q4_K => &SHADER_Q4_K,
+        WeightFormat::Q5_K => &SHADER_Q5_K,
+        WeightFormat::Q6_K => &SHADER_Q6_K,
     }
 }
 

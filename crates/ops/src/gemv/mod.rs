@@ -13,6 +13,8 @@
 //! vec4 read kernel on the same device. Small matrices (576×576) take ~4 µs, about the
 //! cost of any dependent dispatch there. The 4-bit kernels are bound by instruction issue
 //! (nibble unpacking), not memory: the next gain is fewer instructions per element.
+//! The bf16 and K-format kernels (q4_k, q5_k, q6_k: 8-element units, 32 per 256-element
+//! super-block) have not been timed on a GPU yet; they are tested on lavapipe only.
 
 mod cost;
 mod cpu;
@@ -64,6 +66,13 @@ const SHADER_Q4_0: ShaderSource =
     gemv_shader!("gemv_q4_0", "kernel_q4_0.wgsl", "quant_common.wgsl");
 const SHADER_Q4_1: ShaderSource =
     gemv_shader!("gemv_q4_1", "kernel_q4_1.wgsl", "quant_common.wgsl");
+const SHADER_BF16: ShaderSource = gemv_shader!("gemv_bf16", "kernel_bf16.wgsl");
+const SHADER_Q4_K: ShaderSource =
+    gemv_shader!("gemv_q4_k", "kernel_q4_k.wgsl", "quant_common.wgsl");
+const SHADER_Q5_K: ShaderSource =
+    gemv_shader!("gemv_q5_k", "kernel_q5_k.wgsl", "quant_common.wgsl");
+const SHADER_Q6_K: ShaderSource =
+    gemv_shader!("gemv_q6_k", "kernel_q6_k.wgsl", "quant_common.wgsl");
 
 /// The WGSL source of the gemv kernel for `format` (for captures and naga checks).
 pub fn shader(format: WeightFormat) -> &'static ShaderSource {
@@ -73,6 +82,10 @@ pub fn shader(format: WeightFormat) -> &'static ShaderSource {
         WeightFormat::Q8_0 => &SHADER_Q8_0,
         WeightFormat::Q4_0 => &SHADER_Q4_0,
         WeightFormat::Q4_1 => &SHADER_Q4_1,
+        WeightFormat::BF16 => &SHADER_BF16,
+        WeightFormat::Q4_K => &SHADER_Q4_K,
+        WeightFormat::Q5_K => &SHADER_Q5_K,
+        WeightFormat::Q6_K => &SHADER_Q6_K,
     }
 }
 
@@ -97,11 +110,12 @@ impl Gemv {
     }
 
     /// Work items per row: what a lane handles in one step (an element for f32, a pair for
-    /// f16, a quarter block of 8 elements for the block formats; see `kernel.wgsl`).
+    /// f16 and bf16, 8 elements for the block formats: a quarter of a 32-element block, a
+    /// 32nd of a K super-block; see `kernel.wgsl`).
     fn units_per_row(&self) -> u32 {
         match self.format {
             WeightFormat::F32 => self.cols,
-            WeightFormat::F16 => self.cols.div_ceil(2),
+            WeightFormat::F16 | WeightFormat::BF16 => self.cols.div_ceil(2),
             _ => self.cols / 8,
         }
     }

@@ -33,3 +33,28 @@ fn i8x4(q: u32) -> vec4<f32> {
 fn realign(lo: u32, hi: u32, mid: bool) -> u32 {
     return select((lo >> 16u) | (hi << 16u), hi, mid);
 }
+
+// The 4 bytes of q, plus 2^23 each.
+fn u8x4(q: u32) -> vec4<f32> {
+    return bitcast<vec4<f32>>(((vec4<u32>(q) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xFFu)) | vec4<u32>(0x4B000000u));
+}
+
+// Two bytes (0..255, in u32s) read as i8, as floats.
+fn i8_pair(v: vec2<u32>) -> vec2<f32> {
+    return bitcast<vec2<f32>>((v ^ vec2<u32>(0x80u)) | vec2<u32>(0x4B000000u)) - (TWO23 + 128.0);
+}
+
+// q4_K / q5_K: the 6-bit scales (xy) and mins (zw) of sub-blocks 2c and 2c + 1, from the
+// block's 12 scale bytes as three words (ggml's get_scale_min_k4 for two j at once).
+// Sub-blocks 0..3 keep scale and min in the low 6 bits of bytes j and j + 4; sub-blocks
+// 4..7 split them between the nibbles of byte j + 4 and the top 2 bits of bytes j − 4, j.
+fn k_scale_min(c: u32, s0: u32, s1: u32, s2: u32) -> vec4<f32> {
+    let sh = vec2<u32>(16u * (c & 1u)) + vec2<u32>(0u, 8u);
+    let b0 = (vec2<u32>(s0) >> sh) & vec2<u32>(0xFFu);
+    let b1 = (vec2<u32>(s1) >> sh) & vec2<u32>(0xFFu);
+    let b2 = (vec2<u32>(s2) >> sh) & vec2<u32>(0xFFu);
+    let low = c < 2u;
+    let sc = select((b2 & vec2<u32>(15u)) | ((b0 >> vec2<u32>(6u)) << vec2<u32>(4u)), b0 & vec2<u32>(63u), low);
+    let m = select((b2 >> vec2<u32>(4u)) | ((b1 >> vec2<u32>(6u)) << vec2<u32>(4u)), b1 & vec2<u32>(63u), low);
+    return bitcast<vec4<f32>>(vec4<u32>(sc, m) | vec4<u32>(0x4B000000u)) - TWO23;
+}
