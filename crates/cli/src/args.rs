@@ -22,8 +22,22 @@ pub enum Command {
         /// A profile JSON file.
         file: PathBuf,
     },
+    /// Generate text from a GGUF model, printing it as it comes, then the speeds.
+    Run(RunArgs),
     /// List the GPU adapters wgpu can see.
     Devices,
+    /// Summarise a capture made with `profile --capture`: commands, shaders and their
+    /// constant sets, buffers, the commands that took the most time.
+    Inspect {
+        /// The capture directory.
+        dir: PathBuf,
+        /// Commands to list.
+        #[arg(long, default_value_t = 15)]
+        top: usize,
+    },
+    /// Replay a capture on any adapter: the whole stream timed (the profile report), or
+    /// each unique command benchmarked; with captured data, outputs are compared.
+    Replay(ReplayArgs),
     /// Measure the device's copy bandwidth and dispatch cost (the roofline's ceilings).
     Peak {
         /// Bytes copied per repetition, in MiB (capped by the device's binding limit).
@@ -78,7 +92,35 @@ impl DeviceArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A GGUF model file (Llama family).
+    pub model: PathBuf,
+    /// The text to continue.
+    #[arg(long, short)]
+    pub prompt: String,
+    /// Tokens to generate.
+    #[arg(short = 'n', long = "tokens", default_value_t = 32)]
+    pub tokens: u32,
+    /// Wrap the prompt in the model's chat format (ChatML models).
+    #[arg(long)]
+    pub chat: bool,
+    /// Keep generating past the end-of-sequence token.
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Decode with the CPU reference instead of the GPU (slow; for checking).
+    #[arg(long)]
+    pub cpu: bool,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct ProfileArgs {
+    /// A GGUF model file to profile (Llama family); without one, a synthetic model.
+    pub model: Option<PathBuf>,
+    /// With a model file: a prompt, fed first to measure prompt processing (pp).
+    #[arg(long, requires = "model")]
+    pub prompt: Option<String>,
     /// Model shape to synthesize: tiny, smollm2-135m, llama-1b, llama-8b.
     #[arg(long, default_value = "smollm2-135m")]
     pub preset: String,
@@ -106,6 +148,48 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub overhead: bool,
     /// Write the full profile (versioned JSON) here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Record every GPU command of the recorded tokens to this capture directory
+    /// (`gpuscope inspect` / `gpuscope replay` read it).
+    #[arg(long, value_name = "DIR")]
+    pub capture: Option<PathBuf>,
+    /// Also capture every buffer's contents before the first recorded token.
+    #[arg(long, requires = "capture")]
+    pub capture_data: bool,
+    /// Also capture the outputs of every dispatch of these recorded tokens (`3..4`),
+    /// decoded again dispatch by dispatch after the timed run.
+    #[arg(long, value_name = "A..B", requires = "capture_data", value_parser = parse_range)]
+    pub capture_tokens: Option<std::ops::Range<u32>>,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+fn parse_range(s: &str) -> Result<std::ops::Range<u32>, String> {
+    let (a, b) = s.split_once("..").ok_or_else(|| format!("`{s}`: expected A..B, e.g. 3..4"))?;
+    let a: u32 = a.trim().parse().map_err(|_| format!("`{s}`: `{a}` is not a token index"))?;
+    let b: u32 = b.trim().parse().map_err(|_| format!("`{s}`: `{b}` is not a token index"))?;
+    if a >= b {
+        return Err(format!("`{s}`: empty range (A must be less than B)"));
+    }
+    Ok(a..b)
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The capture directory.
+    pub dir: PathBuf,
+    /// Benchmark each unique command alone (GPU timestamps), slowest total first.
+    #[arg(long)]
+    pub per_command: bool,
+    /// Replay with an edited kernel: SHADER=FILE.wgsl (repeatable). Its entry points and
+    /// bindings must match the recorded shader's.
+    #[arg(long, value_name = "SHADER=FILE")]
+    pub substitute: Vec<String>,
+    /// Compare outputs within this relative tolerance on f32 words instead of bitwise.
+    #[arg(long)]
+    pub tolerance: Option<f32>,
+    /// Write the replayed profile (or, with --per-command, the benchmark) as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
     #[command(flatten)]

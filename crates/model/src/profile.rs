@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use gpuscope_runtime::capture::{CaptureRecorder, RecordError, StepRecord};
 use gpuscope_runtime::{step_events, Gpu, StepOutput, MAX_IN_FLIGHT};
 use gpuscope_trace::{Overhead, Profile, TimingInfo, TimingMode, TokenRecord, WorkloadDesc, PROFILE_FORMAT};
 
@@ -43,8 +44,37 @@ fn steady_median_wall(tokens: &[TokenRecord]) -> Option<u64> {
     median(walls)
 }
 
+/// What `--capture` asks for.
+#[derive(Debug, Clone)]
+pub struct CaptureRequest {
+    /// The capture's name (prefix of its candle-style views).
+    pub name: String,
+    /// Record every buffer's contents before the first recorded token.
+    pub data: bool,
+    /// Recorded tokens whose dispatch outputs are recorded too (needs `data`). They are
+    /// decoded again, dispatch by dispatch, after the timed run.
+    pub output_tokens: Option<std::ops::Range<u32>>,
+}
+
+/// A profile run and, when asked for, its capture (or why recording it failed).
+pub struct CapturedRun {
+    pub run: ProfileRun,
+    pub capture: Option<Result<CaptureRecorder, RecordError>>,
+}
+
 /// Builds the GPU decoder for `weights`, decodes `opts.tokens` tokens and records them.
 pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) -> Result<ProfileRun, ModelError> {
+    profile_decode_captured(gpu, weights, opts, None).map(|c| c.run)
+}
+
+/// [`profile_decode`], also recording a capture of the recorded tokens (not of the
+/// warm-up or `--overhead` ones).
+pub fn profile_decode_captured(
+    gpu: &Gpu,
+    weights: &ModelWeights,
+    opts: &ProfileOptions,
+    capture: Option<&CaptureRequest>,
+) -> Result<CapturedRun, ModelError> {
     let setup_start = Instant::now();
     let before_setup = gpu.counters();
     let max_ctx = opts.tokens.max(opts.warmup).max(1);
@@ -90,9 +120,27 @@ pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) 
         }
     }
     decoder.reset();
+    let mut recorder = match capture {
+        Some(req) if error.is_none() => Some(
+            CaptureRecorder::new(gpu, decoder.graph(), &req.name, profile.workload.clone())
+                .and_then(|mut r| r.begin(gpu, req.data).map(|()| r)),
+        ),
+        _ => None,
+    };
     if error.is_none() {
         if let Err(e) = decode_recorded(gpu, &mut decoder, opts, &mut profile, &mut outputs) {
             error = Some(e);
+        }
+    }
+    if let Some(Ok(rec)) = &mut recorder {
+        let steps: Vec<StepRecord> = profile
+            .tokens
+            .iter()
+            .zip(&outputs)
+            .map(|(t, output)| StepRecord { index: t.index, position: t.position, token_id: t.token_id, output })
+            .collect();
+        if let Err(e) = rec.end(gpu, &steps) {
+            recorder = Some(Err(e));
         }
     }
     for (i, out) in outputs.iter().enumerate() {
@@ -113,7 +161,13 @@ pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) 
             Err(e) => error = Some(e),
         }
     }
-    Ok(ProfileRun { profile, error })
+    // After everything timed: the chosen tokens decoded again, dispatch by dispatch.
+    if let (Some(Ok(rec)), Some(range)) = (&mut recorder, capture.and_then(|c| c.output_tokens.clone())) {
+        if let Err(e) = rec.capture_outputs(gpu, range.start as usize..range.end as usize) {
+            recorder = Some(Err(e));
+        }
+    }
+    Ok(CapturedRun { run: ProfileRun { profile, error }, capture: recorder })
 }
 
 /// Decodes `opts.tokens` tokens with up to `opts.in_flight` in flight, calling `record`

@@ -60,7 +60,7 @@ pub fn random_tensor(seed: u64, name: &str, format: WeightFormat, rows: u32, col
         format,
         rows,
         cols,
-        data,
+        data: data.into(),
     }
 }
 

@@ -1,4 +1,11 @@
 //! Model weights in GGUF layout, wherever they came from (a file or the synthesizer).
+//!
+//! A tensor's bytes are either owned (synthetic weights, concatenated matrices) or a
+//! range of a shared buffer, normally a GGUF file's memory map, so loading a model does
+//! not copy the file: the bytes go from the map straight to the GPU upload.
+
+use std::ops::{Deref, Range};
+use std::sync::Arc;
 
 use gpuscope_ops::WeightFormat;
 
@@ -12,7 +19,57 @@ pub struct Tensor {
     pub format: WeightFormat,
     pub rows: u32,
     pub cols: u32,
-    pub data: Vec<u8>,
+    pub data: TensorData,
+}
+
+/// Bytes shared between tensors, e.g. one memory-mapped file.
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// A tensor's bytes: owned, or a range of a shared buffer. Derefs to `[u8]`.
+#[derive(Clone)]
+pub enum TensorData {
+    Owned(Vec<u8>),
+    Shared { source: SharedBytes, range: Range<usize> },
+}
+
+impl TensorData {
+    /// A view of `range` in `source`.
+    ///
+    /// # Panics
+    /// If `range` is not inside `source` (callers check offsets when parsing).
+    pub fn shared(source: SharedBytes, range: Range<usize>) -> TensorData {
+        assert!(range.start <= range.end && range.end <= (*source).as_ref().len(), "tensor range outside its buffer");
+        TensorData::Shared { source, range }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            TensorData::Owned(v) => v,
+            TensorData::Shared { source, range } => &(**source).as_ref()[range.clone()],
+        }
+    }
+}
+
+impl Deref for TensorData {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+impl From<Vec<u8>> for TensorData {
+    fn from(v: Vec<u8>) -> TensorData {
+        TensorData::Owned(v)
+    }
+}
+
+impl std::fmt::Debug for TensorData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TensorData::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
+            TensorData::Shared { range, .. } => write!(f, "Shared({range:?})"),
+        }
+    }
 }
 
 impl Tensor {

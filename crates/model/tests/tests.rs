@@ -3,3 +3,4 @@ mod common;
 mod counters;
 mod decode;
 mod profile;
+mod real_model;

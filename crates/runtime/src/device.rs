@@ -78,6 +78,8 @@ pub struct Gpu {
     pub(crate) staging: crate::pool::SharedPool,
     /// Errors wgpu reports outside any error scope (device loss, late validation).
     pub(crate) uncaptured: Arc<Mutex<Option<String>>>,
+    /// Records each step's uploads while a capture is being made (off: one atomic load).
+    pub(crate) tap: crate::capture::StepTap,
 }
 
 fn backend_rank(b: wgpu::Backend) -> u32 {
@@ -213,6 +215,7 @@ impl Gpu {
             next_buffer_id: AtomicU64::new(1),
             staging: Default::default(),
             uncaptured,
+            tap: Default::default(),
         })
     }
 

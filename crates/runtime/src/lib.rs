@@ -15,7 +15,11 @@
 //!    that also carries the timestamps. [`step_events`] turns its samples into trace events.
 //!
 //! Results are plain data from `gpuscope-trace`; no wgpu types leak into profiles.
+//!
+//! [`capture`] records a run's commands to a capture and rebuilds, replays and
+//! benchmarks them on any adapter.
 
+pub mod capture;
 mod device;
 mod dispatch;
 mod error;

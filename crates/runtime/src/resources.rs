@@ -51,6 +51,18 @@ impl GpuBuffer {
         })
     }
 
+    /// The whole underlying buffer of this view (a copy of itself for a whole buffer),
+    /// with this view's label.
+    pub fn whole(&self) -> GpuBuffer {
+        GpuBuffer {
+            id: self.id,
+            label: self.label.clone(),
+            offset: 0,
+            size: self.buffer.size(),
+            buffer: self.buffer.clone(),
+        }
+    }
+
     /// Start of this view in the underlying wgpu buffer.
     pub fn offset(&self) -> u64 {
         self.offset
@@ -80,6 +92,8 @@ pub struct Pipeline {
 struct PipelineInner {
     name: String,
     shader: &'static str,
+    /// The WGSL it was built from: captures record it, replays rebuild from it.
+    wgsl: &'static str,
     entry: String,
     constants: Vec<(String, f64)>,
     raw: wgpu::ComputePipeline,
@@ -92,6 +106,10 @@ impl Pipeline {
     }
     pub fn shader(&self) -> &'static str {
         self.inner.shader
+    }
+    /// The WGSL source of [`Pipeline::shader`].
+    pub fn wgsl(&self) -> &'static str {
+        self.inner.wgsl
     }
     pub fn entry(&self) -> &str {
         &self.inner.entry
@@ -109,6 +127,9 @@ impl Pipeline {
 pub struct BindGroup {
     pub(crate) raw: wgpu::BindGroup,
     pub(crate) buffers: Vec<BufferId>,
+    /// The buffer (or view: offset and size) bound to each binding; captures record
+    /// them and read their contents.
+    pub(crate) bindings: Vec<GpuBuffer>,
 }
 
 impl BindGroup {
@@ -119,6 +140,10 @@ impl BindGroup {
     pub fn buffers(&self) -> &[BufferId] {
         &self.buffers
     }
+    /// The buffers or views bound, binding 0 first.
+    pub fn bindings(&self) -> &[GpuBuffer] {
+        &self.bindings
+    }
 }
 
 type PipelineKey = (&'static str, String, Vec<(String, u64)>);
@@ -126,7 +151,7 @@ type PipelineKey = (&'static str, String, Vec<(String, u64)>);
 /// Shader modules by name, pipelines by (shader, entry point, override constants).
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    modules: Mutex<HashMap<&'static str, wgpu::ShaderModule>>,
+    modules: Mutex<HashMap<&'static str, (wgpu::ShaderModule, &'static str)>>,
     pipelines: Mutex<HashMap<PipelineKey, Pipeline>>,
 }
 
@@ -287,7 +312,15 @@ impl Gpu {
         let module = {
             let mut modules = self.pipelines.modules.lock().unwrap();
             match modules.get(shader.name) {
-                Some(m) => m.clone(),
+                // One name, one source: a replay with an edited kernel must not be
+                // handed the module built from the original.
+                Some((_, wgsl)) if *wgsl != shader.wgsl => {
+                    return Err(shader_error(format!(
+                        "a different WGSL source was already built under the name `{}`",
+                        shader.name
+                    )))
+                }
+                Some((m, _)) => m.clone(),
                 None => {
                     let m = self
                         .scoped(String::new, || {
@@ -297,7 +330,7 @@ impl Gpu {
                             })
                         })
                         .map_err(|e| shader_error(error_message(e)))?;
-                    modules.insert(shader.name, m.clone());
+                    modules.insert(shader.name, (m.clone(), shader.wgsl));
                     m
                 }
             }
@@ -327,6 +360,7 @@ impl Gpu {
             inner: Arc::new(PipelineInner {
                 name,
                 shader: shader.name,
+                wgsl: shader.wgsl,
                 entry: entry.to_string(),
                 constants: constants.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                 raw,
@@ -391,6 +425,7 @@ impl Gpu {
         Ok(BindGroup {
             raw,
             buffers: buffers.iter().map(|b| b.id()).collect(),
+            bindings: buffers.iter().map(|b| (*b).clone()).collect(),
         })
     }
 }

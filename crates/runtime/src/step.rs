@@ -254,6 +254,7 @@ impl StepRunner {
                 "{MAX_IN_FLIGHT} steps are already in flight; finish one before submitting another"
             )));
         }
+        gpu.tap.record(uploads, &self.readbacks);
         let before = creations(&gpu.counters());
         let start = Instant::now();
         let mut bytes_uploaded = 0;

@@ -9,6 +9,8 @@
 //! - [`render`]: text reports from analysis results (rendering is kept apart from
 //!   computing).
 //! - [`io`]: reading and writing versioned profile files.
+//! - [`capture`]: captures (every GPU command of a run), their reader, views and
+//!   inspection.
 //!
 //! ```
 //! use gpuscope_trace::{analysis, io, render};
@@ -37,6 +39,7 @@
 //! ```
 
 pub mod analysis;
+pub mod capture;
 pub mod counters;
 pub mod io;
 pub mod profile;

@@ -2,7 +2,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use gpuscope_model::{profile_decode, synthetic_weights, Preset, ProfileOptions};
+use gpuscope_model::{profile_decode_captured, synthetic_weights, CaptureRequest, Preset, ProfileOptions};
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::Gpu;
 
@@ -25,6 +25,11 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
     if args.first_token >= config.vocab {
         return Err(anyhow!("--first-token {} is outside the vocabulary ({})", args.first_token, config.vocab).into());
     }
+    if let Some(r) = &args.capture_tokens {
+        if r.end > args.tokens {
+            return Err(anyhow!("--capture-tokens {}..{}: only {} tokens are decoded", r.start, r.end, args.tokens).into());
+        }
+    }
     let gpu = Gpu::new(&args.device.gpu_options())?;
     eprintln!(
         "gpuscope: {} weights of {} ({} params), seed {} ...",
@@ -43,7 +48,20 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
         warmup: args.warmup,
         in_flight: args.in_flight as usize,
     };
-    let run = profile_decode(&gpu, &weights, &options)?;
+    let request = args.capture.as_ref().map(|dir| CaptureRequest {
+        name: capture_name(dir),
+        data: args.capture_data,
+        output_tokens: args.capture_tokens.clone(),
+    });
+    let captured = profile_decode_captured(&gpu, &weights, &options, request.as_ref())?;
+    let run = captured.run;
+    let mut capture_error = None;
+    if let (Some(dir), Some(capture)) = (&args.capture, captured.capture) {
+        match capture.and_then(|rec| rec.write(dir).map(|()| rec)) {
+            Ok(rec) => eprintln!("gpuscope: capture of {} tokens written to {}", rec.steps(), dir.display()),
+            Err(e) => capture_error = Some(anyhow::Error::new(e).context(format!("recording the capture to {}", dir.display()))),
+        }
+    }
     // Whatever happened, what was measured is written and shown before the error.
     if let Some(path) = &args.json {
         gpuscope_trace::io::save_profile(path, &run.profile)
@@ -51,6 +69,9 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
         eprintln!("gpuscope: profile written to {}", path.display());
     }
     std::io::stdout().write_all(gpuscope_trace::render::render_text(&run.profile).as_bytes())?;
+    if let (Some(e), None) = (capture_error, &run.error) {
+        return Err(e.into());
+    }
     if let Some(e) = run.error {
         return Err(Exit {
             code: PARTIAL_RUN,
@@ -62,4 +83,12 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
         });
     }
     Ok(())
+}
+
+/// The capture's name: its directory's name (the prefix of the candle-style views).
+fn capture_name(dir: &std::path::Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty() && n != "." && n != "..")
+        .unwrap_or_else(|| "capture".into())
 }

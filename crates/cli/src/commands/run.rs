@@ -1,0 +1,214 @@
+//! `gpuscope run MODEL.gguf`: generate text from a real model, printing it as it comes,
+//! then load time and prompt-processing and generation speed; and `gpuscope profile
+//! MODEL.gguf`, the synthetic report made from a real file's weights.
+//!
+//! Prompt processing feeds the prompt one token per decode step and waits for each:
+//! the speed printed is that, and is labelled so.
+//! TODO(batched prompt processing, issue 3): a matmul path over all prompt rows at once
+//! (several-row gemm kernels per weight format) replaces the per-token loop.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{anyhow, Context};
+use gpuscope_model::{
+    load_gguf, profile_decode, CpuDecoder, DecoderOptions, GpuDecoder, LoadedModel, ProfileOptions, Tokenizer,
+};
+use gpuscope_runtime::Gpu;
+
+use crate::args::{ProfileArgs, RunArgs};
+use crate::exit::{Exit, PARTIAL_RUN};
+
+/// Loads a model file and its tokenizer, printing what it is and any warnings.
+fn load(path: &Path) -> Result<(LoadedModel, Tokenizer, f64), Exit> {
+    let start = Instant::now();
+    let model = load_gguf(path).with_context(|| format!("loading {}", path.display()))?;
+    let tokenizer = Tokenizer::from_gguf(&model.gguf.file.metadata).with_context(|| format!("the tokenizer of {}", path.display()))?;
+    let secs = start.elapsed().as_secs_f64();
+    let (i, c) = (&model.info, &model.weights.config);
+    eprintln!(
+        "gpuscope: {} ({}, {} layers, {:.0}M params, {}; {:.1} MB), mapped and read in {:.2} s",
+        i.name,
+        i.architecture,
+        c.n_layers,
+        c.params() as f64 / 1e6,
+        i.formats,
+        i.file_bytes as f64 / 1e6,
+        secs
+    );
+    for w in &i.warnings {
+        eprintln!("gpuscope: warning: {w}");
+    }
+    Ok((model, tokenizer, secs))
+}
+
+fn prompt_ids(tokenizer: &Tokenizer, prompt: &str, chat: bool) -> Result<Vec<u32>, Exit> {
+    let text = if chat {
+        tokenizer
+            .chat_prompt(prompt)
+            .ok_or_else(|| anyhow!("--chat: the model's chat template is not ChatML, which is the one gpuscope knows"))?
+    } else {
+        prompt.to_string()
+    };
+    let ids = tokenizer.encode_prompt(&text)?;
+    if ids.is_empty() {
+        return Err(anyhow!("the prompt is empty (and the model adds no BOS token): give --prompt some text").into());
+    }
+    Ok(ids)
+}
+
+/// One decoder behind both backends: feed a token (or continue from the last argmax).
+enum Backend<'w> {
+    Gpu(&'w Gpu, GpuDecoder),
+    Cpu(CpuDecoder<'w>),
+}
+
+impl Backend<'_> {
+    /// Decodes `token` at the next position; returns the greedy next token.
+    fn step(&mut self, token: u32) -> Result<u32, gpuscope_model::ModelError> {
+        match self {
+            Backend::Gpu(gpu, d) => Ok(d.step(gpu, Some(token))?.token),
+            Backend::Cpu(d) => Ok(d.step(token)?.token),
+        }
+    }
+}
+
+pub fn run(args: &RunArgs) -> Result<(), Exit> {
+    let (model, tokenizer, load_secs) = load(&args.model)?;
+    let prompt = prompt_ids(&tokenizer, &args.prompt, args.chat)?;
+    let max_ctx = prompt.len() as u32 + args.tokens;
+    let gpu;
+    let setup = Instant::now();
+    let mut backend = if args.cpu {
+        Backend::Cpu(CpuDecoder::new(&model.weights, max_ctx)?)
+    } else {
+        gpu = Gpu::new(&args.device.gpu_options())?;
+        let d = GpuDecoder::new(&gpu, &model.weights, DecoderOptions { max_ctx, read_logits: false })?;
+        let a = gpu.adapter_desc();
+        eprintln!("gpuscope: on {} ({})", a.name, a.backend);
+        Backend::Gpu(&gpu, d)
+    };
+    let setup_secs = setup.elapsed().as_secs_f64();
+
+    let pp_start = Instant::now();
+    let mut next = 0;
+    for &t in &prompt {
+        next = backend.step(t)?;
+    }
+    let pp_secs = pp_start.elapsed().as_secs_f64();
+
+    let mut out = std::io::stdout().lock();
+    let mut stream = tokenizer.stream();
+    let tg_start = Instant::now();
+    let mut generated = 0u32;
+    let mut stop = None;
+    while generated < args.tokens {
+        if tokenizer.is_end(next) && !args.ignore_eos {
+            stop = Some("end-of-sequence token");
+            break;
+        }
+        out.write_all(stream.push(next)?.as_bytes())?;
+        out.flush()?;
+        generated += 1;
+        if generated == args.tokens {
+            break;
+        }
+        // The last token needs no decode step: its successor would not be printed.
+        next = match backend.step(next) {
+            Ok(t) => t,
+            Err(e) => {
+                writeln!(out)?;
+                return Err(Exit { code: PARTIAL_RUN, error: anyhow::Error::new(e).context(format!("generation stopped after {generated} tokens")) });
+            }
+        };
+    }
+    let tg_secs = tg_start.elapsed().as_secs_f64();
+    writeln!(out)?;
+    let rate = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+    let backend_name = if args.cpu { "CPU reference" } else { "GPU" };
+    eprintln!(
+        "gpuscope: load {:.2} s (file {:.2} s, {} setup {:.2} s)",
+        load_secs + setup_secs,
+        load_secs,
+        backend_name,
+        setup_secs
+    );
+    eprintln!(
+        "gpuscope: prompt processing {} tokens in {:.2} s: {:.1} tok/s (one token per step, each waited for; batched prompt processing is not implemented yet)",
+        prompt.len(),
+        pp_secs,
+        rate(prompt.len(), pp_secs)
+    );
+    // Each generated token but the last cost one decode step (the first came from the
+    // prompt's last step), so the rate counts the steps taken.
+    let steps = generated.saturating_sub(1) as usize;
+    eprintln!(
+        "gpuscope: generation {} tokens in {:.2} s: {:.1} tok/s ({} decode steps, wall clock){}",
+        generated,
+        tg_secs,
+        rate(steps, tg_secs),
+        steps,
+        stop.map(|s| format!("; stopped at the {s}")).unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// `gpuscope profile MODEL.gguf`: the profile report for a real model's weights.
+pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
+    if args.tokens == 0 {
+        return Err(anyhow!("--tokens must be at least 1").into());
+    }
+    let (model, tokenizer, _) = load(path)?;
+    let gpu = Gpu::new(&args.device.gpu_options())?;
+    let prompt = match &args.prompt {
+        Some(p) => prompt_ids(&tokenizer, p, false)?,
+        None => vec![tokenizer.bos.unwrap_or(0)],
+    };
+    if args.prompt.is_some() {
+        // Prompt processing, measured on its own decoder (freed before the profile).
+        let mut d = GpuDecoder::new(&gpu, &model.weights, DecoderOptions { max_ctx: prompt.len() as u32, read_logits: false })?;
+        let start = Instant::now();
+        for &t in &prompt {
+            d.step(&gpu, Some(t))?;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        eprintln!(
+            "gpuscope: pp: {} prompt tokens in {:.3} s = {:.1} tok/s (wall clock, one token per step, each waited for; \
+             batched prompt processing is not implemented yet)",
+            prompt.len(),
+            secs,
+            prompt.len() as f64 / secs
+        );
+    }
+    eprintln!(
+        "gpuscope: tg: decoding {} tokens from token {} ({:?}) at position 0",
+        args.tokens,
+        prompt[0],
+        tokenizer.decode(&prompt[..1]).unwrap_or_default()
+    );
+    let options = ProfileOptions {
+        tokens: args.tokens,
+        first_token: prompt[0],
+        overhead: args.overhead,
+        warmup: args.warmup,
+        in_flight: args.in_flight as usize,
+    };
+    let mut run = profile_decode(&gpu, &model.weights, &options)?;
+    let w = &mut run.profile.workload;
+    w.name = format!("{} ({})", model.info.name, path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    w.architecture = model.info.architecture.clone();
+    w.weights = model.info.formats.clone();
+    if let Some(out) = &args.json {
+        gpuscope_trace::io::save_profile(out, &run.profile).with_context(|| format!("writing the profile to {}", out.display()))?;
+        eprintln!("gpuscope: profile written to {}", out.display());
+    }
+    std::io::stdout().write_all(gpuscope_trace::render::render_text(&run.profile).as_bytes())?;
+    if let Some(e) = run.error {
+        return Err(Exit {
+            code: PARTIAL_RUN,
+            error: anyhow::Error::new(e).context(format!("the run stopped after {} of {} tokens", run.profile.tokens.len(), args.tokens)),
+        });
+    }
+    Ok(())
+}

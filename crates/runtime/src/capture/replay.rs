@@ -1,0 +1,286 @@
+//! Replaying a capture: the whole stream timed like a live run, or the captured steps
+//! with every output compared against the recorded one; kernels may be substituted.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use gpuscope_trace::capture::{Access, Capture, Comparison, Mismatch};
+use gpuscope_trace::{Profile, TimingInfo, TokenRecord, PROFILE_FORMAT};
+
+use crate::capture::error::ReplayError;
+use crate::capture::rebuild::rebuild;
+use crate::capture::reflect::reflect;
+use crate::capture::walk::walk;
+use crate::device::Gpu;
+use crate::dispatch::{Cost, Graph};
+use crate::resources::GpuBuffer;
+use crate::step::{step_events, StepRunner};
+
+/// `--substitute SHADER=FILE.wgsl`: replay with an edited kernel.
+#[derive(Debug, Clone)]
+pub struct Substitution {
+    pub shader: String,
+    pub file: PathBuf,
+    pub wgsl: String,
+}
+
+impl Substitution {
+    /// Parses `SHADER=FILE` and reads the file.
+    pub fn from_arg(arg: &str) -> Result<Substitution, ReplayError> {
+        let Some((shader, file)) = arg.split_once('=') else {
+            return Err(ReplayError::Invalid(format!("--substitute {arg}: expected SHADER=FILE.wgsl")));
+        };
+        Substitution::from_file(shader, Path::new(file))
+    }
+
+    pub fn from_file(shader: &str, file: &Path) -> Result<Substitution, ReplayError> {
+        let wgsl = std::fs::read_to_string(file).map_err(|e| ReplayError::Substitute {
+            shader: shader.to_string(),
+            file: file.to_path_buf(),
+            message: format!("cannot read the file: {e}"),
+        })?;
+        Ok(Substitution { shader: shader.to_string(), file: file.to_path_buf(), wgsl })
+    }
+}
+
+/// Checks that `sub` can stand in for its shader in every recorded pipeline: it parses,
+/// declares each entry point used as a compute entry, each override constant set, and
+/// exactly the recorded shader's group-0 bindings with the same access.
+pub fn check_substitution(capture: &Capture, sub: &Substitution) -> Result<(), ReplayError> {
+    let fail = |message: String| ReplayError::Substitute { shader: sub.shader.clone(), file: sub.file.clone(), message };
+    let c = &capture.commands;
+    let Some(index) = c.shaders.iter().position(|s| s.name == sub.shader) else {
+        let names: Vec<&str> = c.shaders.iter().map(|s| s.name.as_str()).collect();
+        return Err(fail(format!("the capture has no shader `{}` (it has: {})", sub.shader, names.join(", "))));
+    };
+    let new = reflect(&sub.wgsl).map_err(|e| fail(format!("does not parse:\n{e}")))?;
+    let old = reflect(&capture.shader_sources[index]).map_err(|e| fail(format!("the recorded source does not parse: {e}")))?;
+    let mut problems = Vec::new();
+    for (&binding, &access) in &old.bindings {
+        match new.bindings.get(&binding) {
+            None => problems.push(format!("binding {binding} ({}) is not declared", access.as_str())),
+            Some(&a) if a != access => problems.push(format!("binding {binding} is {}, the recorded shader's is {}", a.as_str(), access.as_str())),
+            _ => {}
+        }
+    }
+    for (&binding, &access) in &new.bindings {
+        if !old.bindings.contains_key(&binding) {
+            problems.push(format!("binding {binding} ({}) is not in the recorded shader", access.as_str()));
+        }
+    }
+    for p in c.pipelines.iter().filter(|p| p.shader == index) {
+        if !new.compute_entries.contains(&p.entry) {
+            problems.push(format!("no compute entry point `{}` (pipeline {})", p.entry, p.name));
+        }
+        for (name, _) in &c.constant_sets[p.constants].values {
+            if !new.overrides.contains(name) {
+                problems.push(format!("no `override {name}` (pipeline {} sets it)", p.name));
+            }
+        }
+        let layout = &c.layouts[p.layout];
+        for e in &layout.entries {
+            if new.bindings.get(&e.binding).is_some_and(|&a| a != e.access) && e.access == Access::ReadWrite {
+                problems.push(format!("pipeline {} writes binding {}", p.name, e.binding));
+            }
+        }
+    }
+    problems.dedup();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(fail(format!("bindings or entry points do not match the recorded kernel: {}", problems.join("; "))))
+    }
+}
+
+/// Per step, its uploads as (whole buffer, offset, bytes).
+type Uploads = Vec<Vec<(GpuBuffer, u64, Vec<u8>)>>;
+
+/// The uploads of every step.
+fn step_uploads(capture: &Capture, buffers: &std::collections::BTreeMap<u64, GpuBuffer>) -> Result<Uploads, ReplayError> {
+    capture
+        .stream
+        .steps
+        .iter()
+        .map(|s| {
+            s.uploads
+                .iter()
+                .map(|u| {
+                    let b = buffers.get(&u.buffer).ok_or_else(|| ReplayError::Invalid(format!("upload to unknown buffer {}", u.buffer)))?;
+                    Ok((b.clone(), u.offset, capture.blob(&u.data)?))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Replays the whole stream, timed with the device's timing mode, one submit and one
+/// readback per step as the live run did. Each step declares the costs the live run
+/// recorded, so the report's rates match. `token_id` is the first 4 bytes of the first
+/// readback (the decoder's next token), or 0 when nothing is read back.
+pub fn replay_stream(gpu: &Gpu, capture: &Capture, subs: &[Substitution]) -> Result<Profile, ReplayError> {
+    let mut rebuilt = rebuild(gpu, capture, subs, true)?;
+    let uploads = step_uploads(capture, &rebuilt.buffers)?;
+    let readbacks: Vec<&GpuBuffer> = rebuilt.readbacks.iter().collect();
+    let mut runners: HashMap<usize, StepRunner> = HashMap::new();
+    let first_graph = capture.stream.steps.first().map_or(0, |s| s.graph);
+    let m = &capture.manifest;
+    let mut workload = m.workload.clone();
+    if let Some(g) = rebuilt.graphs.get(first_graph) {
+        workload.graph_dispatches_per_token = g.dispatch_count() as u32;
+        workload.graph_passes_per_token = g.sections.len() as u32;
+    }
+    let mut profile = Profile {
+        format: PROFILE_FORMAT,
+        tool: format!("gpuscope {} (replay of {})", env!("CARGO_PKG_VERSION"), capture.root().display()),
+        adapter: gpu.adapter_desc(),
+        timing: TimingInfo {
+            mode: gpu.timing(),
+            reason: gpu.timing_reason().to_string(),
+            timestamp_period_ns: gpu.queue().get_timestamp_period() as f64,
+        },
+        workload,
+        setup: rebuilt.setup,
+        setup_wall_ns: rebuilt.setup_wall_ns,
+        tokens: Vec::new(),
+        dispatches: Vec::new(),
+        passes: Vec::new(),
+        overhead: None,
+    };
+    let mut outputs = Vec::new();
+    for (step, ups) in capture.stream.steps.iter().zip(&uploads) {
+        let graph: &mut Graph = &mut rebuilt.graphs[step.graph];
+        if let Some(measured) = &step.measured {
+            for (d, m) in graph.dispatches_mut().zip(&measured.dispatches) {
+                d.cost = Cost { bytes: m.bytes, flops: m.flops };
+            }
+        }
+        let runner = match runners.entry(step.graph) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(StepRunner::new(gpu, graph, &readbacks)?),
+        };
+        let refs: Vec<(&GpuBuffer, u64, &[u8])> = ups.iter().map(|(b, o, d)| (b, *o, d.as_slice())).collect();
+        let out = runner.step(gpu, graph, &refs)?;
+        let token_id = out.readbacks.first().and_then(|r| r.get(..4)).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
+        profile.tokens.push(TokenRecord {
+            index: step.index,
+            position: step.position,
+            token_id,
+            wall_ns: out.wall_ns,
+            gpu_busy_ns: out.gpu_busy_ns,
+            counters: out.counters,
+            cpu: out.cpu,
+        });
+        let (d, p) = step_events(graph, step.index, &out);
+        outputs.push((d, p));
+    }
+    for (d, p) in outputs {
+        profile.dispatches.extend(d);
+        profile.passes.extend(p);
+    }
+    Ok(profile)
+}
+
+/// Runs the captured steps again from the captured buffer contents and compares every
+/// recorded dispatch output: bitwise with `tolerance` `None`, else f32 word by word.
+///
+/// Steps before the first captured one run too (whole, untimed), with the
+/// substitutions: an edited kernel that changes their results shows up at the first
+/// captured dispatch its effect reaches, which may not be its own. Capture outputs
+/// from token 0 to find the edited kernel's own first dispatch.
+pub fn compare_outputs(gpu: &Gpu, capture: &Capture, subs: &[Substitution], tolerance: Option<f32>) -> Result<Comparison, ReplayError> {
+    let data = match &capture.data {
+        Some(d) if !d.initial.is_empty() && !d.outputs.is_empty() => d,
+        _ => {
+            return Err(ReplayError::Invalid(format!(
+                "{}: the capture has no dispatch outputs to compare; record it with --capture-data --capture-tokens A..B",
+                capture.root().display()
+            )))
+        }
+    };
+    let rebuilt = rebuild(gpu, capture, subs, true)?;
+    let steps: Vec<usize> = data.outputs.iter().map(|o| o.step).collect();
+    let first = *steps.iter().min().unwrap();
+    let end = steps.iter().max().unwrap() + 1;
+    let uploads = step_uploads(capture, &rebuilt.buffers)?;
+    let upload_refs: Vec<Vec<(GpuBuffer, u64, &[u8])>> =
+        uploads[..end].iter().map(|s| s.iter().map(|(b, o, d)| (b.clone(), *o, d.as_slice())).collect()).collect();
+    let graphs: Vec<&Graph> = capture.stream.steps[..end].iter().map(|s| &rebuilt.graphs[s.graph]).collect();
+    let written: Vec<&[Vec<u32>]> = capture.stream.steps[..end].iter().map(|s| rebuilt.written[s.graph].as_slice()).collect();
+    let walked = walk(gpu, &graphs, &written, &[], &upload_refs, first..end)?;
+    let c = &capture.commands;
+    let mut cmp = Comparison {
+        tolerance,
+        steps: steps.clone(),
+        outputs_compared: 0,
+        outputs_mismatched: 0,
+        first_mismatch: None,
+        substituted: rebuilt.substituted.clone(),
+    };
+    for (step, dispatches) in walked {
+        let Some(recorded) = data.outputs.iter().find(|o| o.step == step) else { continue };
+        let graph = &capture.stream.graphs[capture.stream.steps[step].graph];
+        for (i, ((outs, rec), d)) in dispatches.iter().zip(&recorded.dispatches).zip(graph.dispatches()).enumerate() {
+            for (binding, bytes) in outs {
+                let Some(r) = rec.outputs.iter().find(|o| o.binding == *binding) else { continue };
+                let expected = capture.blob(&r.data)?;
+                cmp.outputs_compared += 1;
+                if let Some(diff) = differ(&expected, bytes, tolerance) {
+                    cmp.outputs_mismatched += 1;
+                    if cmp.first_mismatch.is_none() {
+                        let entry = &c.bind_groups[d.bind_group].entries[*binding as usize];
+                        cmp.first_mismatch = Some(Mismatch {
+                            step,
+                            dispatch: i,
+                            label: d.label.clone(),
+                            pipeline: c.pipelines[d.pipeline].name.clone(),
+                            binding: *binding,
+                            buffer_label: entry.label.clone(),
+                            first_word: diff.first_word,
+                            words_differing: diff.words,
+                            expected: diff.expected,
+                            found: diff.found,
+                            max_abs_diff: diff.max_abs,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    capture.forget_blobs();
+    Ok(cmp)
+}
+
+struct Diff {
+    first_word: u64,
+    words: u64,
+    expected: u32,
+    found: u32,
+    max_abs: f64,
+}
+
+fn differ(expected: &[u8], found: &[u8], tolerance: Option<f32>) -> Option<Diff> {
+    let word = |b: &[u8], i: usize| b.get(i * 4..i * 4 + 4).map_or(0, |w| u32::from_le_bytes(w.try_into().unwrap()));
+    let n = expected.len().max(found.len()).div_ceil(4);
+    let mut diff: Option<Diff> = None;
+    for i in 0..n {
+        let (e, f) = (word(expected, i), word(found, i));
+        let (ef, ff) = (f32::from_bits(e), f32::from_bits(f));
+        let same = match tolerance {
+            None => e == f,
+            Some(t) => e == f || (ef.is_nan() && ff.is_nan()) || ((ef - ff).abs() <= t * ef.abs().max(1.0)),
+        };
+        if same {
+            continue;
+        }
+        let abs = (ef as f64 - ff as f64).abs();
+        let d = diff.get_or_insert(Diff { first_word: i as u64, words: 0, expected: e, found: f, max_abs: 0.0 });
+        d.words += 1;
+        if abs.is_finite() && abs > d.max_abs {
+            d.max_abs = abs;
+        }
+    }
+    if expected.len() != found.len() && diff.is_none() {
+        return Some(Diff { first_word: n as u64, words: 1, expected: 0, found: 0, max_abs: 0.0 });
+    }
+    diff
+}
