@@ -124,7 +124,8 @@ pub struct ProfileArgs {
     /// Model shape to synthesize: tiny, smollm2-135m, llama-1b, llama-8b.
     #[arg(long, default_value = "smollm2-135m")]
     pub preset: String,
-    /// Weight format of the matrices and embeddings: f32, f16, q8_0, q4_0, q4_1.
+    /// Weight format of the matrices and embeddings: f32, f16, bf16, q8_0, q4_0, q4_1,
+    /// q4_k, q5_k, q6_k (tensors whose width is not whole blocks fall back to q8_0).
     #[arg(long, default_value = "q8_0")]
     pub weights: String,
     /// Tokens to decode.

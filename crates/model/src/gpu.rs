@@ -104,7 +104,36 @@ impl GpuMatrix {
     }
 }
 
-/// Stacks matrices of one width into one, each part starting at the given row; rows
+/// Matrices that write one output vector at the given rows (q/k/v, gate/up): stacked
+/// into one matrix — one dispatch — when they share a format, else uploaded apart, each
+/// writing its rows through `out_offset` (quantized files often keep `attn_v` in a
+/// different format from `attn_q`).
+fn upload_stacked(gpu: &Gpu, name: &str, parts: &[(&Tensor, u32)]) -> Result<Vec<GpuMatrix>, ModelError> {
+    let first = parts[0].0;
+    if parts.iter().all(|(t, _)| t.format == first.format && t.cols == first.cols) {
+        return Ok(vec![upload_matrix(gpu, &concat_rows(name, parts))?]);
+    }
+    parts
+        .iter()
+        .map(|(t, start)| {
+            let mut m = upload_matrix(gpu, t)?;
+            for chunk in &mut m.chunks {
+                chunk.1 += start;
+            }
+            Ok(m)
+        })
+        .collect()
+}
+
+fn gemv_stacked(gpu: &Gpu, parts: &[GpuMatrix], x: &GpuBuffer, y: &GpuBuffer) -> Result<Vec<Dispatch>, ModelError> {
+    let mut out = Vec::new();
+    for m in parts {
+        out.extend(m.gemv(gpu, x, y, false)?);
+    }
+    Ok(out)
+}
+
+/// Stacks matrices of one width and format into one, each part starting at the given row; rows
 /// between parts (alignment padding) are zero blocks, which every format decodes to 0.
 fn concat_rows(name: &str, parts: &[(&Tensor, u32)]) -> Tensor {
     let first = parts[0].0;
@@ -112,7 +141,7 @@ fn concat_rows(name: &str, parts: &[(&Tensor, u32)]) -> Tensor {
     let rows = parts.iter().map(|(t, start)| start + t.rows).max().unwrap_or(0);
     let mut data = vec![0u8; rows as usize * row_bytes];
     for (t, start) in parts {
-        debug_assert!(t.cols == first.cols && t.format == first.format);
+        assert!(t.cols == first.cols && t.format == first.format, "concat_rows: parts differ in shape or format");
         let at = *start as usize * row_bytes;
         data[at..at + t.data.len()].copy_from_slice(&t.data);
     }
@@ -234,15 +263,15 @@ impl GpuDecoder {
             let attn_norm = gpu.create_buffer_init(&l("attn_norm"), bytemuck::cast_slice(&layer.attn_norm))?;
             let ffn_norm = gpu.create_buffer_init(&l("ffn_norm"), bytemuck::cast_slice(&layer.ffn_norm))?;
             // One gemv for q, k and v, one for gate and up: fewer dispatches, same math.
-            let wqkv = upload_matrix(gpu, &concat_rows(&l("attn_qkv"), &[(&layer.wq, 0), (&layer.wk, c.q_dim()), (&layer.wv, c.q_dim() + c.kv_dim())]))?;
+            let wqkv = upload_stacked(gpu, &l("attn_qkv"), &[(&layer.wq, 0), (&layer.wk, c.q_dim()), (&layer.wv, c.q_dim() + c.kv_dim())])?;
             let wo = upload_matrix(gpu, &layer.wo)?;
-            let w_gate_up = upload_matrix(gpu, &concat_rows(&l("ffn_gate_up"), &[(&layer.w_gate, 0), (&layer.w_up, up_row)]))?;
+            let w_gate_up = upload_stacked(gpu, &l("ffn_gate_up"), &[(&layer.w_gate, 0), (&layer.w_up, up_row)])?;
             let w_down = upload_matrix(gpu, &layer.w_down)?;
             let push = |ds: &mut Vec<Dispatch>, name: &str, list: Vec<Dispatch>| {
                 ds.extend(list.into_iter().map(|d| d.labelled(l(name), Some(li))));
             };
             push(&mut ds, "attn_norm", vec![rms.dispatch(gpu, &a.x, &attn_norm, &a.xn)?]);
-            push(&mut ds, "attn_qkv", wqkv.gemv(gpu, &a.xn, &a.qkv, false)?);
+            push(&mut ds, "attn_qkv", gemv_stacked(gpu, &wqkv, &a.xn, &a.qkv)?);
             let rope = Rope {
                 n_heads: c.n_heads,
                 n_kv_heads: c.n_kv_heads,
@@ -261,7 +290,7 @@ impl GpuDecoder {
             // x += Wo·attn: the residual add fused into the projection.
             push(&mut ds, "attn_output", wo.gemv(gpu, &a.attn, &a.x, true)?);
             push(&mut ds, "ffn_norm", vec![rms.dispatch(gpu, &a.x, &ffn_norm, &a.xn)?]);
-            push(&mut ds, "ffn_gate_up", w_gate_up.gemv(gpu, &a.xn, &a.gate_up, false)?);
+            push(&mut ds, "ffn_gate_up", gemv_stacked(gpu, &w_gate_up, &a.xn, &a.gate_up)?);
             let silu = SiluMul { n: c.ffn_dim };
             push(&mut ds, "ffn_silu_mul", vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?]);
             push(&mut ds, "ffn_down", w_down.gemv(gpu, &a.hidden, &a.x, true)?);

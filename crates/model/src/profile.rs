@@ -95,7 +95,7 @@ pub fn profile_decode_captured(
         workload: WorkloadDesc {
             name: weights.name.clone(),
             architecture: "llama".into(),
-            weights: weights.matrix_format().name().to_string(),
+            weights: weights.format_summary(),
             params: c.params(),
             weight_bytes: weights.weight_bytes(),
             layers: c.n_layers,

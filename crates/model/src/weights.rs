@@ -135,4 +135,28 @@ impl ModelWeights {
     pub fn matrix_format(&self) -> WeightFormat {
         self.layers.first().map(|l| l.wq.format).unwrap_or(self.token_embd.format)
     }
+
+    /// Every matrix format with its tensor count, most tensors first:
+    /// `q4_1 (181), q8_0 (30)`. Files and fallbacks mix formats; one name would hide it.
+    pub fn format_summary(&self) -> String {
+        let mut counts: Vec<(WeightFormat, usize)> = Vec::new();
+        let mut add = |f: WeightFormat| match counts.iter_mut().find(|(g, _)| *g == f) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((f, 1)),
+        };
+        add(self.token_embd.format);
+        if let Some(o) = &self.output {
+            add(o.format);
+        }
+        for l in &self.layers {
+            for t in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
+                add(t.format);
+            }
+        }
+        counts.sort_by(|a, b| b.1.cmp(&a.1));
+        if counts.len() == 1 {
+            return counts[0].0.name().to_string();
+        }
+        counts.iter().map(|(f, n)| format!("{} ({n})", f.name())).collect::<Vec<_>>().join(", ")
+    }
 }

@@ -108,3 +108,25 @@ fn two_tokens_in_flight_give_the_same_tokens_as_one_at_a_time() {
     let a = piped.submit(gpu, None);
     assert!(a.is_err(), "context is full at 12");
 }
+
+#[test]
+fn mixed_formats_in_one_layer_still_match_cpu() {
+    // Real quantized files keep attn_v (and sometimes ffn_down) in another format than
+    // attn_q: the q/k/v gemv must not be stacked then, only written side by side.
+    let Some(gpu) = gpu() else { return };
+    let mut w = weights(Preset::Tiny, WeightFormat::Q4_0);
+    let c = w.config.clone();
+    for (i, layer) in w.layers.iter_mut().enumerate() {
+        layer.wv = gpuscope_model::synthetic::random_tensor(9, &format!("blk.{i}.attn_v.weight"), WeightFormat::Q8_0, c.kv_dim(), c.dim, 0.05);
+        layer.w_up = gpuscope_model::synthetic::random_tensor(9, &format!("blk.{i}.ffn_up.weight"), WeightFormat::F16, c.ffn_dim, c.dim, 0.05);
+    }
+    let mut g = GpuDecoder::new(gpu, &w, DecoderOptions { max_ctx: 6, read_logits: true }).unwrap();
+    let mut cpu = CpuDecoder::new(&w, 6).unwrap();
+    for t in [3u32, 40, 7, 300, 1, 2] {
+        let gl = g.step(gpu, Some(t)).unwrap().logits.unwrap();
+        let cl = cpu.step(t).unwrap().logits;
+        let scale = cl.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let worst = gl.iter().zip(&cl).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(worst <= 2e-3 * scale + 1e-4, "token {t}: logits differ by {worst}");
+    }
+}
