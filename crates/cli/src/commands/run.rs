@@ -15,9 +15,10 @@ use anyhow::{anyhow, Context};
 use gpuscope_model::{
     load_gguf, profile_decode, CpuDecoder, DecoderOptions, GpuDecoder, LoadedModel, ProfileOptions, Tokenizer,
 };
-use gpuscope_runtime::Gpu;
+use gpuscope_runtime::{Gpu, GpuOptions, TimingRequest};
+use gpuscope_trace::TimingMode;
 
-use crate::args::{ProfileArgs, RunArgs};
+use crate::args::{DeviceArgs, ProfileArgs, RunArgs, TimingArg};
 use crate::exit::{Exit, PARTIAL_RUN};
 
 /// Loads a model file and its tokenizer, printing what it is and any warnings.
@@ -74,6 +75,16 @@ impl Backend<'_> {
     }
 }
 
+/// `run` generates text, it does not profile: with `--timing auto` it takes no GPU
+/// timestamps (they cost up to half the throughput on some drivers).
+fn run_gpu_options(device: &DeviceArgs) -> GpuOptions {
+    let mut options = device.gpu_options();
+    if matches!(device.timing, TimingArg::Auto) {
+        options.timing = TimingRequest::Exactly(TimingMode::Off);
+    }
+    options
+}
+
 pub fn run(args: &RunArgs) -> Result<(), Exit> {
     let (model, tokenizer, load_secs) = load(&args.model)?;
     let prompt = prompt_ids(&tokenizer, &args.prompt, args.chat)?;
@@ -83,7 +94,7 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
     let mut backend = if args.cpu {
         Backend::Cpu(CpuDecoder::new(&model.weights, max_ctx)?)
     } else {
-        gpu = Gpu::new(&args.device.gpu_options())?;
+        gpu = Gpu::new(&run_gpu_options(&args.device))?;
         let d = GpuDecoder::new(&gpu, &model.weights, DecoderOptions { max_ctx, read_logits: false })?;
         let a = gpu.adapter_desc();
         eprintln!("gpuscope: on {} ({})", a.name, a.backend);
@@ -103,26 +114,52 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
     let tg_start = Instant::now();
     let mut generated = 0u32;
     let mut stop = None;
-    while generated < args.tokens {
-        if tokenizer.is_end(next) && !args.ignore_eos {
-            stop = Some("end-of-sequence token");
-            break;
+    // Prints `token` unless it ends the text; says whether to go on.
+    let mut emit = |token: u32, generated: &mut u32, stop: &mut Option<&str>| -> Result<bool, Exit> {
+        if tokenizer.is_end(token) && !args.ignore_eos {
+            *stop = Some("end-of-sequence token");
+            return Ok(false);
         }
-        out.write_all(stream.push(next)?.as_bytes())?;
+        out.write_all(stream.push(token)?.as_bytes())?;
         out.flush()?;
-        generated += 1;
-        if generated == args.tokens {
-            break;
-        }
-        // The last token needs no decode step: its successor would not be printed.
-        next = match backend.step(next) {
-            Ok(t) => t,
-            Err(e) => {
-                writeln!(out)?;
-                return Err(Exit { code: PARTIAL_RUN, error: anyhow::Error::new(e).context(format!("generation stopped after {generated} tokens")) });
+        *generated += 1;
+        Ok(*generated < args.tokens)
+    };
+    let partial = |e: gpuscope_model::ModelError, generated: u32| Exit {
+        code: PARTIAL_RUN,
+        error: anyhow::Error::new(e).context(format!("generation stopped after {generated} tokens")),
+    };
+    if emit(next, &mut generated, &mut stop)? {
+        match &mut backend {
+            // Two steps in flight: the GPU feeds its own argmax to the next step, so
+            // step N+1 is encoded while step N runs and N's token is printed.
+            Backend::Gpu(gpu, d) => {
+                let mut pending = std::collections::VecDeque::new();
+                let mut submitted = 0u32;
+                // The last token needs no decode step: its successor would not be printed.
+                let steps = args.tokens - 1;
+                loop {
+                    while pending.len() < gpuscope_runtime::MAX_IN_FLIGHT && submitted < steps {
+                        pending.push_back(d.submit(gpu, None).map_err(|e| partial(e, generated))?);
+                        submitted += 1;
+                    }
+                    let Some(p) = pending.pop_front() else { break };
+                    let token = d.finish(gpu, p).map_err(|e| partial(e, generated))?.token;
+                    if !emit(token, &mut generated, &mut stop)? {
+                        break;
+                    }
+                }
             }
-        };
+            Backend::Cpu(_) => loop {
+                next = backend.step(next).map_err(|e| partial(e, generated))?;
+                if !emit(next, &mut generated, &mut stop)? {
+                    break;
+                }
+            },
+        }
     }
+    drop(emit);
+    let mut out = std::io::stdout().lock();
     let tg_secs = tg_start.elapsed().as_secs_f64();
     writeln!(out)?;
     let rate = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
