@@ -110,6 +110,13 @@ pub struct RunArgs {
     /// Decode with the CPU reference instead of the GPU (slow; for checking).
     #[arg(long)]
     pub cpu: bool,
+    /// Record every GPU command of the run (prompt and generation steps) to this
+    /// capture directory (see `inspect` and `replay`).
+    #[arg(long, conflicts_with = "cpu")]
+    pub capture: Option<PathBuf>,
+    /// Also capture every buffer's contents before the first step.
+    #[arg(long, requires = "capture")]
+    pub capture_data: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

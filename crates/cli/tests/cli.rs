@@ -307,3 +307,31 @@ fn bad_model_files_are_one_line_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("tensor \"t\""), "{}", text(&out.stderr));
 }
+
+#[test]
+fn run_with_capture_records_every_step_and_replays() {
+    // Prompt steps and generation steps (two in flight) all land in the capture, and a
+    // replay reproduces the run's counters.
+    if !have_gpu() {
+        return;
+    }
+    let Some(model) = smollm2() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("runcap");
+    let out = gpuscope(&["run", &model, "--prompt", "The capital of France is", "-n", "4", "--capture", cap.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let steps: u32 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("gpuscope: capture of ")?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no capture line in:\n{err}"));
+    // 5 prompt tokens + 3 generation steps (the 4th token needs none).
+    assert!(steps >= 8, "{steps} steps recorded:\n{err}");
+    let replay = gpuscope(&["replay", cap.to_str().unwrap()]);
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    let report = text(&replay.stdout);
+    assert!(report.contains(&format!("Tokens: {steps} decoded")), "{report}");
+    assert!(!report.contains("FAIL"), "{report}");
+    let cpu = gpuscope(&["run", &model, "--prompt", "x", "--cpu", "--capture", cap.to_str().unwrap()]);
+    assert_eq!(cpu.status.code(), Some(2), "--capture with --cpu is a usage error");
+}

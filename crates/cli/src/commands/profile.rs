@@ -4,6 +4,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Context};
 use gpuscope_model::{profile_decode_captured, synthetic_weights, CaptureRequest, Preset, ProfileOptions};
 use gpuscope_ops::WeightFormat;
+use gpuscope_runtime::capture::{CaptureRecorder, RecordError};
 use gpuscope_runtime::Gpu;
 
 use crate::args::ProfileArgs;
@@ -48,20 +49,9 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
         warmup: args.warmup,
         in_flight: args.in_flight as usize,
     };
-    let request = args.capture.as_ref().map(|dir| CaptureRequest {
-        name: capture_name(dir),
-        data: args.capture_data,
-        output_tokens: args.capture_tokens.clone(),
-    });
-    let captured = profile_decode_captured(&gpu, &weights, &options, request.as_ref())?;
+    let captured = profile_decode_captured(&gpu, &weights, &options, capture_request(args).as_ref())?;
     let run = captured.run;
-    let mut capture_error = None;
-    if let (Some(dir), Some(capture)) = (&args.capture, captured.capture) {
-        match capture.and_then(|rec| rec.write(dir).map(|()| rec)) {
-            Ok(rec) => eprintln!("gpuscope: capture of {} tokens written to {}", rec.steps(), dir.display()),
-            Err(e) => capture_error = Some(anyhow::Error::new(e).context(format!("recording the capture to {}", dir.display()))),
-        }
-    }
+    let capture_error = write_capture(args.capture.as_deref(), captured.capture);
     // Whatever happened, what was measured is written and shown before the error.
     if let Some(path) = &args.json {
         gpuscope_trace::io::save_profile(path, &run.profile)
@@ -85,8 +75,33 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
     Ok(())
 }
 
+/// What `--capture`, `--capture-data` and `--capture-tokens` ask for.
+pub(crate) fn capture_request(args: &ProfileArgs) -> Option<CaptureRequest> {
+    args.capture.as_ref().map(|dir| CaptureRequest {
+        name: capture_name(dir),
+        data: args.capture_data,
+        output_tokens: args.capture_tokens.clone(),
+    })
+}
+
+/// Writes a recorded capture to `dir`; returns the error to report after the profile
+/// (the profile is shown either way).
+pub(crate) fn write_capture(
+    dir: Option<&std::path::Path>,
+    capture: Option<Result<CaptureRecorder, RecordError>>,
+) -> Option<anyhow::Error> {
+    let (dir, capture) = (dir?, capture?);
+    match capture.and_then(|rec| rec.write(dir).map(|()| rec)) {
+        Ok(rec) => {
+            eprintln!("gpuscope: capture of {} tokens written to {}", rec.steps(), dir.display());
+            None
+        }
+        Err(e) => Some(anyhow::Error::new(e).context(format!("recording the capture to {}", dir.display()))),
+    }
+}
+
 /// The capture's name: its directory's name (the prefix of the candle-style views).
-fn capture_name(dir: &std::path::Path) -> String {
+pub(crate) fn capture_name(dir: &std::path::Path) -> String {
     dir.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| !n.is_empty() && n != "." && n != "..")

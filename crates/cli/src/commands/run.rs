@@ -13,10 +13,11 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Context};
 use gpuscope_model::{
-    load_gguf, profile_decode, CpuDecoder, DecoderOptions, GpuDecoder, LoadedModel, ProfileOptions, Tokenizer,
+    load_gguf, profile_decode_captured, CpuDecoder, DecoderOptions, GpuDecoder, LoadedModel, ProfileOptions, Tokenizer,
 };
-use gpuscope_runtime::{Gpu, GpuOptions, TimingRequest};
-use gpuscope_trace::TimingMode;
+use gpuscope_runtime::capture::{CaptureRecorder, StepRecord};
+use gpuscope_runtime::{Gpu, GpuOptions, StepOutput, TimingRequest};
+use gpuscope_trace::{TimingMode, WorkloadDesc};
 
 use crate::args::{DeviceArgs, ProfileArgs, RunArgs, TimingArg};
 use crate::exit::{Exit, PARTIAL_RUN};
@@ -66,12 +67,57 @@ enum Backend<'w> {
 }
 
 impl Backend<'_> {
-    /// Decodes `token` at the next position; returns the greedy next token.
-    fn step(&mut self, token: u32) -> Result<u32, gpuscope_model::ModelError> {
+    /// Decodes `token` at the next position; returns the greedy next token and, on the
+    /// GPU, the step's measurements.
+    fn step(&mut self, token: u32) -> Result<(u32, Option<StepOutput>), gpuscope_model::ModelError> {
         match self {
-            Backend::Gpu(gpu, d) => Ok(d.step(gpu, Some(token))?.token),
-            Backend::Cpu(d) => Ok(d.step(token)?.token),
+            Backend::Gpu(gpu, d) => {
+                let s = d.step(gpu, Some(token))?;
+                Ok((s.token, Some(s.output)))
+            }
+            Backend::Cpu(d) => Ok((d.step(token)?.token, None)),
         }
+    }
+}
+
+/// `run --capture`: the recorder and every recorded step (position, token, output).
+struct RunCapture {
+    dir: std::path::PathBuf,
+    recorder: CaptureRecorder,
+    steps: Vec<(u32, u32, StepOutput)>,
+}
+
+impl RunCapture {
+    fn start(args: &RunArgs, gpu: &Gpu, d: &GpuDecoder, model: &LoadedModel) -> Result<Option<RunCapture>, Exit> {
+        let Some(dir) = &args.capture else { return Ok(None) };
+        let c = &model.weights.config;
+        let workload = WorkloadDesc {
+            name: model.info.name.clone(),
+            architecture: model.info.architecture.clone(),
+            weights: model.info.formats.clone(),
+            params: c.params(),
+            weight_bytes: model.weights.weight_bytes(),
+            layers: c.n_layers,
+            graph_dispatches_per_token: d.graph().dispatch_count() as u32,
+            graph_passes_per_token: d.graph().sections.len() as u32,
+        };
+        let mut recorder = CaptureRecorder::new(gpu, d.graph(), &super::profile::capture_name(dir), workload)
+            .map_err(|e| anyhow::Error::new(e).context("starting the capture"))?;
+        recorder.begin(gpu, args.capture_data).map_err(|e| anyhow::Error::new(e).context("starting the capture"))?;
+        Ok(Some(RunCapture { dir: dir.clone(), recorder, steps: Vec::new() }))
+    }
+
+    fn finish(mut self, gpu: &Gpu) -> Result<(), Exit> {
+        let records: Vec<StepRecord> = self
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, (position, token_id, output))| StepRecord { index: i as u32, position: *position, token_id: *token_id, output })
+            .collect();
+        let written = self.recorder.end(gpu, &records).and_then(|()| self.recorder.write(&self.dir));
+        written.map_err(|e| anyhow::Error::new(e).context(format!("recording the capture to {}", self.dir.display())))?;
+        eprintln!("gpuscope: capture of {} steps written to {}", records.len(), self.dir.display());
+        Ok(())
     }
 }
 
@@ -90,6 +136,7 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
     let prompt = prompt_ids(&tokenizer, &args.prompt, args.chat)?;
     let max_ctx = prompt.len() as u32 + args.tokens;
     let gpu;
+    let mut capture = None;
     let setup = Instant::now();
     let mut backend = if args.cpu {
         Backend::Cpu(CpuDecoder::new(&model.weights, max_ctx)?)
@@ -98,14 +145,19 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
         let d = GpuDecoder::new(&gpu, &model.weights, DecoderOptions { max_ctx, read_logits: false })?;
         let a = gpu.adapter_desc();
         eprintln!("gpuscope: on {} ({})", a.name, a.backend);
+        capture = RunCapture::start(args, &gpu, &d, &model)?;
         Backend::Gpu(&gpu, d)
     };
     let setup_secs = setup.elapsed().as_secs_f64();
 
     let pp_start = Instant::now();
     let mut next = 0;
-    for &t in &prompt {
-        next = backend.step(t)?;
+    for (position, &t) in prompt.iter().enumerate() {
+        let output;
+        (next, output) = backend.step(t)?;
+        if let (Some(c), Some(o)) = (&mut capture, output) {
+            c.steps.push((position as u32, next, o));
+        }
     }
     let pp_secs = pp_start.elapsed().as_secs_f64();
 
@@ -144,14 +196,28 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
                         submitted += 1;
                     }
                     let Some(p) = pending.pop_front() else { break };
-                    let token = d.finish(gpu, p).map_err(|e| partial(e, generated))?.token;
+                    let position = d.position() - pending.len() as u32 - 1;
+                    let step = d.finish(gpu, p).map_err(|e| partial(e, generated))?;
+                    let token = step.token;
+                    if let Some(c) = &mut capture {
+                        c.steps.push((position, token, step.output));
+                    }
                     if !emit(token, &mut generated, &mut stop)? {
                         break;
                     }
                 }
+                // Steps still in flight after an early stop (end of text) are finished
+                // unprinted: a capture must see every step it saw submitted.
+                while let Some(p) = pending.pop_front() {
+                    let position = d.position() - pending.len() as u32 - 1;
+                    let step = d.finish(gpu, p).map_err(|e| partial(e, generated))?;
+                    if let Some(c) = &mut capture {
+                        c.steps.push((position, step.token, step.output));
+                    }
+                }
             }
             Backend::Cpu(_) => loop {
-                next = backend.step(next).map_err(|e| partial(e, generated))?;
+                next = backend.step(next).map_err(|e| partial(e, generated))?.0;
                 if !emit(next, &mut generated, &mut stop)? {
                     break;
                 }
@@ -162,6 +228,10 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
     let mut out = std::io::stdout().lock();
     let tg_secs = tg_start.elapsed().as_secs_f64();
     writeln!(out)?;
+    // Every submitted step is finished by now (in-flight steps drain before the loop ends).
+    if let (Some(c), Backend::Gpu(gpu, _)) = (capture, &backend) {
+        c.finish(gpu)?;
+    }
     let rate = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
     let backend_name = if args.cpu { "CPU reference" } else { "GPU" };
     eprintln!(
@@ -231,7 +301,14 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
         warmup: args.warmup,
         in_flight: args.in_flight as usize,
     };
-    let mut run = profile_decode(&gpu, &model.weights, &options)?;
+    if let Some(r) = &args.capture_tokens {
+        if r.end > args.tokens {
+            return Err(anyhow!("--capture-tokens {}..{}: only {} tokens are decoded", r.start, r.end, args.tokens).into());
+        }
+    }
+    let captured = profile_decode_captured(&gpu, &model.weights, &options, super::profile::capture_request(args).as_ref())?;
+    let capture_error = super::profile::write_capture(args.capture.as_deref(), captured.capture);
+    let mut run = captured.run;
     let w = &mut run.profile.workload;
     w.name = format!("{} ({})", model.info.name, path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
     w.architecture = model.info.architecture.clone();
@@ -241,6 +318,9 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
         eprintln!("gpuscope: profile written to {}", out.display());
     }
     std::io::stdout().write_all(gpuscope_trace::render::render_text(&run.profile).as_bytes())?;
+    if let (Some(e), None) = (capture_error, &run.error) {
+        return Err(e.into());
+    }
     if let Some(e) = run.error {
         return Err(Exit {
             code: PARTIAL_RUN,
