@@ -1,8 +1,9 @@
 //! Shared test setup: one GPU device for the whole test binary, seeded random inputs.
 #![allow(dead_code)]
 
-use gpuscope_runtime::Gpu;
-use rand::{rngs::StdRng, SeedableRng};
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, Section};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
 
 /// The test binary's GPU, or `None` on a developer machine with no adapter
 /// (panics in CI; see `gpuscope_runtime::testing::shared_gpu`).
@@ -12,4 +13,41 @@ pub fn gpu() -> Option<&'static Gpu> {
 
 pub fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
+}
+
+/// Weights at the scale of a trained LLM (σ ≈ 0.02) with an occasional 8× outlier, so
+/// blocks have uneven ranges as real ones do. Never all zeros.
+pub fn weights(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    let normal = Normal::new(0.0f32, 0.02).unwrap();
+    (0..n)
+        .map(|_| {
+            let v = normal.sample(rng);
+            if rng.random_range(0..64) == 0 {
+                v * 8.0
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+/// Activations after rms_norm: unit scale.
+pub fn activations(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    (0..n).map(|_| normal.sample(rng)).collect()
+}
+
+pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    bytemuck::cast_slice(v).to_vec()
+}
+
+pub fn read_f32(gpu: &Gpu, buf: &GpuBuffer) -> Vec<f32> {
+    let bytes = gpu.read_buffer(buf).expect("readback");
+    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+/// Runs `dispatches` as one pass and waits.
+pub fn run(gpu: &Gpu, dispatches: Vec<Dispatch>) {
+    let graph = Graph { sections: vec![Section::new("test", None, dispatches)] };
+    gpu.run_once(&graph).expect("run_once");
 }

@@ -8,10 +8,8 @@
 use gpuscope_ops::embedding::Embedding;
 use gpuscope_ops::gemv::{Gemv, GemvTuning, MAX_ROWS_PER_THREAD, WORKGROUP_SIZE};
 use gpuscope_ops::quant::{QuantError, WeightFormat};
-use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, Section};
+use gpuscope_runtime::Gpu;
 use rand::rngs::StdRng;
-use rand::Rng;
-use rand_distr::{Distribution, Normal};
 
 use crate::common;
 
@@ -25,44 +23,7 @@ const K_FORMATS: [WeightFormat; 3] = [Q4_K, Q5_K, Q6_K];
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-/// Trained-LLM-like weights (σ = 0.02) with an occasional 8× outlier.
-fn weights(rng: &mut StdRng, n: usize) -> Vec<f32> {
-    let normal = Normal::new(0.0f32, 0.02).unwrap();
-    (0..n)
-        .map(|_| {
-            let v = normal.sample(rng);
-            if rng.random_range(0..64) == 0 {
-                v * 8.0
-            } else {
-                v
-            }
-        })
-        .collect()
-}
-
-fn activations(rng: &mut StdRng, n: usize) -> Vec<f32> {
-    let normal = Normal::new(0.0f32, 1.0).unwrap();
-    (0..n).map(|_| normal.sample(rng)).collect()
-}
-
-fn f32_bytes(v: &[f32]) -> Vec<u8> {
-    bytemuck::cast_slice(v).to_vec()
-}
-
-fn read_f32(gpu: &Gpu, buf: &GpuBuffer) -> Vec<f32> {
-    let bytes = gpu.read_buffer(buf).expect("readback");
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
-fn run(gpu: &Gpu, dispatches: Vec<Dispatch>) {
-    let graph = Graph {
-        sections: vec![Section::new("test", None, dispatches)],
-    };
-    gpu.run_once(&graph).expect("run_once");
-}
+use crate::common::{activations, f32_bytes, read_f32, run, weights};
 
 fn dequantize(format: WeightFormat, bytes: &[u8], n: usize) -> Vec<f32> {
     let mut out = vec![0.0f32; n];

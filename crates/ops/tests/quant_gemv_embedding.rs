@@ -4,11 +4,9 @@
 use gpuscope_ops::embedding::Embedding;
 use gpuscope_ops::gemv::{Gemv, GemvTuning, MAX_ROWS_PER_THREAD, WORKGROUP_SIZE};
 use gpuscope_ops::quant::{QuantError, WeightFormat};
-use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, Section};
+use gpuscope_runtime::Gpu;
 use half::f16;
 use rand::rngs::StdRng;
-use rand::Rng;
-use rand_distr::{Distribution, Normal};
 
 use crate::common;
 
@@ -16,46 +14,7 @@ use crate::common;
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-/// Weights at the scale of a trained LLM (σ ≈ 0.02) with an occasional outlier, so blocks
-/// have uneven ranges as real ones do. Never all zeros.
-fn weights(rng: &mut StdRng, n: usize) -> Vec<f32> {
-    let normal = Normal::new(0.0f32, 0.02).unwrap();
-    (0..n)
-        .map(|_| {
-            let v = normal.sample(rng);
-            if rng.random_range(0..64) == 0 {
-                v * 8.0
-            } else {
-                v
-            }
-        })
-        .collect()
-}
-
-/// Activations after rms_norm: unit scale.
-fn activations(rng: &mut StdRng, n: usize) -> Vec<f32> {
-    let normal = Normal::new(0.0f32, 1.0).unwrap();
-    (0..n).map(|_| normal.sample(rng)).collect()
-}
-
-fn f32_bytes(v: &[f32]) -> Vec<u8> {
-    bytemuck::cast_slice(v).to_vec()
-}
-
-fn read_f32(gpu: &Gpu, buf: &GpuBuffer) -> Vec<f32> {
-    let bytes = gpu.read_buffer(buf).expect("readback");
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
-fn run(gpu: &Gpu, dispatches: Vec<Dispatch>) {
-    let graph = Graph {
-        sections: vec![Section::new("test", None, dispatches)],
-    };
-    gpu.run_once(&graph).expect("run_once");
-}
+use crate::common::{activations, f32_bytes, read_f32, run, weights};
 
 /// GPU-vs-oracle tolerance relative to Σ|w·x| of the row. Both sides use the same
 /// dequantized weights, so the difference is f32 summation order only: the oracle sums
