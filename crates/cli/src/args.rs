@@ -117,6 +117,10 @@ pub struct RunArgs {
     /// Also capture every buffer's contents before the first step.
     #[arg(long, requires = "capture")]
     pub capture_data: bool,
+    /// Also capture the outputs of every dispatch of these recorded steps (`3..4`; prompt
+    /// steps count first), decoded again dispatch by dispatch after the run.
+    #[arg(long, value_name = "A..B", requires = "capture_data", value_parser = parse_range)]
+    pub capture_tokens: Option<std::ops::Range<u32>>,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

@@ -332,6 +332,14 @@ fn run_with_capture_records_every_step_and_replays() {
     let report = text(&replay.stdout);
     assert!(report.contains(&format!("Tokens: {steps} decoded")), "{report}");
     assert!(!report.contains("FAIL"), "{report}");
+    // With data and the outputs of two steps, the replay compares every output.
+    let cap2 = dir.path().join("runcap_data");
+    let out = gpuscope(&["run", &model, "--prompt", "The capital", "-n", "2", "--capture", cap2.to_str().unwrap(), "--capture-data", "--capture-tokens", "1..3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let replay = gpuscope(&["replay", cap2.to_str().unwrap()]);
+    assert!(replay.status.success(), "{}\n{}", text(&replay.stdout), text(&replay.stderr));
+    let all = format!("{}{}", text(&replay.stdout), text(&replay.stderr));
+    assert!(all.contains("outputs match the recorded ones"), "{all}");
     let cpu = gpuscope(&["run", &model, "--prompt", "x", "--cpu", "--capture", cap.to_str().unwrap()]);
     assert_eq!(cpu.status.code(), Some(2), "--capture with --cpu is a usage error");
 }

@@ -85,6 +85,8 @@ struct RunCapture {
     dir: std::path::PathBuf,
     recorder: CaptureRecorder,
     steps: Vec<(u32, u32, StepOutput)>,
+    /// `--capture-tokens`: steps whose dispatch outputs are recorded too.
+    output_steps: Option<std::ops::Range<u32>>,
 }
 
 impl RunCapture {
@@ -104,7 +106,7 @@ impl RunCapture {
         let mut recorder = CaptureRecorder::new(gpu, d.graph(), &super::profile::capture_name(dir), workload)
             .map_err(|e| anyhow::Error::new(e).context("starting the capture"))?;
         recorder.begin(gpu, args.capture_data).map_err(|e| anyhow::Error::new(e).context("starting the capture"))?;
-        Ok(Some(RunCapture { dir: dir.clone(), recorder, steps: Vec::new() }))
+        Ok(Some(RunCapture { dir: dir.clone(), recorder, steps: Vec::new(), output_steps: args.capture_tokens.clone() }))
     }
 
     fn finish(mut self, gpu: &Gpu) -> Result<(), Exit> {
@@ -114,7 +116,15 @@ impl RunCapture {
             .enumerate()
             .map(|(i, (position, token_id, output))| StepRecord { index: i as u32, position: *position, token_id: *token_id, output })
             .collect();
-        let written = self.recorder.end(gpu, &records).and_then(|()| self.recorder.write(&self.dir));
+        let steps = records.len();
+        let mut written = self.recorder.end(gpu, &records);
+        if let (Ok(()), Some(r)) = (&written, self.output_steps.clone()) {
+            if r.end as usize > steps {
+                return Err(anyhow!("--capture-tokens {}..{}: the run recorded only {steps} steps", r.start, r.end).into());
+            }
+            written = self.recorder.capture_outputs(gpu, r.start as usize..r.end as usize);
+        }
+        let written = written.and_then(|()| self.recorder.write(&self.dir));
         written.map_err(|e| anyhow::Error::new(e).context(format!("recording the capture to {}", self.dir.display())))?;
         eprintln!("gpuscope: capture of {} steps written to {}", records.len(), self.dir.display());
         Ok(())
