@@ -276,8 +276,11 @@ fn profile_of_a_model_file_names_it_in_the_header() {
     for needle in ["Smollm2 135M", "SmolLM2-135M-Instruct.Q4_1.gguf", "(llama)", "q4_1 ×210", "q8_0 ×1", "30 layers"] {
         assert!(workload.contains(needle), "missing {needle:?}: {workload}");
     }
-    assert!(stderr.contains("pp: 1 prompt tokens"), "{stderr}");
+    assert!(stdout.contains("prompt: 1 tokens in"), "{stdout}");
     assert!(stdout.contains("Tokens: 2 decoded"), "{stdout}");
+    // Generation continues after the prompt: the first recorded token is at position 1.
+    let first = stdout.lines().skip_while(|l| !l.contains("token    pos")).nth(1).expect("a token line");
+    assert_eq!(first.split_whitespace().nth(1), Some("1"), "{first}");
 }
 
 #[test]

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use gpuscope_runtime::capture::{CaptureRecorder, RecordError, StepRecord};
 use gpuscope_runtime::{step_events, Gpu, StepOutput, MAX_IN_FLIGHT};
-use gpuscope_trace::{Overhead, Profile, TimingInfo, TimingMode, TokenRecord, WorkloadDesc, PROFILE_FORMAT};
+use gpuscope_trace::{Overhead, PromptRecord, Profile, TimingInfo, TimingMode, TokenRecord, WorkloadDesc, PROFILE_FORMAT};
 
 use crate::error::ModelError;
 use crate::gpu::{DecoderOptions, GpuDecoder, GpuStep};
@@ -24,6 +24,27 @@ pub struct ProfileOptions {
     /// Tokens in flight at once: 1 waits for each token before encoding the next; 2
     /// encodes token N+1 while the GPU runs token N.
     pub in_flight: usize,
+    /// Prompt tokens fed (one per step, timed as prompt processing) before the recorded
+    /// tokens, which then continue from the prompt's KV cache and last argmax. Empty:
+    /// the recorded run starts from `first_token` at position 0.
+    pub prompt: Vec<u32>,
+}
+
+impl ProfileOptions {
+    /// The input of the first recorded token: `first_token`, or none after a prompt
+    /// (the GPU's argmax of the prompt's last token feeds it).
+    fn first_input(&self) -> Option<u32> {
+        self.prompt.is_empty().then_some(self.first_token)
+    }
+
+    /// Feeds the prompt one token per step; returns the wall time.
+    fn feed_prompt(&self, gpu: &Gpu, decoder: &mut GpuDecoder) -> Result<u64, ModelError> {
+        let start = Instant::now();
+        for &t in &self.prompt {
+            decoder.step(gpu, Some(t))?;
+        }
+        Ok(start.elapsed().as_nanos() as u64)
+    }
 }
 
 /// A profile and, when the run stopped early, why. The profile holds everything measured
@@ -77,7 +98,7 @@ pub fn profile_decode_captured(
 ) -> Result<CapturedRun, ModelError> {
     let setup_start = Instant::now();
     let before_setup = gpu.counters();
-    let max_ctx = opts.tokens.max(opts.warmup).max(1);
+    let max_ctx = (opts.prompt.len() as u32 + opts.tokens).max(opts.warmup).max(1);
     let mut decoder = GpuDecoder::new(gpu, weights, DecoderOptions { max_ctx, read_logits: false })?;
     let setup = gpu.counters().since(&before_setup);
     let setup_wall_ns = setup_start.elapsed().as_nanos() as u64;
@@ -108,6 +129,7 @@ pub fn profile_decode_captured(
         dispatches: Vec::new(),
         passes: Vec::new(),
         overhead: None,
+        prompt: None,
     };
     // Steps are recorded first and turned into events after the loop, so building
     // strings for thousands of events does not land inside the measured tokens.
@@ -120,6 +142,18 @@ pub fn profile_decode_captured(
         }
     }
     decoder.reset();
+    if error.is_none() && !opts.prompt.is_empty() {
+        match opts.feed_prompt(gpu, &mut decoder) {
+            Ok(wall_ns) => {
+                profile.prompt = Some(PromptRecord {
+                    tokens: opts.prompt.len() as u32,
+                    wall_ns,
+                    method: "one token per step, each waited for".into(),
+                })
+            }
+            Err(e) => error = Some(e),
+        }
+    }
     let mut recorder = match capture {
         Some(req) if error.is_none() => Some(
             CaptureRecorder::new(gpu, decoder.graph(), &req.name, profile.workload.clone())
@@ -182,7 +216,7 @@ fn decode_tokens(
     let mut pending = std::collections::VecDeque::new();
     for i in 0..opts.tokens {
         let position = decoder.position();
-        pending.push_back((i, position, decoder.submit(gpu, (i == 0).then_some(opts.first_token))?));
+        pending.push_back((i, position, decoder.submit(gpu, if i == 0 { opts.first_input() } else { None })?));
         if pending.len() >= depth {
             let (index, position, p) = pending.pop_front().unwrap();
             record(index, position, decoder.finish(gpu, p)?);
@@ -221,6 +255,7 @@ fn measure_untimed(gpu: &Gpu, decoder: &mut GpuDecoder, opts: &ProfileOptions) -
     let mode = gpu.timing();
     decoder.set_timing(gpu, TimingMode::Off)?;
     decoder.reset();
+    opts.feed_prompt(gpu, decoder)?;
     let mut walls = Vec::new();
     decode_tokens(gpu, decoder, opts, |index, _, step| {
         if index > 0 || opts.tokens == 1 {

@@ -10,7 +10,7 @@ use crate::common::{gpu, weights};
 fn profile_records_every_dispatch_and_round_trips() {
     let Some(gpu) = gpu() else { return };
     let w = weights(Preset::Tiny, WeightFormat::Q4_1);
-    let opts = ProfileOptions { tokens: 4, first_token: 9, overhead: true, warmup: 2, in_flight: 2 };
+    let opts = ProfileOptions { tokens: 4, first_token: 9, overhead: true, warmup: 2, in_flight: 2, prompt: Vec::new() };
     let run = profile_decode(gpu, &w, &opts).unwrap();
     assert!(run.error.is_none());
     let p = run.profile;
@@ -41,4 +41,28 @@ fn profile_records_every_dispatch_and_round_trips() {
     for needle in ["Adapter", "gemv_q4_1", "L1", "Bottleneck", "barriers"] {
         assert!(report.contains(needle), "report lacks {needle}:\n{report}");
     }
+}
+
+#[test]
+fn a_prompt_is_timed_apart_and_generation_continues_from_its_cache() {
+    let Some(gpu) = gpu() else { return };
+    let w = weights(Preset::Tiny, WeightFormat::Q8_0);
+    let prompt = vec![5u32, 17, 300, 2];
+    let opts = ProfileOptions { tokens: 3, first_token: 1, overhead: false, warmup: 1, in_flight: 2, prompt: prompt.clone() };
+    let p = profile_decode(gpu, &w, &opts).unwrap().profile;
+    let pr = p.prompt.as_ref().expect("prompt record");
+    assert_eq!(pr.tokens, 4);
+    assert!(pr.wall_ns > 0);
+    let positions: Vec<u32> = p.tokens.iter().map(|t| t.position).collect();
+    assert_eq!(positions, vec![4, 5, 6], "generation continues after the prompt");
+    // The same tokens as feeding the prompt and then greedy decoding by hand.
+    let mut d = gpuscope_model::GpuDecoder::new(gpu, &w, gpuscope_model::DecoderOptions { max_ctx: 7, read_logits: false }).unwrap();
+    for &t in &prompt {
+        d.step(gpu, Some(t)).unwrap();
+    }
+    let expected: Vec<u32> = (0..3).map(|_| d.step(gpu, None).unwrap().token).collect();
+    let got: Vec<u32> = p.tokens.iter().map(|t| t.token_id).collect();
+    assert_eq!(got, expected);
+    let report = gpuscope_trace::render::render_text(&p);
+    assert!(report.contains("prompt: 4 tokens"), "{report}");
 }

@@ -5,6 +5,7 @@
 //! - 1.0: first version: adapter, timing mode, workload, setup counters, per-token
 //!   records with counters, per-dispatch and per-pass events.
 //! - 1.1: `TokenRecord::cpu`, the token's CPU time by phase (absent in 1.0: zeros).
+//! - 1.2: `Profile::prompt`, prompt processing before the recorded tokens (optional).
 //!
 //! A reader accepts any file with the same major version (newer minors may add fields,
 //! which older readers ignore) and refuses another major with a message naming both.
@@ -15,7 +16,7 @@ use crate::counters::Counters;
 use crate::FormatVersion;
 
 /// The profile format this build writes.
-pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 1 };
+pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 2 };
 
 /// One profiling run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +40,20 @@ pub struct Profile {
     pub passes: Vec<PassEvent>,
     /// The measured cost of the timing mode (filled by `--overhead`).
     pub overhead: Option<Overhead>,
+    /// Prompt processing done before the recorded tokens, which continue from its KV
+    /// cache (format 1.2; absent in older files and when no prompt was given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<PromptRecord>,
+}
+
+/// The prompt fed before the recorded (generated) tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptRecord {
+    pub tokens: u32,
+    /// CPU wall time from the first prompt token's upload to the last one's readback.
+    pub wall_ns: u64,
+    /// How it was processed, e.g. "one token per step".
+    pub method: String,
 }
 
 /// The GPU adapter the run used.

@@ -225,6 +225,7 @@ pub fn small() -> Profile {
         dispatches,
         passes,
         overhead: None,
+        prompt: None,
     }
 }
 

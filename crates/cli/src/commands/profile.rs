@@ -48,6 +48,7 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
         overhead: args.overhead,
         warmup: args.warmup,
         in_flight: args.in_flight as usize,
+        prompt: Vec::new(),
     };
     let captured = profile_decode_captured(&gpu, &weights, &options, capture_request(args).as_ref())?;
     let run = captured.run;

@@ -282,27 +282,13 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
         Some(p) => prompt_ids(&tokenizer, p, false)?,
         None => vec![tokenizer.bos.unwrap_or(0)],
     };
-    if args.prompt.is_some() {
-        // Prompt processing, measured on its own decoder (freed before the profile).
-        let mut d = GpuDecoder::new(&gpu, &model.weights, DecoderOptions { max_ctx: prompt.len() as u32, read_logits: false })?;
-        let start = Instant::now();
-        for &t in &prompt {
-            d.step(&gpu, Some(t))?;
-        }
-        let secs = start.elapsed().as_secs_f64();
-        eprintln!(
-            "gpuscope: pp: {} prompt tokens in {:.3} s = {:.1} tok/s (wall clock, one token per step, each waited for; \
-             batched prompt processing is not implemented yet)",
-            prompt.len(),
-            secs,
-            prompt.len() as f64 / secs
-        );
-    }
+    // With --prompt the recorded (generated) tokens continue from the prompt's KV cache;
+    // without one they start from the BOS token at position 0.
+    let fed = if args.prompt.is_some() { prompt.clone() } else { Vec::new() };
     eprintln!(
-        "gpuscope: tg: decoding {} tokens from token {} ({:?}) at position 0",
+        "gpuscope: tg: decoding {} tokens after {} prompt tokens",
         args.tokens,
-        prompt[0],
-        tokenizer.decode(&prompt[..1]).unwrap_or_default()
+        fed.len()
     );
     let options = ProfileOptions {
         tokens: args.tokens,
@@ -310,6 +296,7 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
         overhead: args.overhead,
         warmup: args.warmup,
         in_flight: args.in_flight as usize,
+        prompt: fed,
     };
     if let Some(r) = &args.capture_tokens {
         if r.end > args.tokens {

@@ -145,6 +145,7 @@ pub fn replay_stream(gpu: &Gpu, capture: &Capture, subs: &[Substitution]) -> Res
         dispatches: Vec::new(),
         passes: Vec::new(),
         overhead: None,
+        prompt: None,
     };
     let mut outputs = Vec::new();
     for (step, ups) in capture.stream.steps.iter().zip(&uploads) {

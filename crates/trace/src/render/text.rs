@@ -144,6 +144,16 @@ fn tokens(out: &mut String, p: &Profile, a: &Analysis) {
             tok_s
         );
     }
+    if let Some(pr) = &p.prompt {
+        emit!(
+            out,
+            "  prompt: {} tokens in {} ms = {} tok/s ({}); the tokens above continue from its KV cache",
+            pr.tokens,
+            ms(pr.wall_ns),
+            opt(crate::analysis::tokens::rate_per_s(pr.wall_ns).map(|r| r * pr.tokens as f64), 1),
+            pr.method
+        );
+    }
     token_summary(out, &a.tokens);
     if a.tokens_steady.count() > 0 {
         token_summary(out, &a.tokens_steady);
