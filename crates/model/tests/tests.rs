@@ -4,3 +4,4 @@ mod counters;
 mod decode;
 mod profile;
 mod real_model;
+mod tokenizer_spm;
