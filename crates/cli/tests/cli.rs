@@ -249,7 +249,7 @@ fn run_real_model_prints_text_then_speeds() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("Paris"), "{stdout}");
-    for needle in ["load ", "prompt processing 5 tokens", "one token per step", "generation 4 tokens", "tok/s", "q4_1 ×210"] {
+    for needle in ["load ", "prompt processing 5 tokens", "(batched, 256 tokens per submit at most)", "generation 4 tokens", "tok/s", "q4_1 ×210"] {
         assert!(stderr.contains(needle), "missing {needle:?}:\n{stderr}");
     }
 }

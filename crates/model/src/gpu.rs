@@ -4,6 +4,9 @@
 //! one submit, one readback (the argmax token, optionally the logits, and timestamps).
 //! The embedding reads its token id from the buffer argmax wrote on the previous step,
 //! so greedy decoding never waits on the CPU to feed the next token.
+//!
+//! Prompts can instead go through a second, batched graph ([`GpuDecoder::enable_prefill`],
+//! [`GpuDecoder::prefill`]; see `prefill.rs`) that shares these weights and KV cache.
 
 use gpuscope_ops::argmax::Argmax;
 use gpuscope_ops::attention::AttnFused;
@@ -37,10 +40,10 @@ pub struct GpuStep {
 }
 
 /// A weight matrix on the GPU, split in row chunks when larger than one binding.
-struct GpuMatrix {
-    chunks: Vec<(GpuBuffer, u32, u32)>, // (buffer, first row, rows)
-    tensor_format: gpuscope_ops::WeightFormat,
-    cols: u32,
+pub(crate) struct GpuMatrix {
+    pub(crate) chunks: Vec<(GpuBuffer, u32, u32)>, // (buffer, first row, rows)
+    pub(crate) tensor_format: gpuscope_ops::WeightFormat,
+    pub(crate) cols: u32,
 }
 
 fn upload_matrix(gpu: &Gpu, t: &Tensor) -> Result<GpuMatrix, ModelError> {
@@ -69,7 +72,7 @@ fn upload_matrix(gpu: &Gpu, t: &Tensor) -> Result<GpuMatrix, ModelError> {
 
 impl GpuMatrix {
     /// y = W·x, or y += W·x with `accumulate`, one dispatch per row chunk.
-    fn gemv(&self, gpu: &Gpu, x: &GpuBuffer, y: &GpuBuffer, accumulate: bool) -> Result<Vec<Dispatch>, ModelError> {
+    pub(crate) fn gemv(&self, gpu: &Gpu, x: &GpuBuffer, y: &GpuBuffer, accumulate: bool) -> Result<Vec<Dispatch>, ModelError> {
         self.chunks
             .iter()
             .map(|(buf, first, rows)| {
@@ -156,41 +159,63 @@ fn concat_rows(name: &str, parts: &[(&Tensor, u32)]) -> Tensor {
 
 /// First row of `up` in the gate/up output: right after gate, rounded up so the `up`
 /// view starts on the device's storage-offset alignment.
-fn up_start_row(gpu: &Gpu, ffn_dim: u32) -> u32 {
+pub(crate) fn up_start_row(gpu: &Gpu, ffn_dim: u32) -> u32 {
     let align = gpu.limits().min_storage_buffer_offset_alignment.max(4);
     (ffn_dim * 4).next_multiple_of(align) / 4
 }
 
 /// Activations and caches of the decoder.
-struct Activations {
-    step: GpuBuffer,
-    token: GpuBuffer,
-    x: GpuBuffer,
-    xn: GpuBuffer,
+pub(crate) struct Activations {
+    pub(crate) step: GpuBuffer,
+    pub(crate) token: GpuBuffer,
+    pub(crate) x: GpuBuffer,
+    pub(crate) xn: GpuBuffer,
     /// q, k and v, written by one gemv over the concatenated matrices.
-    qkv: GpuBuffer,
+    pub(crate) qkv: GpuBuffer,
     /// The q part of `qkv` (attention reads it).
-    q: GpuBuffer,
-    attn: GpuBuffer,
+    pub(crate) q: GpuBuffer,
+    pub(crate) attn: GpuBuffer,
     /// gate and up, written by one gemv; `up` starts at row `up_row` (aligned for binding).
-    gate_up: GpuBuffer,
-    gate: GpuBuffer,
-    up: GpuBuffer,
-    hidden: GpuBuffer,
-    logits: GpuBuffer,
-    k_cache: Vec<GpuBuffer>,
-    v_cache: Vec<GpuBuffer>,
+    pub(crate) gate_up: GpuBuffer,
+    pub(crate) gate: GpuBuffer,
+    pub(crate) up: GpuBuffer,
+    pub(crate) hidden: GpuBuffer,
+    pub(crate) logits: GpuBuffer,
+    pub(crate) k_cache: Vec<GpuBuffer>,
+    pub(crate) v_cache: Vec<GpuBuffer>,
 }
 
 pub struct GpuDecoder {
-    config: LlamaConfig,
-    options: DecoderOptions,
-    graph: Graph,
-    runner: StepRunner,
-    acts: Activations,
+    pub(crate) config: LlamaConfig,
+    pub(crate) options: DecoderOptions,
+    pub(crate) graph: Graph,
+    pub(crate) runner: StepRunner,
+    pub(crate) acts: Activations,
     /// (section, dispatch) of the attention dispatches, whose cost depends on the position.
-    attention_dispatches: Vec<(usize, usize)>,
-    position: u32,
+    pub(crate) attention_dispatches: Vec<(usize, usize)>,
+    pub(crate) position: u32,
+    /// The uploaded weights, kept for graphs built later ([`GpuDecoder::enable_prefill`]).
+    pub(crate) weights: GpuWeights,
+    /// The batched prompt-processing graph, when enabled.
+    pub(crate) prefill: Option<crate::prefill::Prefill>,
+}
+
+/// Weight buffers of one layer, as uploaded by [`GpuDecoder::new`].
+pub(crate) struct GpuLayer {
+    pub(crate) attn_norm: GpuBuffer,
+    pub(crate) ffn_norm: GpuBuffer,
+    pub(crate) wqkv: Vec<GpuMatrix>,
+    pub(crate) wo: GpuMatrix,
+    pub(crate) w_gate_up: Vec<GpuMatrix>,
+    pub(crate) w_down: GpuMatrix,
+}
+
+/// Every weight buffer on the GPU: shared by the decode and prefill graphs (uploaded once).
+pub(crate) struct GpuWeights {
+    pub(crate) token_embd: GpuMatrix,
+    pub(crate) output: GpuMatrix,
+    pub(crate) output_norm: GpuBuffer,
+    pub(crate) layers: Vec<GpuLayer>,
 }
 
 
@@ -254,6 +279,7 @@ impl GpuDecoder {
         sections.push(Section::new("embed", None, embed));
 
         let mut attention_dispatches = Vec::new();
+        let mut gpu_layers = Vec::new();
         let rms = RmsNorm { n: c.dim, eps: c.rms_eps };
         let attn_shape = (c.n_heads, c.n_kv_heads, c.head_dim, options.max_ctx);
         for (i, layer) in weights.layers.iter().enumerate() {
@@ -295,6 +321,7 @@ impl GpuDecoder {
             push(&mut ds, "ffn_silu_mul", vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?]);
             push(&mut ds, "ffn_down", w_down.gemv(gpu, &a.hidden, &a.x, true)?);
             sections.push(Section::new(format!("L{li}"), Some(li), ds));
+            gpu_layers.push(GpuLayer { attn_norm, ffn_norm, wqkv, wo, w_gate_up, w_down });
         }
 
         let output_norm = gpu.create_buffer_init("output_norm", bytemuck::cast_slice(&weights.output_norm))?;
@@ -313,10 +340,12 @@ impl GpuDecoder {
             acts,
             attention_dispatches,
             position: 0,
+            weights: GpuWeights { token_embd, output, output_norm, layers: gpu_layers },
+            prefill: None,
         })
     }
 
-    fn make_runner(
+    pub(crate) fn make_runner(
         gpu: &Gpu,
         graph: &Graph,
         acts: &Activations,
@@ -333,6 +362,9 @@ impl GpuDecoder {
     /// Switches the timing mode (rebuilds the step runner's query set; setup-time only).
     pub fn set_timing(&mut self, gpu: &Gpu, timing: TimingMode) -> Result<(), ModelError> {
         self.runner = Self::make_runner(gpu, &self.graph, &self.acts, self.options.read_logits, timing)?;
+        if let Some(p) = &mut self.prefill {
+            p.runner = Self::make_runner(gpu, &p.graph, &self.acts, self.options.read_logits, timing)?;
+        }
         Ok(())
     }
 

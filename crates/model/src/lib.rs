@@ -15,6 +15,7 @@ pub mod error;
 pub mod gguf;
 pub mod gpu;
 pub mod load;
+mod prefill;
 pub mod profile;
 pub mod synthetic;
 pub mod test_model;

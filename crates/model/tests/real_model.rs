@@ -11,14 +11,14 @@ use gpuscope_ops::WeightFormat;
 use crate::common::gpu;
 
 /// The model, loaded once per test binary (`None` outside CI when it cannot be fetched).
-fn model() -> Option<&'static LoadedModel> {
+pub(crate) fn model() -> Option<&'static LoadedModel> {
     static MODEL: OnceLock<Option<LoadedModel>> = OnceLock::new();
     MODEL
         .get_or_init(|| require_smollm2().map(|p| load_gguf(&p).expect("the SmolLM2 file loads")))
         .as_ref()
 }
 
-fn tokenizer(m: &LoadedModel) -> Tokenizer {
+pub(crate) fn tokenizer(m: &LoadedModel) -> Tokenizer {
     Tokenizer::from_gguf(&m.gguf.file.metadata).expect("the tokenizer builds")
 }
 

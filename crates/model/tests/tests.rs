@@ -2,6 +2,7 @@
 mod common;
 mod counters;
 mod decode;
+mod prefill;
 mod profile;
 mod real_model;
 mod tokenizer_spm;

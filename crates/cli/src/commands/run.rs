@@ -2,10 +2,13 @@
 //! then load time and prompt-processing and generation speed; and `gpuscope profile
 //! MODEL.gguf`, the synthetic report made from a real file's weights.
 //!
-//! Prompt processing feeds the prompt one token per decode step and waits for each:
-//! the speed printed is that, and is labelled so.
-//! TODO(batched prompt processing, issue 3): a matmul path over all prompt rows at once
-//! (several-row gemm kernels per weight format) replaces the per-token loop.
+//! Prompt processing on the GPU is batched: the prompt goes through
+//! [`GpuDecoder::prefill`] in chunks of up to [`PREFILL_MAX_BATCH`] tokens (several-row
+//! gemv kernels per weight format, one submit per chunk), and generation continues from
+//! the KV cache. Two exceptions feed the prompt one token per decode step instead, and
+//! the printed label says which was used: the CPU reference backend, and `--capture`,
+//! whose recorder follows the decode graph's steps (a prefill runs a second graph that a
+//! capture's stream cannot describe).
 
 use std::io::Write;
 use std::path::Path;
@@ -133,6 +136,10 @@ impl RunCapture {
 
 /// `run` generates text, it does not profile: with `--timing auto` it takes no GPU
 /// timestamps (they cost up to half the throughput on some drivers).
+/// Largest prompt chunk one prefill call takes (buffers for this many rows are made at
+/// setup; a shorter prompt gets buffers for its own length).
+pub const PREFILL_MAX_BATCH: u32 = 256;
+
 fn run_gpu_options(device: &DeviceArgs) -> GpuOptions {
     let mut options = device.gpu_options();
     if matches!(device.timing, TimingArg::Auto) {
@@ -152,23 +159,38 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
         Backend::Cpu(CpuDecoder::new(&model.weights, max_ctx)?)
     } else {
         gpu = Gpu::new(&run_gpu_options(&args.device))?;
-        let d = GpuDecoder::new(&gpu, &model.weights, DecoderOptions { max_ctx, read_logits: false })?;
+        let mut d = GpuDecoder::new(&gpu, &model.weights, DecoderOptions { max_ctx, read_logits: false })?;
         let a = gpu.adapter_desc();
         eprintln!("gpuscope: on {} ({})", a.name, a.backend);
         capture = RunCapture::start(args, &gpu, &d, &model)?;
+        // With --capture the prompt stays one token per step (see the module doc).
+        if capture.is_none() {
+            d.enable_prefill(&gpu, (prompt.len() as u32).clamp(1, PREFILL_MAX_BATCH))?;
+        }
         Backend::Gpu(&gpu, d)
     };
     let setup_secs = setup.elapsed().as_secs_f64();
 
     let pp_start = Instant::now();
     let mut next = 0;
-    for (position, &t) in prompt.iter().enumerate() {
-        let output;
-        (next, output) = backend.step(t)?;
-        if let (Some(c), Some(o)) = (&mut capture, output) {
-            c.steps.push((position as u32, next, o));
+    let batched_prompt = match &mut backend {
+        Backend::Gpu(gpu, d) if d.prefill_max_batch() > 0 => {
+            for chunk in prompt.chunks(d.prefill_max_batch() as usize) {
+                next = d.prefill(gpu, chunk)?.token;
+            }
+            true
         }
-    }
+        _ => {
+            for (position, &t) in prompt.iter().enumerate() {
+                let output;
+                (next, output) = backend.step(t)?;
+                if let (Some(c), Some(o)) = (&mut capture, output) {
+                    c.steps.push((position as u32, next, o));
+                }
+            }
+            false
+        }
+    };
     let pp_secs = pp_start.elapsed().as_secs_f64();
 
     let mut out = std::io::stdout().lock();
@@ -252,10 +274,17 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
         setup_secs
     );
     eprintln!(
-        "gpuscope: prompt processing {} tokens in {:.2} s: {:.1} tok/s (one token per step, each waited for; batched prompt processing is not implemented yet)",
+        "gpuscope: prompt processing {} tokens in {:.2} s: {:.1} tok/s ({})",
         prompt.len(),
         pp_secs,
-        rate(prompt.len(), pp_secs)
+        rate(prompt.len(), pp_secs),
+        if batched_prompt {
+            format!("batched, {} tokens per submit at most", PREFILL_MAX_BATCH)
+        } else if args.cpu {
+            "one token per step".to_string()
+        } else {
+            "one token per step, each waited for: --capture records decode steps only".to_string()
+        }
     );
     // Each generated token but the last cost one decode step (the first came from the
     // prompt's last step), so the rate counts the steps taken.

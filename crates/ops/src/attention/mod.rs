@@ -21,6 +21,9 @@
 mod cost;
 mod cpu;
 mod fused;
+mod batched;
+
+pub use batched::AttnBatched;
 
 pub use fused::{AttnFused, FUSED_SHADER};
 

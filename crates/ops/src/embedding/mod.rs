@@ -8,6 +8,9 @@
 
 mod cost;
 mod cpu;
+mod batched;
+
+pub use batched::{batched_shader, EmbeddingBatched};
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

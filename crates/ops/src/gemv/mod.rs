@@ -18,6 +18,9 @@
 
 mod cost;
 mod cpu;
+mod batched;
+
+pub use batched::{batched_shader, GemvBatched, BATCH_CHUNK};
 
 use gpuscope_runtime::{Cost, grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

@@ -5,6 +5,9 @@
 
 mod cost;
 mod cpu;
+mod batched;
+
+pub use batched::RmsNormBatched;
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

@@ -20,6 +20,9 @@
 
 mod cost;
 mod cpu;
+mod batched;
+
+pub use batched::RopeBatched;
 
 use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

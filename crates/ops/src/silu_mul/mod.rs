@@ -2,6 +2,9 @@
 
 mod cost;
 mod cpu;
+mod batched;
+
+pub use batched::SiluMulBatched;
 
 use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

@@ -1,0 +1,209 @@
+//! Prompt processing: the prompt's tokens in one batched pass, then decoding continues
+//! from the KV cache with [`GpuDecoder::submit`].
+//!
+//! Decisions:
+//! - A second [`Graph`] built once, by [`GpuDecoder::enable_prefill`], for at most
+//!   `max_batch` rows: its own activations (`max_batch` rows of x, x_norm, qkv, attention
+//!   output, gate/up and hidden), the decode graph's weight buffers and KV cache (nothing
+//!   uploaded twice), and its own [`StepRunner`]. A call uploads only the token ids and a
+//!   16-byte params buffer `[pos0, n_rows, 0, 0]`; kernels skip rows past `n_rows`, so
+//!   nothing is created per call.
+//! - Same sections as the decode graph (`embed`, `L0`.., `head`), with batched kernels:
+//!   gemv over chunks of 8 rows per weight pass, rms_norm per row, rope at positions
+//!   `pos0 + b` writing cache rows, causal attention (row b sees cache rows
+//!   `0..=pos0 + b`), silu_mul per row, embedding from the token-id buffer.
+//! - The head runs on the last row only: a batched rms_norm in "last row" mode writes it
+//!   into the decode graph's `x_norm`, then the decode graph's own output gemv and argmax
+//!   dispatches (rebuilt here, same pipelines) write `logits` and `token`. So after a
+//!   prefill the GPU token buffer holds the greedy next token and `submit(gpu, None)`
+//!   continues from it, exactly as after a step.
+//! - Opt-in ([`GpuDecoder::enable_prefill`]) rather than built by [`GpuDecoder::new`]:
+//!   decode-only users (profiles, captures) pay no extra pipelines or memory.
+//! - Captures: the capture tap records what a runner uploads, but a capture's stream has
+//!   one graph; prefill steps are not meant to be recorded into it (`run --capture`
+//!   keeps the token-by-token prompt).
+
+use gpuscope_ops::argmax::Argmax;
+use gpuscope_ops::attention::{AttnBatched, AttnFused};
+use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
+use gpuscope_ops::gemv::{Gemv, GemvBatched};
+use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
+use gpuscope_ops::rope::{Rope, RopeBatched};
+use gpuscope_ops::silu_mul::SiluMulBatched;
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, Section, StepRunner};
+
+use crate::error::ModelError;
+use crate::gpu::{up_start_row, GpuDecoder, GpuMatrix, GpuStep};
+
+/// The prefill graph and its buffers.
+pub(crate) struct Prefill {
+    pub(crate) max_batch: u32,
+    pub(crate) graph: Graph,
+    pub(crate) runner: StepRunner,
+    params: GpuBuffer,
+    tokens: GpuBuffer,
+    attention: AttnBatched,
+    /// (section, dispatch) of the attention dispatches (cost depends on the positions).
+    attention_dispatches: Vec<(usize, usize)>,
+}
+
+impl GpuMatrix {
+    /// Y[b] (+)= W·X[b] for every row chunk of the matrix, Y rows `y_stride` apart.
+    #[allow(clippy::too_many_arguments)]
+    fn gemv_batched(&self, gpu: &Gpu, x: &GpuBuffer, y: &GpuBuffer, params: &GpuBuffer, max_batch: u32, y_stride: u32, accumulate: bool) -> Result<Vec<Dispatch>, ModelError> {
+        self.chunks
+            .iter()
+            .map(|(buf, first, rows)| {
+                let gemv = Gemv { rows: *rows, cols: self.cols, format: self.tensor_format, out_offset: *first };
+                Ok(GemvBatched { gemv, max_batch, y_stride }.dispatch(gpu, buf, x, y, params, accumulate)?)
+            })
+            .collect()
+    }
+}
+
+impl GpuDecoder {
+    /// Builds the batched prompt-processing graph for prompts chunks of up to `max_batch`
+    /// tokens (setup time: buffers, pipelines and bind groups are created here, none per
+    /// call). Calling it again rebuilds it for the new size.
+    pub fn enable_prefill(&mut self, gpu: &Gpu, max_batch: u32) -> Result<(), ModelError> {
+        let _span = tracing::info_span!("gpu_prefill_new").entered();
+        if max_batch == 0 {
+            return Err(ModelError::Config("prefill max_batch must be > 0".into()));
+        }
+        self.prefill = None;
+        let c = self.config.clone();
+        let max_ctx = self.options.max_ctx;
+        let m = max_batch;
+        let f32s = |n: u32| u64::from(n) * 4 * u64::from(m);
+        let buf = |label: &str, bytes: u64| gpu.create_buffer(label, bytes);
+        let qkv_stride = c.q_dim() + 2 * c.kv_dim();
+        let up_row = up_start_row(gpu, c.ffn_dim);
+        let gu_stride = up_row + c.ffn_dim;
+        let params = buf("prefill.params", 16)?;
+        let tokens = buf("prefill.tokens", 4 * u64::from(m))?;
+        let x = buf("prefill.x", f32s(c.dim))?;
+        let xn = buf("prefill.x_norm", f32s(c.dim))?;
+        let qkv = buf("prefill.qkv", f32s(qkv_stride))?;
+        let attn = buf("prefill.attn_out", f32s(c.q_dim()))?;
+        let gate_up = buf("prefill.ffn_gate_up", f32s(gu_stride))?;
+        let hidden = buf("prefill.ffn_hidden", f32s(c.ffn_dim))?;
+        let w = &self.weights;
+        let a = &self.acts;
+
+        let mut sections = Vec::new();
+        let embed = w
+            .token_embd
+            .chunks
+            .iter()
+            .map(|(table, first, rows)| {
+                let emb = Embedding { rows: *rows, dim: w.token_embd.cols, format: w.token_embd.tensor_format, row_start: *first };
+                Ok(EmbeddingBatched { emb, max_batch: m }.dispatch(gpu, table, &tokens, &x, &params)?.labelled("token_embd", None))
+            })
+            .collect::<Result<Vec<_>, ModelError>>()?;
+        sections.push(Section::new("embed", None, embed));
+
+        let rms = RmsNormBatched { norm: RmsNorm { n: c.dim, eps: c.rms_eps }, max_batch: m, last_only: false };
+        let attention = AttnBatched {
+            attn: AttnFused { n_heads: c.n_heads, n_kv_heads: c.n_kv_heads, head_dim: c.head_dim, max_ctx },
+            max_batch: m,
+            q_stride: qkv_stride,
+            out_stride: c.q_dim(),
+        };
+        let mut attention_dispatches = Vec::new();
+        for (i, layer) in w.layers.iter().enumerate() {
+            let li = i as u32;
+            let l = |name: &str| format!("L{li}.{name}");
+            let mut ds: Vec<Dispatch> = Vec::new();
+            let push = |ds: &mut Vec<Dispatch>, name: &str, list: Vec<Dispatch>| {
+                ds.extend(list.into_iter().map(|d| d.labelled(l(name), Some(li))));
+            };
+            push(&mut ds, "attn_norm", vec![rms.dispatch(gpu, &x, &layer.attn_norm, &xn, &params)?]);
+            let mut qkv_ds = Vec::new();
+            for part in &layer.wqkv {
+                qkv_ds.extend(part.gemv_batched(gpu, &xn, &qkv, &params, m, qkv_stride, false)?);
+            }
+            push(&mut ds, "attn_qkv", qkv_ds);
+            let rope = RopeBatched {
+                rope: Rope { n_heads: c.n_heads, n_kv_heads: c.n_kv_heads, head_dim: c.head_dim, rope_dims: c.rope_dims, base: c.rope_base, max_ctx },
+                max_batch: m,
+                qkv_stride,
+                offsets: (0, c.q_dim(), c.q_dim() + c.kv_dim()),
+            };
+            let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
+            push(&mut ds, "rope", vec![rope.dispatch(gpu, &params, &qkv, kc, vc)?]);
+            attention_dispatches.push((sections.len(), ds.len()));
+            push(&mut ds, "attention", vec![attention.dispatch(gpu, &params, &qkv, kc, vc, &attn)?]);
+            push(&mut ds, "attn_output", layer.wo.gemv_batched(gpu, &attn, &x, &params, m, c.dim, true)?);
+            push(&mut ds, "ffn_norm", vec![rms.dispatch(gpu, &x, &layer.ffn_norm, &xn, &params)?]);
+            let mut gu_ds = Vec::new();
+            for part in &layer.w_gate_up {
+                gu_ds.extend(part.gemv_batched(gpu, &xn, &gate_up, &params, m, gu_stride, false)?);
+            }
+            push(&mut ds, "ffn_gate_up", gu_ds);
+            let silu = SiluMulBatched { n: c.ffn_dim, max_batch: m, in_stride: gu_stride, up_offset: up_row };
+            push(&mut ds, "ffn_silu_mul", vec![silu.dispatch(gpu, &gate_up, &hidden, &params)?]);
+            push(&mut ds, "ffn_down", layer.w_down.gemv_batched(gpu, &hidden, &x, &params, m, c.dim, true)?);
+            sections.push(Section::new(format!("L{li}"), Some(li), ds));
+        }
+
+        // Head on the last row only, into the decode graph's buffers.
+        let last = RmsNormBatched { last_only: true, ..rms };
+        let mut head = vec![last.dispatch(gpu, &x, &w.output_norm, &a.xn, &params)?.labelled("output_norm", None)];
+        head.extend(w.output.gemv(gpu, &a.xn, &a.logits, false)?.into_iter().map(|d| d.labelled("output", None)));
+        head.push(Argmax { n: c.vocab }.dispatch(gpu, &a.logits, &a.token)?.labelled("argmax", None));
+        sections.push(Section::new("head", None, head));
+
+        let graph = Graph { sections };
+        let runner = Self::make_runner(gpu, &graph, &self.acts, self.options.read_logits, gpu.timing())?;
+        self.prefill = Some(Prefill { max_batch: m, graph, runner, params, tokens, attention, attention_dispatches });
+        Ok(())
+    }
+
+    /// The largest prompt chunk [`Self::prefill`] takes (0 when not enabled).
+    pub fn prefill_max_batch(&self) -> u32 {
+        self.prefill.as_ref().map_or(0, |p| p.max_batch)
+    }
+
+    /// The prefill graph, when enabled.
+    pub fn prefill_graph(&self) -> Option<&Graph> {
+        self.prefill.as_ref().map(|p| &p.graph)
+    }
+
+    /// Processes `tokens` (at most [`Self::prefill_max_batch`]) at positions
+    /// `position..position + len` in one submit and waits for it: fills their KV-cache
+    /// rows, advances the position and returns the greedy next token after the last one
+    /// (with its logits when `read_logits`). The token is also left in the GPU token
+    /// buffer, so `submit(gpu, None)` continues from it.
+    pub fn prefill(&mut self, gpu: &Gpu, tokens: &[u32]) -> Result<GpuStep, ModelError> {
+        let max_ctx = self.options.max_ctx;
+        let vocab = self.config.vocab;
+        let pos0 = self.position;
+        let p = self.prefill.as_mut().ok_or_else(|| ModelError::Config("prefill is not enabled (GpuDecoder::enable_prefill)".into()))?;
+        let n = tokens.len();
+        if n == 0 || n > p.max_batch as usize {
+            return Err(ModelError::Config(format!("prefill takes 1 to {} tokens, got {n}", p.max_batch)));
+        }
+        if u64::from(pos0) + n as u64 > u64::from(max_ctx) {
+            return Err(ModelError::ContextFull { max_ctx });
+        }
+        if let Some(t) = tokens.iter().find(|&&t| t >= vocab) {
+            return Err(ModelError::Config(format!("token {t} is outside the vocabulary ({vocab})")));
+        }
+        let n = n as u32;
+        let cost = p.attention.cost_at(pos0, n);
+        for &(s, d) in &p.attention_dispatches {
+            p.graph.sections[s].dispatches[d].cost = cost;
+        }
+        let params: [u32; 4] = [pos0, n, 0, 0];
+        let uploads: Vec<(&GpuBuffer, u64, &[u8])> =
+            vec![(&p.params, 0, bytemuck::cast_slice(&params)), (&p.tokens, 0, bytemuck::cast_slice(tokens))];
+        let output = p.runner.step(gpu, &p.graph, &uploads)?;
+        self.position += n;
+        let token = u32::from_le_bytes(output.readbacks[0][..4].try_into().unwrap());
+        let logits = self
+            .options
+            .read_logits
+            .then(|| bytemuck::pod_collect_to_vec::<u8, f32>(&output.readbacks[1])[..vocab as usize].to_vec());
+        Ok(GpuStep { token, logits, output })
+    }
+}

@@ -1,0 +1,110 @@
+//! Batched causal attention for prompt processing: query row `b < params[1]` (at
+//! position `params[0] + b`) attends to KV-cache rows `0..=params[0] + b`.
+//!
+//! The kernel is `fused.wgsl` with four edits made when the shader is first built (so the
+//! online-softmax code exists once): the grid gains a y dimension (query row), the
+//! context length comes from the row's position, and q and out are indexed by row
+//! (strides `Q_STRIDE`, `OUT_STRIDE`). One workgroup per (head, row): each re-reads the
+//! cache it needs, fine for prompt chunks of a few hundred rows.
+
+use std::sync::OnceLock;
+
+use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
+
+use super::AttnFused;
+
+const WG: u32 = 256;
+
+/// The batched shader, derived once from `fused.wgsl`.
+pub fn batched_shader() -> &'static ShaderSource {
+    static SHADER: OnceLock<ShaderSource> = OnceLock::new();
+    SHADER.get_or_init(|| {
+        let mut s = include_str!("fused.wgsl").to_string();
+        for (from, to) in [
+            ("override SCALE: f32 = 0.125;", "override SCALE: f32 = 0.125;\noverride Q_STRIDE: u32 = 0u;\noverride OUT_STRIDE: u32 = 0u;"),
+            ("    let h = wg.x;\n", "    let h = wg.x;\n    let b = wg.y;\n    // Workgroup-uniform: rows past the batch return before any barrier.\n    if b >= step[1] {\n        return;\n    }\n"),
+            ("let n_ctx = min(step[1], MAX_CTX);", "let n_ctx = min(step[0] + b + 1u, MAX_CTX);"),
+            ("q[h * HEAD_DIM + lid]", "q[b * Q_STRIDE + h * HEAD_DIM + lid]"),
+            ("out[h * HEAD_DIM + d]", "out[b * OUT_STRIDE + h * HEAD_DIM + d]"),
+        ] {
+            assert_eq!(s.matches(from).count(), 1, "attention batched: `{from}` not found once in fused.wgsl");
+            s = s.replacen(from, to, 1);
+        }
+        ShaderSource { name: "attention_batched", wgsl: Box::leak(s.into_boxed_str()) }
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttnBatched {
+    pub attn: AttnFused,
+    pub max_batch: u32,
+    /// f32 elements per row of q (q of head h at `b * q_stride + h * head_dim`).
+    pub q_stride: u32,
+    /// f32 elements per row of out.
+    pub out_stride: u32,
+}
+
+impl AttnBatched {
+    /// Declared cost of a batch of `n_rows` rows from position `pos0`.
+    pub fn cost_at(&self, pos0: u32, n_rows: u32) -> Cost {
+        let mut total = Cost { bytes: 0, flops: 0 };
+        for b in 0..n_rows {
+            let c = self.attn.cost_at(pos0 + b + 1);
+            total.bytes += c.bytes;
+            total.flops += c.flops;
+        }
+        total
+    }
+
+    pub fn dispatch(&self, gpu: &Gpu, params: &GpuBuffer, q: &GpuBuffer, k_cache: &GpuBuffer, v_cache: &GpuBuffer, out: &GpuBuffer) -> Result<Dispatch, GpuError> {
+        let a = &self.attn;
+        let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
+        if a.n_kv_heads == 0 || a.n_heads % a.n_kv_heads != 0 {
+            return Err(invalid("n_heads must be a multiple of n_kv_heads".into()));
+        }
+        if a.head_dim == 0 || a.head_dim > WG || WG % a.head_dim != 0 || a.head_dim % 4 != 0 {
+            return Err(invalid(format!("head_dim must divide {WG} and be a multiple of 4")));
+        }
+        let hq = a.n_heads * a.head_dim;
+        if self.q_stride < hq || self.out_stride < hq || self.max_batch == 0 || self.max_batch > 65535 {
+            return Err(invalid("bad strides or batch".into()));
+        }
+        let m = u64::from(self.max_batch);
+        let cache_bytes = 4 * u64::from(a.n_kv_heads * a.head_dim) * u64::from(a.max_ctx);
+        for (buf, bytes, role) in [
+            (params, 16, "params"),
+            (q, 4 * m * u64::from(self.q_stride), "q"),
+            (k_cache, cache_bytes, "k_cache"),
+            (v_cache, cache_bytes, "v_cache"),
+            (out, 4 * m * u64::from(self.out_stride), "out"),
+        ] {
+            if buf.size() < bytes {
+                return Err(invalid(format!("buffer \"{}\" ({role}) has {} bytes, needs {bytes}", buf.label(), buf.size())));
+            }
+        }
+        let pipeline = gpu.pipeline(
+            batched_shader(),
+            "main",
+            &[
+                ("N_HEADS", f64::from(a.n_heads)),
+                ("N_KV_HEADS", f64::from(a.n_kv_heads)),
+                ("HEAD_DIM", f64::from(a.head_dim)),
+                ("MAX_CTX", f64::from(a.max_ctx)),
+                ("SCALE", 1.0 / f64::from(a.head_dim).sqrt()),
+                ("Q_STRIDE", f64::from(self.q_stride)),
+                ("OUT_STRIDE", f64::from(self.out_stride)),
+            ],
+        )?;
+        let bind_group = gpu.bind_group(&pipeline, &[params, q, k_cache, v_cache, out])?;
+        Ok(Dispatch::new(AttnFused::OP, pipeline, bind_group, [a.n_heads, self.max_batch, 1], self.cost_at(0, self.max_batch), &[params, q, k_cache, v_cache], &[out]))
+    }
+
+    /// CPU reference: the single-query oracle per row, row b with `pos0 + b + 1` positions.
+    pub fn cpu(&self, pos0: u32, n_rows: u32, q: &[f32], k_cache: &[f32], v_cache: &[f32], out: &mut [f32]) {
+        let hq = (self.attn.n_heads * self.attn.head_dim) as usize;
+        for b in 0..n_rows as usize {
+            let qs = &q[b * self.q_stride as usize..][..hq];
+            self.attn.cpu(pos0 + b as u32 + 1, qs, k_cache, v_cache, &mut out[b * self.out_stride as usize..][..hq]);
+        }
+    }
+}

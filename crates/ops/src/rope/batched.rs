@@ -1,0 +1,77 @@
+//! Batched rope + KV-cache append for prompt processing: row `b < params[1]` of the
+//! `max_batch × qkv_stride` q/k/v matrix is at position `params[0] + b`; q is rotated in
+//! place, rotated k and v go to cache row `params[0] + b`. A copy of `kernel.wgsl`'s math
+//! (`batched.wgsl`), since the single-token kernel reads its position from the step buffer.
+
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
+
+use super::Rope;
+
+pub static BATCHED_SHADER: ShaderSource = ShaderSource {
+    name: "rope_qkv_batched",
+    wgsl: include_str!("batched.wgsl"),
+};
+
+const WG: u32 = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RopeBatched {
+    pub rope: Rope,
+    pub max_batch: u32,
+    /// f32 elements per row of qkv.
+    pub qkv_stride: u32,
+    /// Element offsets of q, k and v within a row.
+    pub offsets: (u32, u32, u32),
+}
+
+impl RopeBatched {
+    pub fn dispatch(&self, gpu: &Gpu, params: &GpuBuffer, qkv: &GpuBuffer, k_cache: &GpuBuffer, v_cache: &GpuBuffer) -> Result<Dispatch, GpuError> {
+        let r = &self.rope;
+        let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
+        if r.head_dim % 2 != 0 || r.rope_dims > r.head_dim || r.rope_dims % 2 != 0 || self.max_batch == 0 || self.max_batch > 65535 {
+            return Err(invalid("bad shape".into()));
+        }
+        let m = u64::from(self.max_batch);
+        let cache_bytes = 4 * r.kv_row() * u64::from(r.max_ctx);
+        for (buf, bytes, role) in [(params, 16, "params"), (qkv, 4 * m * u64::from(self.qkv_stride), "qkv"), (k_cache, cache_bytes, "k_cache"), (v_cache, cache_bytes, "v_cache")] {
+            if buf.size() < bytes {
+                return Err(invalid(format!("buffer \"{}\" ({role}) has {} bytes, needs {bytes}", buf.label(), buf.size())));
+            }
+        }
+        let (q, k, v) = self.offsets;
+        let pipeline = gpu.pipeline(
+            &BATCHED_SHADER,
+            "main",
+            &[
+                ("N_HEADS", f64::from(r.n_heads)),
+                ("N_KV_HEADS", f64::from(r.n_kv_heads)),
+                ("HEAD_DIM", f64::from(r.head_dim)),
+                ("ROPE_DIMS", f64::from(r.rope_dims)),
+                ("MAX_CTX", f64::from(r.max_ctx)),
+                ("BASE", f64::from(r.base)),
+                ("Q_OFF", f64::from(q)),
+                ("K_OFF", f64::from(k)),
+                ("V_OFF", f64::from(v)),
+                ("QKV_STRIDE", f64::from(self.qkv_stride)),
+            ],
+        )?;
+        let bind_group = gpu.bind_group(&pipeline, &[params, qkv, k_cache, v_cache])?;
+        let threads = (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 2);
+        let c = r.cost();
+        let cost = gpuscope_runtime::Cost { bytes: c.bytes * m, flops: c.flops * m };
+        Ok(Dispatch::new(Rope::OP, pipeline, bind_group, [threads.div_ceil(WG), self.max_batch, 1], cost, &[params, qkv], &[qkv, k_cache, v_cache]))
+    }
+
+    /// CPU reference over the first `n_rows` rows starting at position `pos0`.
+    pub fn cpu(&self, pos0: u32, n_rows: u32, qkv: &mut [f32], k_cache: &mut [f32], v_cache: &mut [f32]) {
+        let r = &self.rope;
+        let (q, k, v) = self.offsets;
+        let (qn, kvn) = ((r.n_heads * r.head_dim) as usize, r.kv_row() as usize);
+        for b in 0..n_rows as usize {
+            let row = &mut qkv[b * self.qkv_stride as usize..][..self.qkv_stride as usize];
+            let kk = row[k as usize..][..kvn].to_vec();
+            let vv = row[v as usize..][..kvn].to_vec();
+            r.cpu(pos0 + b as u32, &mut row[q as usize..][..qn], &kk, &vv, k_cache, v_cache);
+        }
+    }
+}

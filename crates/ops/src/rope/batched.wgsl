@@ -1,0 +1,81 @@
+// Batched rope + KV-cache append for prompt processing: the rope_qkv kernel for rows
+// b < params[1] of a qkv matrix (row stride QKV_STRIDE), row b at position params[0] + b.
+// Grid: (ceil(threads per row / WG), rows). Same math as kernel.wgsl (kept in step).
+
+override N_HEADS: u32 = 1u;
+override N_KV_HEADS: u32 = 1u;
+override HEAD_DIM: u32 = 2u;
+override ROPE_DIMS: u32 = 2u;
+override MAX_CTX: u32 = 1u;
+override BASE: f32 = 10000.0;
+override Q_OFF: u32 = 0u;
+override K_OFF: u32 = 0u;
+override V_OFF: u32 = 0u;
+override QKV_STRIDE: u32 = 0u;
+const WG: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> params: array<u32, 4>;
+@group(0) @binding(1) var<storage, read_write> qkv: array<f32>;
+@group(0) @binding(2) var<storage, read_write> k_cache: array<f32>;
+@group(0) @binding(3) var<storage, read_write> v_cache: array<f32>;
+
+fn reduce_angle(a: f32) -> f32 {
+    let n = round(a * 0.15915494309189535);
+    return (a - n * 6.28125) - n * 1.9353071795864769e-3;
+}
+
+fn angle(pos: u32, i: u32) -> vec2<f32> {
+    let freq = pow(BASE, -f32(2u * i) / f32(ROPE_DIMS));
+    let theta = reduce_angle(f32(pos) * freq);
+    return vec2<f32>(cos(theta), sin(theta));
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let b = wg.y;
+    if b >= params[1] {
+        return;
+    }
+    let pos = params[0] + b;
+    if pos >= MAX_CTX {
+        return;
+    }
+    let base = b * QKV_STRIDE;
+    let half = HEAD_DIM / 2u;
+    let qp = N_HEADS * half;
+    let kp = N_KV_HEADS * half;
+    let row = pos * N_KV_HEADS * HEAD_DIM;
+    let id = wg.x * WG + lid;
+    if id < qp {
+        let i = id % half;
+        if i < ROPE_DIMS / 2u {
+            let e = base + Q_OFF + (id / half) * HEAD_DIM + 2u * i;
+            let cs = angle(pos, i);
+            let x0 = qkv[e];
+            let x1 = qkv[e + 1u];
+            qkv[e] = x0 * cs.x - x1 * cs.y;
+            qkv[e + 1u] = x0 * cs.y + x1 * cs.x;
+        }
+    } else if id < qp + kp {
+        let p = id - qp;
+        let i = p % half;
+        let e = (p / half) * HEAD_DIM + 2u * i;
+        var x0 = qkv[base + K_OFF + e];
+        var x1 = qkv[base + K_OFF + e + 1u];
+        if i < ROPE_DIMS / 2u {
+            let cs = angle(pos, i);
+            let r0 = x0 * cs.x - x1 * cs.y;
+            x1 = x0 * cs.y + x1 * cs.x;
+            x0 = r0;
+        }
+        k_cache[row + e] = x0;
+        k_cache[row + e + 1u] = x1;
+    } else if id < qp + 2u * kp {
+        let e = 2u * (id - qp - kp);
+        v_cache[row + e] = qkv[base + V_OFF + e];
+        v_cache[row + e + 1u] = qkv[base + V_OFF + e + 1u];
+    }
+}
