@@ -30,6 +30,9 @@ pub struct ProfileOptions {
     pub prompt: Vec<u32>,
 }
 
+/// Most prompt rows one prefill submit takes (the prefill graph's buffers are sized so).
+const PREFILL_BATCH: u32 = 256;
+
 impl ProfileOptions {
     /// The input of the first recorded token: `first_token`, or none after a prompt
     /// (the GPU's argmax of the prompt's last token feeds it).
@@ -37,11 +40,17 @@ impl ProfileOptions {
         self.prompt.is_empty().then_some(self.first_token)
     }
 
-    /// Feeds the prompt one token per step; returns the wall time.
+    /// Rows per prefill submit for this prompt.
+    fn prefill_batch(&self) -> u32 {
+        (self.prompt.len() as u32).clamp(1, PREFILL_BATCH)
+    }
+
+    /// Feeds the prompt through batched prefill (`prefill_batch` rows per submit, the
+    /// decoder's prefill enabled at setup); returns the wall time.
     fn feed_prompt(&self, gpu: &Gpu, decoder: &mut GpuDecoder) -> Result<u64, ModelError> {
         let start = Instant::now();
-        for &t in &self.prompt {
-            decoder.step(gpu, Some(t))?;
+        for chunk in self.prompt.chunks(self.prefill_batch() as usize) {
+            decoder.prefill(gpu, chunk)?;
         }
         Ok(start.elapsed().as_nanos() as u64)
     }
@@ -100,6 +109,9 @@ pub fn profile_decode_captured(
     let before_setup = gpu.counters();
     let max_ctx = (opts.prompt.len() as u32 + opts.tokens).max(opts.warmup).max(1);
     let mut decoder = GpuDecoder::new(gpu, weights, DecoderOptions { max_ctx, read_logits: false })?;
+    if !opts.prompt.is_empty() {
+        decoder.enable_prefill(gpu, opts.prefill_batch())?;
+    }
     let setup = gpu.counters().since(&before_setup);
     let setup_wall_ns = setup_start.elapsed().as_nanos() as u64;
     let graph = decoder.graph();
@@ -148,7 +160,7 @@ pub fn profile_decode_captured(
                 profile.prompt = Some(PromptRecord {
                     tokens: opts.prompt.len() as u32,
                     wall_ns,
-                    method: "one token per step, each waited for".into(),
+                    method: format!("batched prefill, up to {} tokens per submit", opts.prefill_batch()),
                 })
             }
             Err(e) => error = Some(e),
