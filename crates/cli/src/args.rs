@@ -7,7 +7,11 @@ use gpuscope_runtime::{GpuOptions, TimingRequest};
 use gpuscope_trace::TimingMode;
 
 #[derive(Debug, Parser)]
-#[command(name = "gpuscope", version, about = "See where GPU inference time goes, on any wgpu backend.")]
+#[command(
+    name = "gpuscope",
+    version,
+    about = "See where GPU inference time goes, on any wgpu backend."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -178,9 +182,17 @@ pub struct ProfileArgs {
 }
 
 fn parse_range(s: &str) -> Result<std::ops::Range<u32>, String> {
-    let (a, b) = s.split_once("..").ok_or_else(|| format!("`{s}`: expected A..B, e.g. 3..4"))?;
-    let a: u32 = a.trim().parse().map_err(|_| format!("`{s}`: `{a}` is not a token index"))?;
-    let b: u32 = b.trim().parse().map_err(|_| format!("`{s}`: `{b}` is not a token index"))?;
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}`: expected A..B, e.g. 3..4"))?;
+    let a: u32 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}`: `{a}` is not a token index"))?;
+    let b: u32 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}`: `{b}` is not a token index"))?;
     if a >= b {
         return Err(format!("`{s}`: empty range (A must be less than B)"));
     }

@@ -8,8 +8,8 @@
 //! | 3 | no usable GPU: no adapter, a missing feature, a device limit exceeded |
 //! | 4 | the run failed part-way; what was measured was still printed and written |
 
-use gpuscope_runtime::GpuError;
 use gpuscope_model::ModelError;
+use gpuscope_runtime::GpuError;
 
 pub const GPU_UNAVAILABLE: i32 = 3;
 pub const PARTIAL_RUN: i32 = 4;
@@ -30,16 +30,19 @@ impl<E: Into<anyhow::Error>> From<E> for Exit {
 }
 
 fn classify(error: &anyhow::Error) -> i32 {
-    let gpu = error
-        .downcast_ref::<GpuError>()
-        .or_else(|| match error.downcast_ref::<ModelError>() {
-            Some(ModelError::Gpu(g)) => Some(g),
-            _ => None,
-        });
+    let gpu =
+        error
+            .downcast_ref::<GpuError>()
+            .or_else(|| match error.downcast_ref::<ModelError>() {
+                Some(ModelError::Gpu(g)) => Some(g),
+                _ => None,
+            });
     match gpu {
-        Some(GpuError::NoAdapter { .. } | GpuError::MissingFeature { .. } | GpuError::BufferTooLarge { .. }) => {
-            GPU_UNAVAILABLE
-        }
+        Some(
+            GpuError::NoAdapter { .. }
+            | GpuError::MissingFeature { .. }
+            | GpuError::BufferTooLarge { .. },
+        ) => GPU_UNAVAILABLE,
         _ => 1,
     }
 }

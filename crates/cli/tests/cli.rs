@@ -26,18 +26,47 @@ fn profile_prints_every_section_and_writes_json_that_report_reads() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("p.json");
     let out = gpuscope(&[
-        "profile", "--preset", "tiny", "--weights", "q4_0", "--tokens", "4", "--warmup", "1", "--overhead",
-        "--json", json.to_str().unwrap(),
+        "profile",
+        "--preset",
+        "tiny",
+        "--weights",
+        "q4_0",
+        "--tokens",
+        "4",
+        "--warmup",
+        "1",
+        "--overhead",
+        "--json",
+        json.to_str().unwrap(),
     ]);
     let stdout = text(&out.stdout);
-    assert!(out.status.success(), "exit {:?}\n{}\n{}", out.status, stdout, text(&out.stderr));
-    for section in ["Adapter:", "Timing:", "Tokens: 4 decoded", "gemv_q4_0", "Layers", "Counters per token", "Timestamps:", "Overhead:", "Bottleneck:"] {
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{}\n{}",
+        out.status,
+        stdout,
+        text(&out.stderr)
+    );
+    for section in [
+        "Adapter:",
+        "Timing:",
+        "Tokens: 4 decoded",
+        "gemv_q4_0",
+        "Layers",
+        "Counters per token",
+        "Timestamps:",
+        "Overhead:",
+        "Bottleneck:",
+    ] {
         assert!(stdout.contains(section), "missing {section}:\n{stdout}");
     }
     let report = gpuscope(&["report", json.to_str().unwrap()]);
     assert!(report.status.success());
     let again = text(&report.stdout);
-    assert!(again.contains("gemv_q4_0") && again.contains("Bottleneck:"), "{again}");
+    assert!(
+        again.contains("gemv_q4_0") && again.contains("Bottleneck:"),
+        "{again}"
+    );
 }
 
 #[test]
@@ -46,20 +75,36 @@ fn every_timing_mode_runs() {
         return;
     }
     for mode in ["off", "pass", "dispatch"] {
-        let out = gpuscope(&["profile", "--preset", "tiny", "--tokens", "2", "--warmup", "0", "--timing", mode]);
+        let out = gpuscope(&[
+            "profile", "--preset", "tiny", "--tokens", "2", "--warmup", "0", "--timing", mode,
+        ]);
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{mode}: {}", text(&out.stderr));
-        assert!(stdout.contains(&format!("Timing:   {mode}")), "{mode}:\n{stdout}");
+        assert!(
+            stdout.contains(&format!("Timing:   {mode}")),
+            "{mode}:\n{stdout}"
+        );
     }
 }
 
 #[test]
 fn unknown_adapter_is_a_one_line_error_with_exit_3() {
-    let out = gpuscope(&["profile", "--preset", "tiny", "--tokens", "1", "--adapter", "no-such-gpu-xyz"]);
+    let out = gpuscope(&[
+        "profile",
+        "--preset",
+        "tiny",
+        "--tokens",
+        "1",
+        "--adapter",
+        "no-such-gpu-xyz",
+    ]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     // (Mesa may print its own `error: XDG_RUNTIME_DIR ...` lines on headless machines.)
-    let line = err.lines().find(|l| l.starts_with("error: no GPU adapter")).expect("an error line");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error: no GPU adapter"))
+        .expect("an error line");
     assert!(line.contains("matching \"no-such-gpu-xyz\""), "{line}");
     assert!(line.contains("adapters found"), "{line}");
 }
@@ -68,7 +113,11 @@ fn unknown_adapter_is_a_one_line_error_with_exit_3() {
 fn bad_arguments_name_what_is_wrong() {
     let out = gpuscope(&["profile", "--preset", "gpt-9"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("unknown preset `gpt-9`"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("unknown preset `gpt-9`"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = gpuscope(&["profile", "--weights", "q3_k"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("q3_k"), "{}", text(&out.stderr));
@@ -80,7 +129,11 @@ fn bad_arguments_name_what_is_wrong() {
 fn report_of_a_malformed_file_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("broken.json");
-    std::fs::write(&path, "{\"format\": {\"major\": 1, \"minor\": 0}, \"tool\": ").unwrap();
+    std::fs::write(
+        &path,
+        "{\"format\": {\"major\": 1, \"minor\": 0}, \"tool\": ",
+    )
+    .unwrap();
     let out = gpuscope(&["report", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
@@ -101,11 +154,32 @@ fn capture_tiny_tokens(dir: &std::path::Path, tokens: &str) -> String {
     let cap = dir.join("run");
     let json = dir.join("live.json");
     let out = gpuscope(&[
-        "profile", "--preset", "tiny", "--tokens", "3", "--warmup", "1", "--json", json.to_str().unwrap(),
-        "--capture", cap.to_str().unwrap(), "--capture-data", "--capture-tokens", tokens,
+        "profile",
+        "--preset",
+        "tiny",
+        "--tokens",
+        "3",
+        "--warmup",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "--capture",
+        cap.to_str().unwrap(),
+        "--capture-data",
+        "--capture-tokens",
+        tokens,
     ]);
-    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
-    assert!(text(&out.stderr).contains("capture of 3 tokens written"), "{}", text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains("capture of 3 tokens written"),
+        "{}",
+        text(&out.stderr)
+    );
     cap.to_str().unwrap().to_string()
 }
 
@@ -116,21 +190,36 @@ fn capture_then_replay_gives_the_live_runs_dispatches_and_counters() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cap = capture_tiny(dir.path());
-    for view in ["run_measurements.json", "run_shaders.json", "run_used_consts.json", "run_used_pipelines.json", "manifest.json"] {
+    for view in [
+        "run_measurements.json",
+        "run_shaders.json",
+        "run_used_consts.json",
+        "run_used_pipelines.json",
+        "manifest.json",
+    ] {
         assert!(std::path::Path::new(&cap).join(view).is_file(), "{view}");
     }
     let replayed = dir.path().join("replay.json");
     let out = gpuscope(&["replay", &cap, "--json", replayed.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert!(stdout.contains("all") && stdout.contains("outputs match"), "{stdout}");
-    assert!(stdout.contains("Tokens: 3 decoded") && stdout.contains("gemv_q8_0"), "{stdout}");
+    assert!(
+        stdout.contains("all") && stdout.contains("outputs match"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Tokens: 3 decoded") && stdout.contains("gemv_q8_0"),
+        "{stdout}"
+    );
     let live = gpuscope_trace::io::load_profile(&dir.path().join("live.json")).unwrap();
     let again = gpuscope_trace::io::load_profile(&replayed).unwrap();
     assert_eq!(live.dispatches.len(), again.dispatches.len());
     for (a, b) in live.tokens.iter().zip(&again.tokens) {
         assert_eq!(a.counters, b.counters, "token {}", a.index);
-        assert_eq!(a.token_id, b.token_id, "replayed from the captured contents: same tokens");
+        assert_eq!(
+            a.token_id, b.token_id,
+            "replayed from the captured contents: same tokens"
+        );
     }
 }
 
@@ -142,17 +231,34 @@ fn replay_per_command_lists_each_command_once_and_counts_sum_to_the_stream() {
     let dir = tempfile::tempdir().unwrap();
     let cap = capture_tiny(dir.path());
     let json = dir.path().join("per_command.json");
-    let out = gpuscope(&["replay", &cap, "--per-command", "--json", json.to_str().unwrap()]);
+    let out = gpuscope(&[
+        "replay",
+        &cap,
+        "--per-command",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert!(stdout.contains("Per-command replay") && stdout.contains("share"), "{stdout}");
-    let report: gpuscope_trace::capture::PerCommandReport = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let mut keys: Vec<_> = report.commands.iter().map(|c| (c.pipeline.clone(), c.bind_group, c.workgroups)).collect();
+    assert!(
+        stdout.contains("Per-command replay") && stdout.contains("share"),
+        "{stdout}"
+    );
+    let report: gpuscope_trace::capture::PerCommandReport =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut keys: Vec<_> = report
+        .commands
+        .iter()
+        .map(|c| (c.pipeline.clone(), c.bind_group, c.workgroups))
+        .collect();
     let n = keys.len();
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), n, "each unique command once");
-    assert_eq!(report.commands.iter().map(|c| c.count).sum::<u64>(), report.stream_dispatches);
+    assert_eq!(
+        report.commands.iter().map(|c| c.count).sum::<u64>(),
+        report.stream_dispatches
+    );
     let live = gpuscope_trace::io::load_profile(&dir.path().join("live.json")).unwrap();
     assert_eq!(report.stream_dispatches, live.dispatches.len() as u64);
 }
@@ -167,7 +273,15 @@ fn inspect_summarises_a_capture() {
     let out = gpuscope(&["inspect", &cap]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    for part in ["Stream:   3 steps", "unique commands", "Shaders (", "gemv_q8_0", "Buffers:", "Top commands", "dispatch outputs of steps [1, 2]"] {
+    for part in [
+        "Stream:   3 steps",
+        "unique commands",
+        "Shaders (",
+        "gemv_q8_0",
+        "Buffers:",
+        "Top commands",
+        "dispatch outputs of steps [1, 2]",
+    ] {
         assert!(stdout.contains(part), "missing {part}:\n{stdout}");
     }
 }
@@ -181,21 +295,50 @@ fn replay_with_a_substituted_kernel_names_the_first_mismatching_dispatch() {
     // From token 0: steps before the captured ones replay with the edited kernel too, so
     // a later range would first differ wherever that kernel's earlier effects arrive.
     let cap = capture_tiny_tokens(dir.path(), "0..2");
-    let original = std::fs::read_to_string(std::path::Path::new(&cap).join("shaders/silu_mul.wgsl")).unwrap();
+    let original =
+        std::fs::read_to_string(std::path::Path::new(&cap).join("shaders/silu_mul.wgsl")).unwrap();
     let wrong = dir.path().join("silu_wrong.wgsl");
     std::fs::write(&wrong, original.replace("* up[i]", "* up[i] * 2.0")).unwrap();
-    let out = gpuscope(&["replay", &cap, "--substitute", &format!("silu_mul={}", wrong.display())]);
+    let out = gpuscope(&[
+        "replay",
+        &cap,
+        "--substitute",
+        &format!("silu_mul={}", wrong.display()),
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("First mismatch: step 0 dispatch") && stdout.contains("(L0.ffn_silu_mul, silu_mul"), "{stdout}");
-    assert!(text(&out.stderr).contains("L0.ffn_silu_mul"), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("First mismatch: step 0 dispatch")
+            && stdout.contains("(L0.ffn_silu_mul, silu_mul"),
+        "{stdout}"
+    );
+    assert!(
+        text(&out.stderr).contains("L0.ffn_silu_mul"),
+        "{}",
+        text(&out.stderr)
+    );
     let bad = dir.path().join("silu_bad.wgsl");
-    std::fs::write(&bad, original.replace("var<storage, read_write> out", "var<storage, read> out")).unwrap();
-    let out = gpuscope(&["replay", &cap, "--substitute", &format!("silu_mul={}", bad.display())]);
+    std::fs::write(
+        &bad,
+        original.replace("var<storage, read_write> out", "var<storage, read> out"),
+    )
+    .unwrap();
+    let out = gpuscope(&[
+        "replay",
+        &cap,
+        "--substitute",
+        &format!("silu_mul={}", bad.display()),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains("binding 2") && err.contains("nothing was run"), "{err}");
-    assert!(text(&out.stdout).is_empty(), "refused before replaying anything");
+    assert!(
+        err.contains("binding 2") && err.contains("nothing was run"),
+        "{err}"
+    );
+    assert!(
+        text(&out.stdout).is_empty(),
+        "refused before replaying anything"
+    );
 }
 
 #[test]
@@ -211,26 +354,43 @@ fn corrupted_captures_name_the_file_and_what_is_wrong() {
         assert_eq!(out.status.code(), Some(1), "{what}");
         text(&out.stderr)
     };
-    let blob = std::fs::read_dir(capdir.join("blobs")).unwrap().next().unwrap().unwrap().path();
+    let blob = std::fs::read_dir(capdir.join("blobs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let blob_bytes = std::fs::read(&blob).unwrap();
     std::fs::remove_file(&blob).unwrap();
     let err = run("missing blob");
-    assert!(err.contains(blob.file_name().unwrap().to_str().unwrap()) && err.contains("missing"), "{err}");
+    assert!(
+        err.contains(blob.file_name().unwrap().to_str().unwrap()) && err.contains("missing"),
+        "{err}"
+    );
     std::fs::write(&blob, blob_bytes).unwrap();
     let manifest = capdir.join("manifest.json");
     let good = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, &good[..good.len() / 3]).unwrap();
     let err = run("truncated manifest");
-    assert!(err.contains("manifest.json") && err.contains("truncated"), "{err}");
+    assert!(
+        err.contains("manifest.json") && err.contains("truncated"),
+        "{err}"
+    );
     std::fs::write(&manifest, good.replacen("\"major\": 1", "\"major\": 2", 1)).unwrap();
     let err = run("wrong version");
-    assert!(err.contains("capture format 2.0") && err.contains("reads format 1.x"), "{err}");
+    assert!(
+        err.contains("capture format 2.0") && err.contains("reads format 1.x"),
+        "{err}"
+    );
     std::fs::write(&manifest, &good).unwrap();
     let stream = capdir.join("stream.json");
     let s = std::fs::read(&stream).unwrap();
     std::fs::write(&stream, &s[..s.len() - 100]).unwrap();
     let err = run("truncated stream");
-    assert!(err.contains("stream.json") && err.contains("truncated"), "{err}");
+    assert!(
+        err.contains("stream.json") && err.contains("truncated"),
+        "{err}"
+    );
 }
 
 // --- Real models (GGUF files) -------------------------------------------------------
@@ -245,11 +405,25 @@ fn run_real_model_prints_text_then_speeds() {
     if !have_gpu() {
         return;
     }
-    let out = gpuscope(&["run", &model, "--prompt", "The capital of France is", "-n", "4"]);
+    let out = gpuscope(&[
+        "run",
+        &model,
+        "--prompt",
+        "The capital of France is",
+        "-n",
+        "4",
+    ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("Paris"), "{stdout}");
-    for needle in ["load ", "prompt processing 5 tokens", "(batched, 256 tokens per submit at most)", "generation 4 tokens", "tok/s", "q4_1 ×210"] {
+    for needle in [
+        "load ",
+        "prompt processing 5 tokens",
+        "(batched, 256 tokens per submit at most)",
+        "generation 4 tokens",
+        "tok/s",
+        "q4_1 ×210",
+    ] {
         assert!(stderr.contains(needle), "missing {needle:?}:\n{stderr}");
     }
 }
@@ -257,10 +431,22 @@ fn run_real_model_prints_text_then_speeds() {
 #[test]
 fn run_on_the_cpu_reference_gives_the_same_text() {
     let Some(model) = smollm2() else { return };
-    let out = gpuscope(&["run", &model, "--prompt", "The capital of France is", "-n", "2", "--cpu"]);
+    let out = gpuscope(&[
+        "run",
+        &model,
+        "--prompt",
+        "The capital of France is",
+        "-n",
+        "2",
+        "--cpu",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim_end(), " Paris.");
-    assert!(text(&out.stderr).contains("CPU reference setup"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("CPU reference setup"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -269,17 +455,33 @@ fn profile_of_a_model_file_names_it_in_the_header() {
     if !have_gpu() {
         return;
     }
-    let out = gpuscope(&["profile", &model, "--prompt", "Hi", "--tokens", "2", "--warmup", "0", "--timing", "pass"]);
+    let out = gpuscope(&[
+        "profile", &model, "--prompt", "Hi", "--tokens", "2", "--warmup", "0", "--timing", "pass",
+    ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
-    let workload = stdout.lines().find(|l| l.starts_with("Workload:")).expect("a workload line");
-    for needle in ["Smollm2 135M", "SmolLM2-135M-Instruct.Q4_1.gguf", "(llama)", "q4_1 ×210", "q8_0 ×1", "30 layers"] {
+    let workload = stdout
+        .lines()
+        .find(|l| l.starts_with("Workload:"))
+        .expect("a workload line");
+    for needle in [
+        "Smollm2 135M",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "(llama)",
+        "q4_1 ×210",
+        "q8_0 ×1",
+        "30 layers",
+    ] {
         assert!(workload.contains(needle), "missing {needle:?}: {workload}");
     }
     assert!(stdout.contains("prompt: 1 tokens in"), "{stdout}");
     assert!(stdout.contains("Tokens: 2 decoded"), "{stdout}");
     // Generation continues after the prompt: the first recorded token is at position 1.
-    let first = stdout.lines().skip_while(|l| !l.contains("token    pos")).nth(1).expect("a token line");
+    let first = stdout
+        .lines()
+        .skip_while(|l| !l.contains("token    pos"))
+        .nth(1)
+        .expect("a token line");
     assert_eq!(first.split_whitespace().nth(1), Some("1"), "{first}");
 }
 
@@ -291,7 +493,11 @@ fn bad_model_files_are_one_line_errors() {
     std::fs::write(&junk, b"not a model at all").unwrap();
     let out = gpuscope(&["run", junk.to_str().unwrap(), "-p", "hi"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("not a GGUF file"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("not a GGUF file"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let qwen = dir.path().join("qwen.gguf");
     let mut w = GgufWriter::new();
@@ -299,16 +505,25 @@ fn bad_model_files_are_one_line_errors() {
     std::fs::write(&qwen, w.to_bytes()).unwrap();
     let out = gpuscope(&["profile", qwen.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("architecture \"qwen2\" is not supported"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("architecture \"qwen2\" is not supported"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let cut = dir.path().join("cut.gguf");
     let mut w = GgufWriter::new();
-    w.meta("general.architecture", MetaValue::String("llama".into())).tensor("t", &[8], 0, vec![0; 32]);
+    w.meta("general.architecture", MetaValue::String("llama".into()))
+        .tensor("t", &[8], 0, vec![0; 32]);
     let bytes = w.to_bytes();
     std::fs::write(&cut, &bytes[..bytes.len() - 4]).unwrap();
     let out = gpuscope(&["run", cut.to_str().unwrap(), "-p", "hi"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("tensor \"t\""), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("tensor \"t\""),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -321,28 +536,75 @@ fn run_with_capture_records_every_step_and_replays() {
     let Some(model) = smollm2() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("runcap");
-    let out = gpuscope(&["run", &model, "--prompt", "The capital of France is", "-n", "4", "--capture", cap.to_str().unwrap()]);
+    let out = gpuscope(&[
+        "run",
+        &model,
+        "--prompt",
+        "The capital of France is",
+        "-n",
+        "4",
+        "--capture",
+        cap.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     let steps: u32 = err
         .lines()
-        .find_map(|l| l.strip_prefix("gpuscope: capture of ")?.split(' ').next()?.parse().ok())
+        .find_map(|l| {
+            l.strip_prefix("gpuscope: capture of ")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
         .unwrap_or_else(|| panic!("no capture line in:\n{err}"));
     // 5 prompt tokens + 3 generation steps (the 4th token needs none).
     assert!(steps >= 8, "{steps} steps recorded:\n{err}");
     let replay = gpuscope(&["replay", cap.to_str().unwrap()]);
     assert!(replay.status.success(), "{}", text(&replay.stderr));
     let report = text(&replay.stdout);
-    assert!(report.contains(&format!("Tokens: {steps} decoded")), "{report}");
+    assert!(
+        report.contains(&format!("Tokens: {steps} decoded")),
+        "{report}"
+    );
     assert!(!report.contains("FAIL"), "{report}");
     // With data and the outputs of two steps, the replay compares every output.
     let cap2 = dir.path().join("runcap_data");
-    let out = gpuscope(&["run", &model, "--prompt", "The capital", "-n", "2", "--capture", cap2.to_str().unwrap(), "--capture-data", "--capture-tokens", "1..3"]);
+    let out = gpuscope(&[
+        "run",
+        &model,
+        "--prompt",
+        "The capital",
+        "-n",
+        "2",
+        "--capture",
+        cap2.to_str().unwrap(),
+        "--capture-data",
+        "--capture-tokens",
+        "1..3",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let replay = gpuscope(&["replay", cap2.to_str().unwrap()]);
-    assert!(replay.status.success(), "{}\n{}", text(&replay.stdout), text(&replay.stderr));
+    assert!(
+        replay.status.success(),
+        "{}\n{}",
+        text(&replay.stdout),
+        text(&replay.stderr)
+    );
     let all = format!("{}{}", text(&replay.stdout), text(&replay.stderr));
     assert!(all.contains("outputs match the recorded ones"), "{all}");
-    let cpu = gpuscope(&["run", &model, "--prompt", "x", "--cpu", "--capture", cap.to_str().unwrap()]);
-    assert_eq!(cpu.status.code(), Some(2), "--capture with --cpu is a usage error");
+    let cpu = gpuscope(&[
+        "run",
+        &model,
+        "--prompt",
+        "x",
+        "--cpu",
+        "--capture",
+        cap.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        cpu.status.code(),
+        Some(2),
+        "--capture with --cpu is a usage error"
+    );
 }

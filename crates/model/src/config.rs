@@ -32,7 +32,12 @@ pub enum Preset {
 }
 
 impl Preset {
-    pub const ALL: [Preset; 4] = [Preset::Tiny, Preset::Smollm2_135m, Preset::Llama1b, Preset::Llama8b];
+    pub const ALL: [Preset; 4] = [
+        Preset::Tiny,
+        Preset::Smollm2_135m,
+        Preset::Llama1b,
+        Preset::Llama8b,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -145,9 +150,15 @@ impl LlamaConfig {
                 self.rope_dims, self.head_dim
             ));
         }
-        for (name, v) in [("dim", self.dim), ("q_dim", self.q_dim()), ("ffn_dim", self.ffn_dim)] {
+        for (name, v) in [
+            ("dim", self.dim),
+            ("q_dim", self.q_dim()),
+            ("ffn_dim", self.ffn_dim),
+        ] {
             if v % 32 != 0 {
-                return Err(format!("{name} ({v}) must be a multiple of 32 (the quant block size)"));
+                return Err(format!(
+                    "{name} ({v}) must be a multiple of 32 (the quant block size)"
+                ));
             }
         }
         Ok(())

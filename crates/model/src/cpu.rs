@@ -61,14 +61,24 @@ impl<'w> CpuDecoder<'w> {
         let w = self.weights;
         let c = &w.config;
         if self.position >= self.max_ctx {
-            return Err(ModelError::ContextFull { max_ctx: self.max_ctx });
+            return Err(ModelError::ContextFull {
+                max_ctx: self.max_ctx,
+            });
         }
         if token >= c.vocab {
-            return Err(ModelError::Config(format!("token {token} is outside the vocabulary ({})", c.vocab)));
+            return Err(ModelError::Config(format!(
+                "token {token} is outside the vocabulary ({})",
+                c.vocab
+            )));
         }
         let pos = self.position;
         let n_ctx = pos + 1;
-        let (dim, q_dim, kv_dim, ffn) = (c.dim as usize, c.q_dim() as usize, c.kv_dim() as usize, c.ffn_dim as usize);
+        let (dim, q_dim, kv_dim, ffn) = (
+            c.dim as usize,
+            c.q_dim() as usize,
+            c.kv_dim() as usize,
+            c.ffn_dim as usize,
+        );
         let mut x = vec![0f32; dim];
         Embedding {
             rows: w.token_embd.rows,
@@ -77,7 +87,10 @@ impl<'w> CpuDecoder<'w> {
             row_start: 0,
         }
         .cpu(&w.token_embd.data, token, &mut x);
-        let rms = RmsNorm { n: c.dim, eps: c.rms_eps };
+        let rms = RmsNorm {
+            n: c.dim,
+            eps: c.rms_eps,
+        };
         let rope = Rope {
             n_heads: c.n_heads,
             n_kv_heads: c.n_kv_heads,
@@ -86,11 +99,29 @@ impl<'w> CpuDecoder<'w> {
             base: c.rope_base,
             max_ctx: self.max_ctx,
         };
-        let scores_op = AttnScores { n_heads: c.n_heads, n_kv_heads: c.n_kv_heads, head_dim: c.head_dim, max_ctx: self.max_ctx };
-        let values_op = AttnValues { n_heads: c.n_heads, n_kv_heads: c.n_kv_heads, head_dim: c.head_dim, max_ctx: self.max_ctx };
-        let softmax = Softmax { rows: c.n_heads, row_stride: self.max_ctx };
+        let scores_op = AttnScores {
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            head_dim: c.head_dim,
+            max_ctx: self.max_ctx,
+        };
+        let values_op = AttnValues {
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            head_dim: c.head_dim,
+            max_ctx: self.max_ctx,
+        };
+        let softmax = Softmax {
+            rows: c.n_heads,
+            row_stride: self.max_ctx,
+        };
         let add = Add { n: c.dim };
-        let (mut xn, mut q, mut k, mut v) = (vec![0f32; dim], vec![0f32; q_dim], vec![0f32; kv_dim], vec![0f32; kv_dim]);
+        let (mut xn, mut q, mut k, mut v) = (
+            vec![0f32; dim],
+            vec![0f32; q_dim],
+            vec![0f32; kv_dim],
+            vec![0f32; kv_dim],
+        );
         let mut scores = vec![0f32; (c.n_heads * self.max_ctx) as usize];
         let (mut attn, mut delta) = (vec![0f32; q_dim], vec![0f32; dim]);
         let (mut gate, mut up, mut hidden) = (vec![0f32; ffn], vec![0f32; ffn], vec![0f32; ffn]);
@@ -99,7 +130,14 @@ impl<'w> CpuDecoder<'w> {
             gemv(&l.wq, &xn, &mut q);
             gemv(&l.wk, &xn, &mut k);
             gemv(&l.wv, &xn, &mut v);
-            rope.cpu(pos, &mut q, &k, &v, &mut self.k_cache[i], &mut self.v_cache[i]);
+            rope.cpu(
+                pos,
+                &mut q,
+                &k,
+                &v,
+                &mut self.k_cache[i],
+                &mut self.v_cache[i],
+            );
             scores_op.cpu(n_ctx, &q, &self.k_cache[i], &mut scores);
             softmax.cpu(n_ctx, &mut scores);
             values_op.cpu(n_ctx, &scores, &self.v_cache[i], &mut attn);

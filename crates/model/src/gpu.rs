@@ -15,7 +15,10 @@ use gpuscope_ops::gemv::Gemv;
 use gpuscope_ops::rms_norm::RmsNorm;
 use gpuscope_ops::rope::Rope;
 use gpuscope_ops::silu_mul::SiluMul;
-use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, PendingStep, Section, StepOutput, StepRunner, STEP_BUFFER_BYTES};
+use gpuscope_runtime::{
+    Dispatch, Gpu, GpuBuffer, Graph, PendingStep, Section, StepOutput, StepRunner,
+    STEP_BUFFER_BYTES,
+};
 use gpuscope_trace::TimingMode;
 
 use crate::config::LlamaConfig;
@@ -54,7 +57,8 @@ fn upload_matrix(gpu: &Gpu, t: &Tensor) -> Result<GpuMatrix, ModelError> {
     let mut first = 0u32;
     while first < t.rows {
         let rows = rows_per_chunk.min(t.rows - first);
-        let bytes = &t.data[(first as u64 * row_bytes) as usize..((first + rows) as u64 * row_bytes) as usize];
+        let bytes = &t.data
+            [(first as u64 * row_bytes) as usize..((first + rows) as u64 * row_bytes) as usize];
         let label = if first == 0 && rows == t.rows {
             t.name.clone()
         } else {
@@ -72,7 +76,13 @@ fn upload_matrix(gpu: &Gpu, t: &Tensor) -> Result<GpuMatrix, ModelError> {
 
 impl GpuMatrix {
     /// y = W·x, or y += W·x with `accumulate`, one dispatch per row chunk.
-    pub(crate) fn gemv(&self, gpu: &Gpu, x: &GpuBuffer, y: &GpuBuffer, accumulate: bool) -> Result<Vec<Dispatch>, ModelError> {
+    pub(crate) fn gemv(
+        &self,
+        gpu: &Gpu,
+        x: &GpuBuffer,
+        y: &GpuBuffer,
+        accumulate: bool,
+    ) -> Result<Vec<Dispatch>, ModelError> {
         self.chunks
             .iter()
             .map(|(buf, first, rows)| {
@@ -91,7 +101,12 @@ impl GpuMatrix {
             .collect()
     }
 
-    fn embedding(&self, gpu: &Gpu, token: &GpuBuffer, out: &GpuBuffer) -> Result<Vec<Dispatch>, ModelError> {
+    fn embedding(
+        &self,
+        gpu: &Gpu,
+        token: &GpuBuffer,
+        out: &GpuBuffer,
+    ) -> Result<Vec<Dispatch>, ModelError> {
         self.chunks
             .iter()
             .map(|(buf, first, rows)| {
@@ -111,9 +126,16 @@ impl GpuMatrix {
 /// into one matrix — one dispatch — when they share a format, else uploaded apart, each
 /// writing its rows through `out_offset` (quantized files often keep `attn_v` in a
 /// different format from `attn_q`).
-fn upload_stacked(gpu: &Gpu, name: &str, parts: &[(&Tensor, u32)]) -> Result<Vec<GpuMatrix>, ModelError> {
+fn upload_stacked(
+    gpu: &Gpu,
+    name: &str,
+    parts: &[(&Tensor, u32)],
+) -> Result<Vec<GpuMatrix>, ModelError> {
     let first = parts[0].0;
-    if parts.iter().all(|(t, _)| t.format == first.format && t.cols == first.cols) {
+    if parts
+        .iter()
+        .all(|(t, _)| t.format == first.format && t.cols == first.cols)
+    {
         return Ok(vec![upload_matrix(gpu, &concat_rows(name, parts))?]);
     }
     parts
@@ -128,7 +150,12 @@ fn upload_stacked(gpu: &Gpu, name: &str, parts: &[(&Tensor, u32)]) -> Result<Vec
         .collect()
 }
 
-fn gemv_stacked(gpu: &Gpu, parts: &[GpuMatrix], x: &GpuBuffer, y: &GpuBuffer) -> Result<Vec<Dispatch>, ModelError> {
+fn gemv_stacked(
+    gpu: &Gpu,
+    parts: &[GpuMatrix],
+    x: &GpuBuffer,
+    y: &GpuBuffer,
+) -> Result<Vec<Dispatch>, ModelError> {
     let mut out = Vec::new();
     for m in parts {
         out.extend(m.gemv(gpu, x, y, false)?);
@@ -141,10 +168,17 @@ fn gemv_stacked(gpu: &Gpu, parts: &[GpuMatrix], x: &GpuBuffer, y: &GpuBuffer) ->
 fn concat_rows(name: &str, parts: &[(&Tensor, u32)]) -> Tensor {
     let first = parts[0].0;
     let row_bytes = first.row_bytes();
-    let rows = parts.iter().map(|(t, start)| start + t.rows).max().unwrap_or(0);
+    let rows = parts
+        .iter()
+        .map(|(t, start)| start + t.rows)
+        .max()
+        .unwrap_or(0);
     let mut data = vec![0u8; rows as usize * row_bytes];
     for (t, start) in parts {
-        assert!(t.cols == first.cols && t.format == first.format, "concat_rows: parts differ in shape or format");
+        assert!(
+            t.cols == first.cols && t.format == first.format,
+            "concat_rows: parts differ in shape or format"
+        );
         let at = *start as usize * row_bytes;
         data[at..at + t.data.len()].copy_from_slice(&t.data);
     }
@@ -218,10 +252,13 @@ pub(crate) struct GpuWeights {
     pub(crate) layers: Vec<GpuLayer>,
 }
 
-
 impl GpuDecoder {
     /// Uploads `weights` and builds the per-token graph. All resources are created here.
-    pub fn new(gpu: &Gpu, weights: &ModelWeights, options: DecoderOptions) -> Result<GpuDecoder, ModelError> {
+    pub fn new(
+        gpu: &Gpu,
+        weights: &ModelWeights,
+        options: DecoderOptions,
+    ) -> Result<GpuDecoder, ModelError> {
         let _span = tracing::info_span!("gpu_decoder_new").entered();
         let c = weights.config.clone();
         c.validate().map_err(ModelError::Config)?;
@@ -280,24 +317,49 @@ impl GpuDecoder {
 
         let mut attention_dispatches = Vec::new();
         let mut gpu_layers = Vec::new();
-        let rms = RmsNorm { n: c.dim, eps: c.rms_eps };
+        let rms = RmsNorm {
+            n: c.dim,
+            eps: c.rms_eps,
+        };
         let attn_shape = (c.n_heads, c.n_kv_heads, c.head_dim, options.max_ctx);
         for (i, layer) in weights.layers.iter().enumerate() {
             let li = i as u32;
             let l = |name: &str| format!("L{li}.{name}");
             let mut ds: Vec<Dispatch> = Vec::new();
-            let attn_norm = gpu.create_buffer_init(&l("attn_norm"), bytemuck::cast_slice(&layer.attn_norm))?;
-            let ffn_norm = gpu.create_buffer_init(&l("ffn_norm"), bytemuck::cast_slice(&layer.ffn_norm))?;
+            let attn_norm =
+                gpu.create_buffer_init(&l("attn_norm"), bytemuck::cast_slice(&layer.attn_norm))?;
+            let ffn_norm =
+                gpu.create_buffer_init(&l("ffn_norm"), bytemuck::cast_slice(&layer.ffn_norm))?;
             // One gemv for q, k and v, one for gate and up: fewer dispatches, same math.
-            let wqkv = upload_stacked(gpu, &l("attn_qkv"), &[(&layer.wq, 0), (&layer.wk, c.q_dim()), (&layer.wv, c.q_dim() + c.kv_dim())])?;
+            let wqkv = upload_stacked(
+                gpu,
+                &l("attn_qkv"),
+                &[
+                    (&layer.wq, 0),
+                    (&layer.wk, c.q_dim()),
+                    (&layer.wv, c.q_dim() + c.kv_dim()),
+                ],
+            )?;
             let wo = upload_matrix(gpu, &layer.wo)?;
-            let w_gate_up = upload_stacked(gpu, &l("ffn_gate_up"), &[(&layer.w_gate, 0), (&layer.w_up, up_row)])?;
+            let w_gate_up = upload_stacked(
+                gpu,
+                &l("ffn_gate_up"),
+                &[(&layer.w_gate, 0), (&layer.w_up, up_row)],
+            )?;
             let w_down = upload_matrix(gpu, &layer.w_down)?;
             let push = |ds: &mut Vec<Dispatch>, name: &str, list: Vec<Dispatch>| {
                 ds.extend(list.into_iter().map(|d| d.labelled(l(name), Some(li))));
             };
-            push(&mut ds, "attn_norm", vec![rms.dispatch(gpu, &a.x, &attn_norm, &a.xn)?]);
-            push(&mut ds, "attn_qkv", gemv_stacked(gpu, &wqkv, &a.xn, &a.qkv)?);
+            push(
+                &mut ds,
+                "attn_norm",
+                vec![rms.dispatch(gpu, &a.x, &attn_norm, &a.xn)?],
+            );
+            push(
+                &mut ds,
+                "attn_qkv",
+                gemv_stacked(gpu, &wqkv, &a.xn, &a.qkv)?,
+            );
             let rope = Rope {
                 n_heads: c.n_heads,
                 n_kv_heads: c.n_kv_heads,
@@ -308,26 +370,74 @@ impl GpuDecoder {
             };
             let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
             let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
-            push(&mut ds, "rope", vec![rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?]);
+            push(
+                &mut ds,
+                "rope",
+                vec![rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
+            );
             let (h, kvh, hd, ctx) = attn_shape;
-            let attention = AttnFused { n_heads: h, n_kv_heads: kvh, head_dim: hd, max_ctx: ctx };
+            let attention = AttnFused {
+                n_heads: h,
+                n_kv_heads: kvh,
+                head_dim: hd,
+                max_ctx: ctx,
+            };
             attention_dispatches.push((sections.len(), ds.len()));
-            push(&mut ds, "attention", vec![attention.dispatch(gpu, &a.step, &a.q, kc, vc, &a.attn)?]);
+            push(
+                &mut ds,
+                "attention",
+                vec![attention.dispatch(gpu, &a.step, &a.q, kc, vc, &a.attn)?],
+            );
             // x += Wo·attn: the residual add fused into the projection.
             push(&mut ds, "attn_output", wo.gemv(gpu, &a.attn, &a.x, true)?);
-            push(&mut ds, "ffn_norm", vec![rms.dispatch(gpu, &a.x, &ffn_norm, &a.xn)?]);
-            push(&mut ds, "ffn_gate_up", gemv_stacked(gpu, &w_gate_up, &a.xn, &a.gate_up)?);
+            push(
+                &mut ds,
+                "ffn_norm",
+                vec![rms.dispatch(gpu, &a.x, &ffn_norm, &a.xn)?],
+            );
+            push(
+                &mut ds,
+                "ffn_gate_up",
+                gemv_stacked(gpu, &w_gate_up, &a.xn, &a.gate_up)?,
+            );
             let silu = SiluMul { n: c.ffn_dim };
-            push(&mut ds, "ffn_silu_mul", vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?]);
-            push(&mut ds, "ffn_down", w_down.gemv(gpu, &a.hidden, &a.x, true)?);
+            push(
+                &mut ds,
+                "ffn_silu_mul",
+                vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?],
+            );
+            push(
+                &mut ds,
+                "ffn_down",
+                w_down.gemv(gpu, &a.hidden, &a.x, true)?,
+            );
             sections.push(Section::new(format!("L{li}"), Some(li), ds));
-            gpu_layers.push(GpuLayer { attn_norm, ffn_norm, wqkv, wo, w_gate_up, w_down });
+            gpu_layers.push(GpuLayer {
+                attn_norm,
+                ffn_norm,
+                wqkv,
+                wo,
+                w_gate_up,
+                w_down,
+            });
         }
 
-        let output_norm = gpu.create_buffer_init("output_norm", bytemuck::cast_slice(&weights.output_norm))?;
-        let mut head = vec![rms.dispatch(gpu, &a.x, &output_norm, &a.xn)?.labelled("output_norm", None)];
-        head.extend(output.gemv(gpu, &a.xn, &a.logits, false)?.into_iter().map(|d| d.labelled("output", None)));
-        head.push(Argmax { n: c.vocab }.dispatch(gpu, &a.logits, &a.token)?.labelled("argmax", None));
+        let output_norm =
+            gpu.create_buffer_init("output_norm", bytemuck::cast_slice(&weights.output_norm))?;
+        let mut head = vec![rms
+            .dispatch(gpu, &a.x, &output_norm, &a.xn)?
+            .labelled("output_norm", None)];
+        head.extend(
+            output
+                .gemv(gpu, &a.xn, &a.logits, false)?
+                .into_iter()
+                .map(|d| d.labelled("output", None)),
+        );
+        head.push(
+            Argmax { n: c.vocab }
+                .dispatch(gpu, &a.logits, &a.token)?
+                .labelled("argmax", None),
+        );
         sections.push(Section::new("head", None, head));
 
         let graph = Graph { sections };
@@ -340,7 +450,12 @@ impl GpuDecoder {
             acts,
             attention_dispatches,
             position: 0,
-            weights: GpuWeights { token_embd, output, output_norm, layers: gpu_layers },
+            weights: GpuWeights {
+                token_embd,
+                output,
+                output_norm,
+                layers: gpu_layers,
+            },
             prefill: None,
         })
     }
@@ -361,9 +476,16 @@ impl GpuDecoder {
 
     /// Switches the timing mode (rebuilds the step runner's query set; setup-time only).
     pub fn set_timing(&mut self, gpu: &Gpu, timing: TimingMode) -> Result<(), ModelError> {
-        self.runner = Self::make_runner(gpu, &self.graph, &self.acts, self.options.read_logits, timing)?;
+        self.runner = Self::make_runner(
+            gpu,
+            &self.graph,
+            &self.acts,
+            self.options.read_logits,
+            timing,
+        )?;
         if let Some(p) = &mut self.prefill {
-            p.runner = Self::make_runner(gpu, &p.graph, &self.acts, self.options.read_logits, timing)?;
+            p.runner =
+                Self::make_runner(gpu, &p.graph, &self.acts, self.options.read_logits, timing)?;
         }
         Ok(())
     }
@@ -397,18 +519,24 @@ impl GpuDecoder {
     /// [`gpuscope_runtime::MAX_IN_FLIGHT`] tokens may be in flight. Finish them in order.
     pub fn submit(&mut self, gpu: &Gpu, input: Option<u32>) -> Result<PendingStep, ModelError> {
         if self.position >= self.options.max_ctx {
-            return Err(ModelError::ContextFull { max_ctx: self.options.max_ctx });
+            return Err(ModelError::ContextFull {
+                max_ctx: self.options.max_ctx,
+            });
         }
         if let Some(t) = input {
             if t >= self.config.vocab {
-                return Err(ModelError::Config(format!("token {t} is outside the vocabulary ({})", self.config.vocab)));
+                return Err(ModelError::Config(format!(
+                    "token {t} is outside the vocabulary ({})",
+                    self.config.vocab
+                )));
             }
         }
         let n_ctx = self.position + 1;
         self.update_attention_costs(n_ctx);
         let step: [u32; 4] = [self.position, n_ctx, 0, 0];
         let token_bytes;
-        let mut uploads: Vec<(&GpuBuffer, u64, &[u8])> = vec![(&self.acts.step, 0, bytemuck::cast_slice(&step))];
+        let mut uploads: Vec<(&GpuBuffer, u64, &[u8])> =
+            vec![(&self.acts.step, 0, bytemuck::cast_slice(&step))];
         if let Some(t) = input {
             token_bytes = t.to_le_bytes();
             uploads.push((&self.acts.token, 0, &token_bytes));
@@ -423,19 +551,29 @@ impl GpuDecoder {
         let output = self.runner.finish(gpu, &self.graph, pending)?;
         let token = u32::from_le_bytes(output.readbacks[0][..4].try_into().unwrap());
         let logits = self.options.read_logits.then(|| {
-            bytemuck::pod_collect_to_vec::<u8, f32>(&output.readbacks[1])[..self.config.vocab as usize].to_vec()
+            bytemuck::pod_collect_to_vec::<u8, f32>(&output.readbacks[1])
+                [..self.config.vocab as usize]
+                .to_vec()
         });
-        Ok(GpuStep { token, logits, output })
+        Ok(GpuStep {
+            token,
+            logits,
+            output,
+        })
     }
 
     /// Attention's bytes and FLOPs grow with the context; keep the declared costs exact.
     fn update_attention_costs(&mut self, n_ctx: u32) {
         let c = &self.config;
-        let op = AttnFused { n_heads: c.n_heads, n_kv_heads: c.n_kv_heads, head_dim: c.head_dim, max_ctx: self.options.max_ctx };
+        let op = AttnFused {
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            head_dim: c.head_dim,
+            max_ctx: self.options.max_ctx,
+        };
         let cost = op.cost_at(n_ctx);
         for &(s, d) in &self.attention_dispatches {
             self.graph.sections[s].dispatches[d].cost = cost;
         }
     }
-
 }

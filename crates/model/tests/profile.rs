@@ -10,18 +10,32 @@ use crate::common::{gpu, weights};
 fn profile_records_every_dispatch_and_round_trips() {
     let Some(gpu) = gpu() else { return };
     let w = weights(Preset::Tiny, WeightFormat::Q4_1);
-    let opts = ProfileOptions { tokens: 4, first_token: 9, overhead: true, warmup: 2, in_flight: 2, prompt: Vec::new() };
+    let opts = ProfileOptions {
+        tokens: 4,
+        first_token: 9,
+        overhead: true,
+        warmup: 2,
+        in_flight: 2,
+        prompt: Vec::new(),
+    };
     let run = profile_decode(gpu, &w, &opts).unwrap();
     assert!(run.error.is_none());
     let p = run.profile;
     let per_token = p.workload.graph_dispatches_per_token as usize;
     assert_eq!(p.tokens.len(), 4);
     assert_eq!(p.dispatches.len(), 4 * per_token);
-    assert_eq!(p.passes.len(), 4 * p.workload.graph_passes_per_token as usize);
+    assert_eq!(
+        p.passes.len(),
+        4 * p.workload.graph_passes_per_token as usize
+    );
     assert!(p.setup.buffers_created > 0 && p.setup.pipelines_created > 0);
     if p.timing.mode == TimingMode::Dispatch {
         let timed = p.dispatches.iter().filter(|d| d.gpu.is_some()).count();
-        let flagged = p.dispatches.iter().filter(|d| d.timestamp_issue.is_some()).count();
+        let flagged = p
+            .dispatches
+            .iter()
+            .filter(|d| d.timestamp_issue.is_some())
+            .count();
         assert_eq!(timed + flagged, p.dispatches.len());
         assert!(timed > 0, "no dispatch got a valid GPU span");
         assert!(p.tokens.iter().all(|t| t.gpu_busy_ns.is_some()));
@@ -29,7 +43,12 @@ fn profile_records_every_dispatch_and_round_trips() {
     let o = p.overhead.as_ref().expect("overhead was asked for");
     assert!(o.tok_per_s_off > 0.0 && o.tok_per_s_profiled > 0.0);
     // Attention's declared bytes grow with the context.
-    let scores: Vec<u64> = p.dispatches.iter().filter(|d| d.op == "attention" && d.layer == Some(0)).map(|d| d.bytes).collect();
+    let scores: Vec<u64> = p
+        .dispatches
+        .iter()
+        .filter(|d| d.op == "attention" && d.layer == Some(0))
+        .map(|d| d.bytes)
+        .collect();
     assert!(scores.windows(2).all(|w| w[1] > w[0]), "{scores:?}");
 
     let dir = tempfile::tempdir().unwrap();
@@ -48,15 +67,34 @@ fn a_prompt_is_timed_apart_and_generation_continues_from_its_cache() {
     let Some(gpu) = gpu() else { return };
     let w = weights(Preset::Tiny, WeightFormat::Q8_0);
     let prompt = vec![5u32, 17, 300, 2];
-    let opts = ProfileOptions { tokens: 3, first_token: 1, overhead: false, warmup: 1, in_flight: 2, prompt: prompt.clone() };
+    let opts = ProfileOptions {
+        tokens: 3,
+        first_token: 1,
+        overhead: false,
+        warmup: 1,
+        in_flight: 2,
+        prompt: prompt.clone(),
+    };
     let p = profile_decode(gpu, &w, &opts).unwrap().profile;
     let pr = p.prompt.as_ref().expect("prompt record");
     assert_eq!(pr.tokens, 4);
     assert!(pr.wall_ns > 0);
     let positions: Vec<u32> = p.tokens.iter().map(|t| t.position).collect();
-    assert_eq!(positions, vec![4, 5, 6], "generation continues after the prompt");
+    assert_eq!(
+        positions,
+        vec![4, 5, 6],
+        "generation continues after the prompt"
+    );
     // The same tokens as feeding the prompt and then greedy decoding by hand.
-    let mut d = gpuscope_model::GpuDecoder::new(gpu, &w, gpuscope_model::DecoderOptions { max_ctx: 7, read_logits: false }).unwrap();
+    let mut d = gpuscope_model::GpuDecoder::new(
+        gpu,
+        &w,
+        gpuscope_model::DecoderOptions {
+            max_ctx: 7,
+            read_logits: false,
+        },
+    )
+    .unwrap();
     for &t in &prompt {
         d.step(gpu, Some(t)).unwrap();
     }

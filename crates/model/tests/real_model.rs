@@ -5,7 +5,9 @@
 use std::sync::OnceLock;
 
 use gpuscope_model::test_model::require_smollm2;
-use gpuscope_model::{load_gguf, CpuDecoder, DecoderOptions, GpuDecoder, LoadedModel, Preset, Tokenizer};
+use gpuscope_model::{
+    load_gguf, CpuDecoder, DecoderOptions, GpuDecoder, LoadedModel, Preset, Tokenizer,
+};
 use gpuscope_ops::WeightFormat;
 
 use crate::common::gpu;
@@ -24,26 +26,47 @@ pub(crate) fn tokenizer(m: &LoadedModel) -> Tokenizer {
 
 /// The id of a vocabulary entry, looked up in the file's own token list.
 fn vocab_id(tk: &Tokenizer, piece: &str) -> u32 {
-    (0..tk.vocab_size() as u32).find(|&i| tk.piece(i) == Some(piece)).unwrap_or_else(|| panic!("{piece:?} not in the vocabulary"))
+    (0..tk.vocab_size() as u32)
+        .find(|&i| tk.piece(i) == Some(piece))
+        .unwrap_or_else(|| panic!("{piece:?} not in the vocabulary"))
 }
 
 #[test]
 fn metadata_and_tensor_table() {
     let Some(m) = model() else { return };
     let f = &m.gguf.file;
-    assert_eq!((f.version, f.tensors.len(), f.metadata.len(), f.alignment), (3, 272, 33, 32));
+    assert_eq!(
+        (f.version, f.tensors.len(), f.metadata.len(), f.alignment),
+        (3, 272, 33, 32)
+    );
     assert_eq!(f.metadata.get_str("general.architecture"), Some("llama"));
     assert_eq!(f.metadata.get_u64("llama.context_length"), Some(8192));
     assert_eq!(f.metadata.get_str("tokenizer.ggml.pre"), Some("smollm"));
     let embd = f.tensor("token_embd.weight").unwrap();
-    assert_eq!((embd.dims.as_slice(), embd.ggml_type.name, embd.offset), (&[576, 49152][..], "q8_0", 0));
+    assert_eq!(
+        (embd.dims.as_slice(), embd.ggml_type.name, embd.offset),
+        (&[576, 49152][..], "q8_0", 0)
+    );
     let down = f.tensor("blk.0.ffn_down.weight").unwrap();
-    assert_eq!((down.dims.as_slice(), down.ggml_type.name, down.size), (&[1536, 576][..], "q4_1", 576 * 1536 / 32 * 20));
+    assert_eq!(
+        (down.dims.as_slice(), down.ggml_type.name, down.size),
+        (&[1536, 576][..], "q4_1", 576 * 1536 / 32 * 20)
+    );
     let norm = f.tensor("output_norm.weight").unwrap();
-    assert_eq!((norm.dims.as_slice(), norm.ggml_type.name), (&[576][..], "f32"));
-    assert!(f.tensor("output.weight").is_none(), "SmolLM2 ties its output to the embedding");
+    assert_eq!(
+        (norm.dims.as_slice(), norm.ggml_type.name),
+        (&[576][..], "f32")
+    );
+    assert!(
+        f.tensor("output.weight").is_none(),
+        "SmolLM2 ties its output to the embedding"
+    );
     // Every tensor's bytes lie in the file, in order, without overlap.
-    let mut spans: Vec<_> = f.tensors.iter().map(|t| (t.offset, t.offset + t.size)).collect();
+    let mut spans: Vec<_> = f
+        .tensors
+        .iter()
+        .map(|t| (t.offset, t.offset + t.size))
+        .collect();
     spans.sort();
     assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0));
     assert_eq!(f.data_offset + spans.last().unwrap().1, f.file_size);
@@ -58,14 +81,20 @@ fn metadata_and_tensor_table() {
     assert!(m.weights.output.is_none());
     assert!(m.info.warnings.is_empty(), "{:?}", m.info.warnings);
     // Weights are views into the map, not copies.
-    assert!(matches!(m.weights.layers[0].wq.data, gpuscope_model::weights::TensorData::Shared { .. }));
+    assert!(matches!(
+        m.weights.layers[0].wq.data,
+        gpuscope_model::weights::TensorData::Shared { .. }
+    ));
 }
 
 #[test]
 fn tokenizer_known_ids() {
     let Some(m) = model() else { return };
     let tk = tokenizer(m);
-    assert_eq!((tk.vocab_size(), tk.bos, tk.eos, tk.add_bos), (49152, Some(1), Some(2), false));
+    assert_eq!(
+        (tk.vocab_size(), tk.bos, tk.eos, tk.add_bos),
+        (49152, Some(1), Some(2), false)
+    );
     // Each word below is one entry of the vocabulary (byte-level: `Ġ` is a space), so
     // BPE must end at exactly those entries.
     assert_eq!(tk.encode(" Paris").unwrap(), [vocab_id(&tk, "ĠParis")]);
@@ -75,9 +104,15 @@ fn tokenizer_known_ids() {
     assert_eq!(expected, [504, 3575, 282, 4649, 314]);
     assert_eq!(tk.encode("The capital of France is").unwrap(), expected);
     // The `smollm` pre-tokenizer splits digits one by one.
-    assert_eq!(tk.encode("2024").unwrap(), ["2", "0", "2", "4"].map(|d| vocab_id(&tk, d)));
+    assert_eq!(
+        tk.encode("2024").unwrap(),
+        ["2", "0", "2", "4"].map(|d| vocab_id(&tk, d))
+    );
     // Control tokens written in the text are single ids.
-    assert_eq!(tk.encode("<|im_start|>user").unwrap(), [1, vocab_id(&tk, "user")]);
+    assert_eq!(
+        tk.encode("<|im_start|>user").unwrap(),
+        [1, vocab_id(&tk, "user")]
+    );
     // Runs of spaces: "Ġ" pieces from the vocabulary, the last space joining the word.
     let spaced = tk.encode("a   b").unwrap();
     assert_eq!(tk.decode(&spaced).unwrap(), "a   b");
@@ -109,7 +144,13 @@ fn tokenizer_round_trips() {
 /// Max |a - b| over two logit vectors, and the scale of `b`.
 fn logit_diff(a: &[f32], b: &[f32]) -> (f32, f32) {
     let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
-    (a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max), scale)
+    (
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max),
+        scale,
+    )
 }
 
 #[test]
@@ -120,13 +161,27 @@ fn greedy_32_tokens_gpu_matches_cpu() {
     let prompt = tk.encode_prompt("The capital of France is").unwrap();
     let n = 32u32;
     let ctx = prompt.len() as u32 + n;
-    let mut g = GpuDecoder::new(gpu, &m.weights, DecoderOptions { max_ctx: ctx, read_logits: true }).unwrap();
+    let mut g = GpuDecoder::new(
+        gpu,
+        &m.weights,
+        DecoderOptions {
+            max_ctx: ctx,
+            read_logits: true,
+        },
+    )
+    .unwrap();
     let mut c = CpuDecoder::new(&m.weights, ctx).unwrap();
     let mut worst_rel = 0f32;
     let mut check = |step: usize, gl: &[f32], cl: &[f32]| {
         let (d, scale) = logit_diff(gl, cl);
-        assert!(gl.iter().all(|v| v.is_finite()), "step {step}: non-finite GPU logits");
-        assert!(d <= 2e-3 * scale + 1e-3, "step {step}: logits differ by {d} (max |logit| {scale})");
+        assert!(
+            gl.iter().all(|v| v.is_finite()),
+            "step {step}: non-finite GPU logits"
+        );
+        assert!(
+            d <= 2e-3 * scale + 1e-3,
+            "step {step}: logits differ by {d} (max |logit| {scale})"
+        );
         worst_rel = worst_rel.max(d / scale);
     };
     let (mut g_next, mut c_next) = (0, 0);
@@ -138,18 +193,28 @@ fn greedy_32_tokens_gpu_matches_cpu() {
     }
     let mut generated = Vec::new();
     for i in 0..n {
-        assert_eq!(g_next, c_next, "generated token {i}: GPU and CPU disagree (so far {generated:?})");
+        assert_eq!(
+            g_next, c_next,
+            "generated token {i}: GPU and CPU disagree (so far {generated:?})"
+        );
         generated.push(c_next);
         if i + 1 == n {
             break;
         }
         let gs = g.step(gpu, None).unwrap();
         let cs = c.step(c_next).unwrap();
-        check(prompt.len() + i as usize, gs.logits.as_ref().unwrap(), &cs.logits);
+        check(
+            prompt.len() + i as usize,
+            gs.logits.as_ref().unwrap(),
+            &cs.logits,
+        );
         (g_next, c_next) = (gs.token, cs.token);
     }
     let text = tk.decode(&generated).unwrap();
-    eprintln!("greedy continuation: {text:?} (worst logit difference {:.2e} of the max)", worst_rel);
+    eprintln!(
+        "greedy continuation: {text:?} (worst logit difference {:.2e} of the max)",
+        worst_rel
+    );
     let distinct: std::collections::HashSet<_> = generated.iter().collect();
     assert!(distinct.len() > 4, "degenerate output: {text:?}");
 }
@@ -161,7 +226,15 @@ fn capital_of_france_is_paris() {
     let tk = tokenizer(m);
     let paris = tk.encode(" Paris").unwrap()[0];
     let prompt = tk.encode_prompt("The capital of France is").unwrap();
-    let mut g = GpuDecoder::new(gpu, &m.weights, DecoderOptions { max_ctx: 16, read_logits: false }).unwrap();
+    let mut g = GpuDecoder::new(
+        gpu,
+        &m.weights,
+        DecoderOptions {
+            max_ctx: 16,
+            read_logits: false,
+        },
+    )
+    .unwrap();
     let mut next = 0;
     for &t in &prompt {
         next = g.step(gpu, Some(t)).unwrap().token;
@@ -170,5 +243,9 @@ fn capital_of_france_is_paris() {
     for _ in 0..3 {
         out.push(g.step(gpu, None).unwrap().token);
     }
-    assert!(out.contains(&paris), "continuation {:?} lacks \" Paris\"", tk.decode(&out).unwrap());
+    assert!(
+        out.contains(&paris),
+        "continuation {:?} lacks \" Paris\"",
+        tk.decode(&out).unwrap()
+    );
 }

@@ -16,10 +16,26 @@ fn spm_tokenizer() -> Tokenizer {
         scores.push(0.0);
     }
     let pieces = [
-        ("▁", -1.0), ("H", -2.0), ("e", -2.0), ("l", -2.0), ("o", -2.0), ("w", -2.0), ("r", -2.0), ("d", -2.0),
-        ("1", -2.0), ("2", -2.0),
-        ("ll", -3.0), ("▁H", -3.5), ("▁He", -4.0), ("llo", -4.5), ("▁Hello", -5.0),
-        ("or", -3.2), ("▁w", -3.6), ("▁wor", -4.2), ("ld", -4.4), ("▁world", -5.5),
+        ("▁", -1.0),
+        ("H", -2.0),
+        ("e", -2.0),
+        ("l", -2.0),
+        ("o", -2.0),
+        ("w", -2.0),
+        ("r", -2.0),
+        ("d", -2.0),
+        ("1", -2.0),
+        ("2", -2.0),
+        ("ll", -3.0),
+        ("▁H", -3.5),
+        ("▁He", -4.0),
+        ("llo", -4.5),
+        ("▁Hello", -5.0),
+        ("or", -3.2),
+        ("▁w", -3.6),
+        ("▁wor", -4.2),
+        ("ld", -4.4),
+        ("▁world", -5.5),
     ];
     for (p, s) in pieces {
         tokens.push(p.into());
@@ -29,9 +45,18 @@ fn spm_tokenizer() -> Tokenizer {
     let mut w = GgufWriter::new();
     w.meta("general.architecture", MetaValue::String("llama".into()))
         .meta("tokenizer.ggml.model", MetaValue::String("llama".into()))
-        .meta("tokenizer.ggml.tokens", MetaValue::Array(MetaArray::String(tokens.into_iter().collect())))
-        .meta("tokenizer.ggml.scores", MetaValue::Array(MetaArray::F32(scores)))
-        .meta("tokenizer.ggml.token_type", MetaValue::Array(MetaArray::I32(types)))
+        .meta(
+            "tokenizer.ggml.tokens",
+            MetaValue::Array(MetaArray::String(tokens.into_iter().collect())),
+        )
+        .meta(
+            "tokenizer.ggml.scores",
+            MetaValue::Array(MetaArray::F32(scores)),
+        )
+        .meta(
+            "tokenizer.ggml.token_type",
+            MetaValue::Array(MetaArray::I32(types)),
+        )
         .meta("tokenizer.ggml.bos_token_id", MetaValue::U32(1))
         .meta("tokenizer.ggml.eos_token_id", MetaValue::U32(2))
         .meta("tokenizer.ggml.unknown_token_id", MetaValue::U32(0));
@@ -40,7 +65,9 @@ fn spm_tokenizer() -> Tokenizer {
 }
 
 fn id(t: &Tokenizer, piece: &str) -> u32 {
-    (0..t.vocab_size() as u32).find(|&i| t.piece(i) == Some(piece)).unwrap_or_else(|| panic!("no piece {piece:?}"))
+    (0..t.vocab_size() as u32)
+        .find(|&i| t.piece(i) == Some(piece))
+        .unwrap_or_else(|| panic!("no piece {piece:?}"))
 }
 
 #[test]
@@ -59,7 +86,11 @@ fn unknown_characters_fall_back_to_bytes_and_round_trip() {
     assert_eq!(ids, vec![id(&t, "▁H"), id(&t, "<0xC3>"), id(&t, "<0xA9>")]);
     for s in ["Hé", "Hello  world", "world12 Hello", "日本"] {
         let ids = t.encode(s).unwrap();
-        assert_eq!(t.decode(&ids).unwrap(), s, "round trip of {s:?} via {ids:?}");
+        assert_eq!(
+            t.decode(&ids).unwrap(),
+            s,
+            "round trip of {s:?} via {ids:?}"
+        );
     }
 }
 
@@ -67,6 +98,10 @@ fn unknown_characters_fall_back_to_bytes_and_round_trip() {
 fn the_prompt_gets_bos_and_eos_ends_text() {
     let t = spm_tokenizer();
     let ids = t.encode_prompt("Hello").unwrap();
-    assert_eq!(ids.first(), Some(&1), "SentencePiece models add BOS by default: {ids:?}");
+    assert_eq!(
+        ids.first(),
+        Some(&1),
+        "SentencePiece models add BOS by default: {ids:?}"
+    );
     assert!(t.is_end(2));
 }

@@ -36,7 +36,9 @@ mod k;
 /// Errors from format names and shapes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuantError {
-    #[error("unknown weight format {0:?} (known: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k)")]
+    #[error(
+        "unknown weight format {0:?} (known: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k)"
+    )]
     UnknownFormat(String),
     #[error(
         "{format}: a row of {cols} elements is not a whole number of {block_elems}-element blocks"

@@ -15,7 +15,8 @@ use crate::common::{activations, f32_bytes, gpu, read_f32, rng, run, weights};
 const SENTINEL: f32 = 12345.0;
 
 fn params(gpu: &Gpu, pos0: u32, n_rows: u32) -> GpuBuffer {
-    gpu.create_buffer_init("params", bytemuck::cast_slice(&[pos0, n_rows, 0, 0])).unwrap()
+    gpu.create_buffer_init("params", bytemuck::cast_slice(&[pos0, n_rows, 0, 0]))
+        .unwrap()
 }
 
 fn filled(gpu: &Gpu, label: &str, v: &[f32]) -> GpuBuffer {
@@ -42,14 +43,50 @@ fn gemv_batched_every_format_matches_oracle() {
     for format in WeightFormat::ALL {
         let w = format.quantize_row(&weights(&mut r, (rows * cols) as usize));
         let x = activations(&mut r, (max_batch * cols) as usize);
-        let op = GemvBatched { gemv: Gemv { rows, cols, format, out_offset }, max_batch, y_stride };
-        for (n_rows, accumulate) in [(max_batch, false), (5, true), (1, false), (8, true), (9, false)] {
-            let y0: Vec<f32> = (0..max_batch * y_stride).map(|i| if accumulate { (i % 7) as f32 * 0.1 } else { SENTINEL }).collect();
-            let (wb, xb, yb, pb) = (gpu.create_buffer_init("w", &w).unwrap(), filled(gpu, "x", &x), filled(gpu, "y", &y0), params(gpu, 0, n_rows));
-            run(gpu, vec![op.dispatch(gpu, &wb, &xb, &yb, &pb, accumulate).unwrap()]);
+        let op = GemvBatched {
+            gemv: Gemv {
+                rows,
+                cols,
+                format,
+                out_offset,
+            },
+            max_batch,
+            y_stride,
+        };
+        for (n_rows, accumulate) in [
+            (max_batch, false),
+            (5, true),
+            (1, false),
+            (8, true),
+            (9, false),
+        ] {
+            let y0: Vec<f32> = (0..max_batch * y_stride)
+                .map(|i| {
+                    if accumulate {
+                        (i % 7) as f32 * 0.1
+                    } else {
+                        SENTINEL
+                    }
+                })
+                .collect();
+            let (wb, xb, yb, pb) = (
+                gpu.create_buffer_init("w", &w).unwrap(),
+                filled(gpu, "x", &x),
+                filled(gpu, "y", &y0),
+                params(gpu, 0, n_rows),
+            );
+            run(
+                gpu,
+                vec![op.dispatch(gpu, &wb, &xb, &yb, &pb, accumulate).unwrap()],
+            );
             let mut want = y0.clone();
             op.cpu(&w, &x, &mut want, n_rows, accumulate);
-            assert_close(&format!("{format:?} n_rows {n_rows} accumulate {accumulate}"), &read_f32(gpu, &yb), &want, 1e-4);
+            assert_close(
+                &format!("{format:?} n_rows {n_rows} accumulate {accumulate}"),
+                &read_f32(gpu, &yb),
+                &want,
+                1e-4,
+            );
         }
     }
 }
@@ -62,13 +99,27 @@ fn rms_norm_batched_matches_oracle() {
     let x = activations(&mut r, (n * max_batch) as usize);
     let w = activations(&mut r, n as usize);
     for (last_only, n_rows) in [(false, 6), (false, 4), (true, 4), (true, 1)] {
-        let op = RmsNormBatched { norm: RmsNorm { n, eps: 1e-5 }, max_batch, last_only };
+        let op = RmsNormBatched {
+            norm: RmsNorm { n, eps: 1e-5 },
+            max_batch,
+            last_only,
+        };
         let out0 = vec![SENTINEL; (n * max_batch) as usize];
-        let (xb, wb, ob, pb) = (filled(gpu, "x", &x), filled(gpu, "w", &w), filled(gpu, "out", &out0), params(gpu, 0, n_rows));
+        let (xb, wb, ob, pb) = (
+            filled(gpu, "x", &x),
+            filled(gpu, "w", &w),
+            filled(gpu, "out", &out0),
+            params(gpu, 0, n_rows),
+        );
         run(gpu, vec![op.dispatch(gpu, &xb, &wb, &ob, &pb).unwrap()]);
         let mut want = out0.clone();
         op.cpu(&x, &w, &mut want, n_rows);
-        assert_close(&format!("last_only {last_only} n_rows {n_rows}"), &read_f32(gpu, &ob), &want, 1e-5);
+        assert_close(
+            &format!("last_only {last_only} n_rows {n_rows}"),
+            &read_f32(gpu, &ob),
+            &want,
+            1e-5,
+        );
     }
 }
 
@@ -76,10 +127,19 @@ fn rms_norm_batched_matches_oracle() {
 fn silu_mul_batched_matches_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(13);
-    let op = SiluMulBatched { n: 300, max_batch: 5, in_stride: 700, up_offset: 320 };
+    let op = SiluMulBatched {
+        n: 300,
+        max_batch: 5,
+        in_stride: 700,
+        up_offset: 320,
+    };
     let gu = activations(&mut r, 700 * 5);
     let out0 = vec![SENTINEL; 300 * 5];
-    let (gb, ob, pb) = (filled(gpu, "gu", &gu), filled(gpu, "out", &out0), params(gpu, 0, 3));
+    let (gb, ob, pb) = (
+        filled(gpu, "gu", &gu),
+        filled(gpu, "out", &out0),
+        params(gpu, 0, 3),
+    );
     run(gpu, vec![op.dispatch(gpu, &gb, &ob, &pb).unwrap()]);
     let mut want = out0.clone();
     op.cpu(&gu, &mut want, 3);
@@ -90,13 +150,30 @@ fn silu_mul_batched_matches_oracle() {
 fn rope_batched_matches_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(14);
-    let rope = Rope { n_heads: 4, n_kv_heads: 2, head_dim: 16, rope_dims: 16, base: 10000.0, max_ctx: 12 };
+    let rope = Rope {
+        n_heads: 4,
+        n_kv_heads: 2,
+        head_dim: 16,
+        rope_dims: 16,
+        base: 10000.0,
+        max_ctx: 12,
+    };
     let (q, kv) = (64u32, 32u32);
-    let op = RopeBatched { rope, max_batch: 6, qkv_stride: q + 2 * kv + 4, offsets: (0, q, q + kv) };
+    let op = RopeBatched {
+        rope,
+        max_batch: 6,
+        qkv_stride: q + 2 * kv + 4,
+        offsets: (0, q, q + kv),
+    };
     let qkv = activations(&mut r, (op.qkv_stride * 6) as usize);
     let cache0: Vec<f32> = activations(&mut r, (kv * 12) as usize);
     let (pos0, n_rows) = (3, 5);
-    let (qb, kb, vb, pb) = (filled(gpu, "qkv", &qkv), filled(gpu, "k", &cache0), filled(gpu, "v", &cache0), params(gpu, pos0, n_rows));
+    let (qb, kb, vb, pb) = (
+        filled(gpu, "qkv", &qkv),
+        filled(gpu, "k", &cache0),
+        filled(gpu, "v", &cache0),
+        params(gpu, pos0, n_rows),
+    );
     run(gpu, vec![op.dispatch(gpu, &pb, &qb, &kb, &vb).unwrap()]);
     let (mut wq, mut wk, mut wv) = (qkv.clone(), cache0.clone(), cache0.clone());
     op.cpu(pos0, n_rows, &mut wq, &mut wk, &mut wv);
@@ -109,19 +186,43 @@ fn rope_batched_matches_oracle() {
 fn attention_batched_is_causal_and_matches_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(15);
-    let attn = AttnFused { n_heads: 4, n_kv_heads: 2, head_dim: 16, max_ctx: 300 };
-    let op = AttnBatched { attn, max_batch: 6, q_stride: 64 + 40, out_stride: 64 + 3 };
+    let attn = AttnFused {
+        n_heads: 4,
+        n_kv_heads: 2,
+        head_dim: 16,
+        max_ctx: 300,
+    };
+    let op = AttnBatched {
+        attn,
+        max_batch: 6,
+        q_stride: 64 + 40,
+        out_stride: 64 + 3,
+    };
     let q = activations(&mut r, (op.q_stride * 6) as usize);
     let k = activations(&mut r, 32 * 300);
     let v = activations(&mut r, 32 * 300);
     // Rows past the batch's last position hold garbage the causal mask must skip.
     for (pos0, n_rows) in [(0, 6), (290, 4), (250, 1)] {
         let out0 = vec![SENTINEL; (op.out_stride * 6) as usize];
-        let (pb, qb, kb, vb, ob) = (params(gpu, pos0, n_rows), filled(gpu, "q", &q), filled(gpu, "k", &k), filled(gpu, "v", &v), filled(gpu, "out", &out0));
-        run(gpu, vec![op.dispatch(gpu, &pb, &qb, &kb, &vb, &ob).unwrap()]);
+        let (pb, qb, kb, vb, ob) = (
+            params(gpu, pos0, n_rows),
+            filled(gpu, "q", &q),
+            filled(gpu, "k", &k),
+            filled(gpu, "v", &v),
+            filled(gpu, "out", &out0),
+        );
+        run(
+            gpu,
+            vec![op.dispatch(gpu, &pb, &qb, &kb, &vb, &ob).unwrap()],
+        );
         let mut want = out0.clone();
         op.cpu(pos0, n_rows, &q, &k, &v, &mut want);
-        assert_close(&format!("attention pos0 {pos0} n_rows {n_rows}"), &read_f32(gpu, &ob), &want, 1e-4);
+        assert_close(
+            &format!("attention pos0 {pos0} n_rows {n_rows}"),
+            &read_f32(gpu, &ob),
+            &want,
+            1e-4,
+        );
     }
 }
 
@@ -133,20 +234,31 @@ fn embedding_batched_every_format_matches_oracle() {
     for format in WeightFormat::ALL {
         let table = format.quantize_row(&weights(&mut r, (rows * dim) as usize));
         // A chunk of the table starting at token 100: other tokens are left alone.
-        let emb = Embedding { rows, dim, format, row_start: 100 };
+        let emb = Embedding {
+            rows,
+            dim,
+            format,
+            row_start: 100,
+        };
         let op = EmbeddingBatched { emb, max_batch };
         let tokens = [100u32, 119, 5, 107, 107, 250, 101];
         let n_rows = 6;
         let out0 = vec![SENTINEL; (dim * max_batch) as usize];
         let (tb, kb, ob, pb) = (
             gpu.create_buffer_init("table", &table).unwrap(),
-            gpu.create_buffer_init("tokens", bytemuck::cast_slice(&tokens)).unwrap(),
+            gpu.create_buffer_init("tokens", bytemuck::cast_slice(&tokens))
+                .unwrap(),
             filled(gpu, "out", &out0),
             params(gpu, 0, n_rows),
         );
         run(gpu, vec![op.dispatch(gpu, &tb, &kb, &ob, &pb).unwrap()]);
         let mut want = out0.clone();
         op.cpu(&table, &tokens[..n_rows as usize], &mut want);
-        assert_close(&format!("embedding batched {format:?}"), &read_f32(gpu, &ob), &want, 0.0);
+        assert_close(
+            &format!("embedding batched {format:?}"),
+            &read_f32(gpu, &ob),
+            &want,
+            0.0,
+        );
     }
 }

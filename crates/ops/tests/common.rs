@@ -43,11 +43,16 @@ pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
 
 pub fn read_f32(gpu: &Gpu, buf: &GpuBuffer) -> Vec<f32> {
     let bytes = gpu.read_buffer(buf).expect("readback");
-    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }
 
 /// Runs `dispatches` as one pass and waits.
 pub fn run(gpu: &Gpu, dispatches: Vec<Dispatch>) {
-    let graph = Graph { sections: vec![Section::new("test", None, dispatches)] };
+    let graph = Graph {
+        sections: vec![Section::new("test", None, dispatches)],
+    };
     gpu.run_once(&graph).expect("run_once");
 }

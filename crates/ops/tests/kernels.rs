@@ -693,7 +693,14 @@ fn rope_qkv_matches_rope_on_separate_buffers() {
     let mut rng = common::rng(21);
     let (n_heads, n_kv_heads, head_dim) = SMOLLM2;
     let max_ctx = 32;
-    let op = Rope { n_heads, n_kv_heads, head_dim, rope_dims: head_dim, base: 100000.0, max_ctx };
+    let op = Rope {
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        rope_dims: head_dim,
+        base: 100000.0,
+        max_ctx,
+    };
     let nq = (n_heads * head_dim) as usize;
     let row = op.kv_row() as usize;
     let (q_off, k_off) = (0usize, nq + 64);
@@ -706,15 +713,29 @@ fn rope_qkv_matches_rope_on_separate_buffers() {
     let qkv_b = upload(gpu, "qkv", &qkv);
     let (kcb, vcb) = (upload(gpu, "k_cache", &kc), upload(gpu, "v_cache", &vc));
     let d = op
-        .dispatch_qkv(gpu, &step, &qkv_b, (q_off as u32, k_off as u32, v_off as u32), &kcb, &vcb)
+        .dispatch_qkv(
+            gpu,
+            &step,
+            &qkv_b,
+            (q_off as u32, k_off as u32, v_off as u32),
+            &kcb,
+            &vcb,
+        )
         .unwrap();
     run(gpu, d);
     let (mut wkc, mut wvc) = (kc.clone(), vc.clone());
-    let (k, v) = (qkv[k_off..k_off + row].to_vec(), qkv[v_off..v_off + row].to_vec());
+    let (k, v) = (
+        qkv[k_off..k_off + row].to_vec(),
+        qkv[v_off..v_off + row].to_vec(),
+    );
     op.cpu(pos, &mut qkv[q_off..q_off + nq], &k, &v, &mut wkc, &mut wvc);
     let got = download(gpu, &qkv_b);
     assert_close("rope_qkv: q", &got[..nq], &qkv[..nq], 1e-4, 1e-4);
-    assert_eq!(got[nq..], qkv[nq..], "rope_qkv must not touch k, v or the gap");
+    assert_eq!(
+        got[nq..],
+        qkv[nq..],
+        "rope_qkv must not touch k, v or the gap"
+    );
     assert_close("rope_qkv: k_cache", &download(gpu, &kcb), &wkc, 1e-4, 1e-4);
     assert_eq!(download(gpu, &vcb), wvc, "rope_qkv: v_cache");
 }
@@ -732,16 +753,28 @@ fn fused_attention_matches_the_three_op_oracle() {
         (GROUP8, 64, vec![5]),
     ];
     for ((n_heads, n_kv_heads, head_dim), max_ctx, n_ctxs) in cases {
-        let op = gpuscope_ops::attention::AttnFused { n_heads, n_kv_heads, head_dim, max_ctx };
+        let op = gpuscope_ops::attention::AttnFused {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            max_ctx,
+        };
         let row = (n_kv_heads * head_dim) as usize;
         for n_ctx in n_ctxs {
             let what = format!("{op:?} n_ctx={n_ctx}");
             let q = randn(&mut rng, (n_heads * head_dim) as usize, 0.0, 1.0);
             // Scores of a few units, as trained models give, so the softmax is peaked.
-            let kc = cache(&mut rng, row, max_ctx as usize, n_ctx as usize).iter().map(|v| v * 3.0).collect::<Vec<_>>();
+            let kc = cache(&mut rng, row, max_ctx as usize, n_ctx as usize)
+                .iter()
+                .map(|v| v * 3.0)
+                .collect::<Vec<_>>();
             let vc = cache(&mut rng, row, max_ctx as usize, n_ctx as usize);
             let step = step_buffer(gpu, n_ctx - 1);
-            let (qb, kb, vb) = (upload(gpu, "q", &q), upload(gpu, "k_cache", &kc), upload(gpu, "v_cache", &vc));
+            let (qb, kb, vb) = (
+                upload(gpu, "q", &q),
+                upload(gpu, "k_cache", &kc),
+                upload(gpu, "v_cache", &vc),
+            );
             let out = upload(gpu, "out", &vec![f32::NAN; q.len()]);
             run(gpu, op.dispatch(gpu, &step, &qb, &kb, &vb, &out).unwrap());
             let mut want = vec![0f32; q.len()];

@@ -647,7 +647,12 @@ fn gemv_accumulate_adds_into_y() {
         let w = format.quantize_row(&weights(&mut rng, (rows * cols) as usize));
         let x = activations(&mut rng, cols as usize);
         let y0 = activations(&mut rng, rows as usize);
-        let op = Gemv { rows, cols, format, out_offset: 0 };
+        let op = Gemv {
+            rows,
+            cols,
+            format,
+            out_offset: 0,
+        };
         let mut want = vec![0f32; rows as usize];
         op.cpu(&w, &x, &mut want);
         for (v, b) in want.iter_mut().zip(&y0) {
@@ -661,7 +666,17 @@ fn gemv_accumulate_adds_into_y() {
         assert_eq!(d.cost.bytes, op.cost().bytes + u64::from(rows) * 4);
         run(gpu, vec![d]);
         let got = read_f32(gpu, &yb);
-        let scale: Vec<f32> = abs_dots(format, &w, rows as usize, cols as usize, &x).iter().zip(&y0).map(|(s, b)| s + b.abs()).collect();
-        assert_close("gemv accumulate", format, &got[..rows as usize], &want, &scale);
+        let scale: Vec<f32> = abs_dots(format, &w, rows as usize, cols as usize, &x)
+            .iter()
+            .zip(&y0)
+            .map(|(s, b)| s + b.abs())
+            .collect();
+        assert_close(
+            "gemv accumulate",
+            format,
+            &got[..rows as usize],
+            &want,
+            &scale,
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The ops test binary: every op, GPU against its CPU oracle.
-mod common;
 mod batched;
+mod common;
 mod kernels;
-mod quant_gemv_embedding;
 mod kquants;
+mod quant_gemv_embedding;

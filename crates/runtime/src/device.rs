@@ -125,8 +125,14 @@ impl Gpu {
     /// (wgpu's defaults are lower) and the timestamp features the timing mode needs.
     pub fn new(opts: &GpuOptions) -> Result<Gpu, GpuError> {
         let _span = tracing::info_span!("gpu_open").entered();
-        let adapter_filter = opts.adapter.clone().or_else(|| env_nonempty("GPUSCOPE_ADAPTER"));
-        let backend_name = opts.backend.clone().or_else(|| env_nonempty("GPUSCOPE_BACKEND"));
+        let adapter_filter = opts
+            .adapter
+            .clone()
+            .or_else(|| env_nonempty("GPUSCOPE_ADAPTER"));
+        let backend_name = opts
+            .backend
+            .clone()
+            .or_else(|| env_nonempty("GPUSCOPE_BACKEND"));
         let backends = match &backend_name {
             Some(name) => parse_backend(name)?,
             None => wgpu::Backends::all(),
@@ -157,7 +163,11 @@ impl Gpu {
             }
             return Err(GpuError::NoAdapter {
                 filter,
-                available: if available.is_empty() { "none".into() } else { available.join(", ") },
+                available: if available.is_empty() {
+                    "none".into()
+                } else {
+                    available.join(", ")
+                },
                 hint: "On a machine without a GPU install a software Vulkan driver \
                        (Debian/Ubuntu: `apt-get install mesa-vulkan-drivers`); \
                        otherwise check --adapter / --backend."
@@ -256,7 +266,11 @@ impl Gpu {
             device_type: format!("{:?}", self.info.device_type),
             driver: self.info.driver.clone(),
             driver_info: self.info.driver_info.clone(),
-            features: self.features.iter_names().map(|(n, _)| n.to_string()).collect(),
+            features: self
+                .features
+                .iter_names()
+                .map(|(n, _)| n.to_string())
+                .collect(),
             max_storage_buffer_binding_size: self.limits.max_storage_buffer_binding_size as u64,
             max_buffer_size: self.limits.max_buffer_size,
         }
@@ -310,7 +324,9 @@ impl Gpu {
         AtomicCounters::add(&self.counters.syncs, 1);
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::Poll { message: e.to_string() })?;
+            .map_err(|e| GpuError::Poll {
+                message: e.to_string(),
+            })?;
         self.check_uncaptured("waiting for the GPU")
     }
 }
@@ -335,7 +351,8 @@ fn choose_timing(
         ),
         TimingRequest::Auto if has_ts => (
             TimingMode::Pass,
-            "per-pass GPU timestamps: TIMESTAMP_QUERY offered, TIMESTAMP_QUERY_INSIDE_PASSES not".into(),
+            "per-pass GPU timestamps: TIMESTAMP_QUERY offered, TIMESTAMP_QUERY_INSIDE_PASSES not"
+                .into(),
         ),
         TimingRequest::Auto => (
             TimingMode::Off,
@@ -346,16 +363,25 @@ fn choose_timing(
             "per-dispatch GPU timestamps (requested)".into(),
         ),
         TimingRequest::Exactly(TimingMode::Dispatch) => {
-            let feature = if has_ts { "TIMESTAMP_QUERY_INSIDE_PASSES" } else { "TIMESTAMP_QUERY" };
+            let feature = if has_ts {
+                "TIMESTAMP_QUERY_INSIDE_PASSES"
+            } else {
+                "TIMESTAMP_QUERY"
+            };
             return Err(missing(
                 TimingMode::Dispatch,
                 feature,
-                if has_ts { "--timing pass" } else { "--timing off" },
+                if has_ts {
+                    "--timing pass"
+                } else {
+                    "--timing off"
+                },
             ));
         }
-        TimingRequest::Exactly(TimingMode::Pass) if has_ts => {
-            (TimingMode::Pass, "per-pass GPU timestamps (requested)".into())
-        }
+        TimingRequest::Exactly(TimingMode::Pass) if has_ts => (
+            TimingMode::Pass,
+            "per-pass GPU timestamps (requested)".into(),
+        ),
         TimingRequest::Exactly(TimingMode::Pass) => {
             return Err(missing(TimingMode::Pass, "TIMESTAMP_QUERY", "--timing off"))
         }
@@ -374,7 +400,9 @@ pub fn list_adapters() -> Vec<String> {
         .map(|a| {
             let i = a.get_info();
             let f = a.features();
-            let timing = if f.contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES) {
+            let timing = if f.contains(
+                wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
+            ) {
                 "dispatch"
             } else if f.contains(wgpu::Features::TIMESTAMP_QUERY) {
                 "pass"
@@ -415,14 +443,16 @@ fn enumerate(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
 mod tests {
     use super::*;
 
-    const ALL_TS: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY.union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
+    const ALL_TS: wgpu::Features =
+        wgpu::Features::TIMESTAMP_QUERY.union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
 
     #[test]
     fn auto_takes_the_finest_offered_and_says_why() {
         let (m, why) = choose_timing(TimingRequest::Auto, ALL_TS, "a").unwrap();
         assert_eq!(m, TimingMode::Dispatch);
         assert!(why.contains("TIMESTAMP_QUERY_INSIDE_PASSES"));
-        let (m, _) = choose_timing(TimingRequest::Auto, wgpu::Features::TIMESTAMP_QUERY, "a").unwrap();
+        let (m, _) =
+            choose_timing(TimingRequest::Auto, wgpu::Features::TIMESTAMP_QUERY, "a").unwrap();
         assert_eq!(m, TimingMode::Pass);
         let (m, why) = choose_timing(TimingRequest::Auto, wgpu::Features::empty(), "a").unwrap();
         assert_eq!(m, TimingMode::Off);
@@ -431,13 +461,29 @@ mod tests {
 
     #[test]
     fn a_requested_mode_without_its_feature_names_the_feature_and_the_way_out() {
-        let err = choose_timing(TimingRequest::Exactly(TimingMode::Dispatch), wgpu::Features::TIMESTAMP_QUERY, "GPU X")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("TIMESTAMP_QUERY_INSIDE_PASSES") && err.contains("--timing pass") && err.contains("GPU X"), "{err}");
-        let err = choose_timing(TimingRequest::Exactly(TimingMode::Pass), wgpu::Features::empty(), "GPU X")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("TIMESTAMP_QUERY") && err.contains("--timing off"), "{err}");
+        let err = choose_timing(
+            TimingRequest::Exactly(TimingMode::Dispatch),
+            wgpu::Features::TIMESTAMP_QUERY,
+            "GPU X",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("TIMESTAMP_QUERY_INSIDE_PASSES")
+                && err.contains("--timing pass")
+                && err.contains("GPU X"),
+            "{err}"
+        );
+        let err = choose_timing(
+            TimingRequest::Exactly(TimingMode::Pass),
+            wgpu::Features::empty(),
+            "GPU X",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("TIMESTAMP_QUERY") && err.contains("--timing off"),
+            "{err}"
+        );
     }
 }

@@ -125,7 +125,9 @@ impl Graph {
     }
 
     pub fn dispatches_mut(&mut self) -> impl Iterator<Item = &mut Dispatch> {
-        self.sections.iter_mut().flat_map(|s| s.dispatches.iter_mut())
+        self.sections
+            .iter_mut()
+            .flat_map(|s| s.dispatches.iter_mut())
     }
 }
 

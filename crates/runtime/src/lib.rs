@@ -23,18 +23,20 @@ pub mod capture;
 mod device;
 mod dispatch;
 mod error;
-mod resources;
 mod peak;
 mod pool;
+mod resources;
 mod step;
 pub mod testing;
 
 pub use device::{list_adapters, parse_backend, Gpu, GpuOptions, TimingRequest};
 pub use dispatch::{grid_2d, Cost, Dispatch, Graph, Section};
 pub use error::GpuError;
-pub use resources::{BindGroup, BufferId, GpuBuffer, Pipeline, ShaderSource};
 pub use peak::{measure_peak, PeakReport};
-pub use step::{step_events, DispatchSample, PassSample, PendingStep, StepOutput, StepRunner, MAX_IN_FLIGHT};
+pub use resources::{BindGroup, BufferId, GpuBuffer, Pipeline, ShaderSource};
+pub use step::{
+    step_events, DispatchSample, PassSample, PendingStep, StepOutput, StepRunner, MAX_IN_FLIGHT,
+};
 
 /// Size of the per-token step buffer: `array<u32, 4>` = `[pos, n_ctx, 0, 0]`.
 pub const STEP_BUFFER_BYTES: u64 = 16;

@@ -58,7 +58,9 @@ pub fn measure_peak(gpu: &Gpu, bytes: u64, repetitions: usize) -> Result<PeakRep
     let src = gpu.create_buffer("peak.src", bytes)?;
     let dst = gpu.create_buffer("peak.dst", bytes)?;
     // Never benchmark on zeros: fill the source with a pattern.
-    let pattern: Vec<u8> = (0..(1u64 << 20).min(bytes)).map(|i| (i * 31 % 251) as u8).collect();
+    let pattern: Vec<u8> = (0..(1u64 << 20).min(bytes))
+        .map(|i| (i * 31 % 251) as u8)
+        .collect();
     let mut off = 0;
     while off < bytes {
         let len = pattern.len().min((bytes - off) as usize);
@@ -68,14 +70,31 @@ pub fn measure_peak(gpu: &Gpu, bytes: u64, repetitions: usize) -> Result<PeakRep
     let pipeline = gpu.pipeline(&COPY, "main", &[("N", n as f64)])?;
     let bind = gpu.bind_group(&pipeline, &[&src, &dst])?;
     let workgroups = n.div_ceil(256).clamp(1, 65535);
-    let copy = Dispatch::new("peak_copy", pipeline, bind, [workgroups, 1, 1], Cost { bytes: 2 * bytes, flops: 0 }, &[&src], &[&dst]);
-    let graph = Graph { sections: vec![Section::new("copy", None, vec![copy])] };
+    let copy = Dispatch::new(
+        "peak_copy",
+        pipeline,
+        bind,
+        [workgroups, 1, 1],
+        Cost {
+            bytes: 2 * bytes,
+            flops: 0,
+        },
+        &[&src],
+        &[&dst],
+    );
+    let graph = Graph {
+        sections: vec![Section::new("copy", None, vec![copy])],
+    };
     let mut runner = StepRunner::new(gpu, &graph, &[])?;
     let timed = gpu.timing() != gpuscope_trace::TimingMode::Off;
     let mut rates = Vec::new();
     for i in 0..repetitions + 3 {
         let out = runner.step(gpu, &graph, &[])?;
-        let ns = if timed { out.gpu_busy_ns } else { Some(out.wall_ns) };
+        let ns = if timed {
+            out.gpu_busy_ns
+        } else {
+            Some(out.wall_ns)
+        };
         if i >= 3 {
             if let Some(ns) = ns.filter(|&n| n > 0) {
                 rates.push(2.0 * bytes as f64 / ns as f64);
@@ -89,9 +108,21 @@ pub fn measure_peak(gpu: &Gpu, bytes: u64, repetitions: usize) -> Result<PeakRep
         let b = gpu.bind_group(&p, &[&v])?;
         const CHAIN: usize = 1000;
         let chain: Vec<Dispatch> = (0..CHAIN)
-            .map(|_| Dispatch::new("peak_tiny", p.clone(), b.clone(), [1, 1, 1], Cost::default(), &[&v], &[&v]))
+            .map(|_| {
+                Dispatch::new(
+                    "peak_tiny",
+                    p.clone(),
+                    b.clone(),
+                    [1, 1, 1],
+                    Cost::default(),
+                    &[&v],
+                    &[&v],
+                )
+            })
             .collect();
-        let g = Graph { sections: vec![Section::new("tiny", None, chain)] };
+        let g = Graph {
+            sections: vec![Section::new("tiny", None, chain)],
+        };
         let mut r = StepRunner::with_timing(gpu, &g, &[], gpuscope_trace::TimingMode::Pass)
             .or_else(|_| StepRunner::new(gpu, &g, &[]))?;
         let mut per = Vec::new();
@@ -114,6 +145,10 @@ pub fn measure_peak(gpu: &Gpu, bytes: u64, repetitions: usize) -> Result<PeakRep
         copy_gbps_max: rates.last().copied().unwrap_or(0.0),
         tiny_dispatch_us,
         repetitions: rates.len(),
-        method: if timed { "GPU timestamps around the pass".into() } else { "wall-clock with a sync".into() },
+        method: if timed {
+            "GPU timestamps around the pass".into()
+        } else {
+            "wall-clock with a sync".into()
+        },
     })
 }

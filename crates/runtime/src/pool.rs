@@ -22,7 +22,12 @@ impl StagingPool {
 
     /// Returns an unmapped staging buffer for reuse.
     pub(crate) fn give(&self, buffer: wgpu::Buffer) {
-        self.free.lock().unwrap().entry(buffer.size()).or_default().push(buffer);
+        self.free
+            .lock()
+            .unwrap()
+            .entry(buffer.size())
+            .or_default()
+            .push(buffer);
     }
 
     pub(crate) fn free_count(&self) -> usize {

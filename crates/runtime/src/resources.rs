@@ -162,7 +162,11 @@ fn padded(size: u64) -> u64 {
 
 impl Gpu {
     /// Runs `f` inside validation and out-of-memory error scopes.
-    fn scoped<T>(&self, what: impl FnOnce() -> String, f: impl FnOnce() -> T) -> Result<T, GpuError> {
+    fn scoped<T>(
+        &self,
+        what: impl FnOnce() -> String,
+        f: impl FnOnce() -> T,
+    ) -> Result<T, GpuError> {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let value = f();
@@ -230,11 +234,13 @@ impl Gpu {
         }
         AtomicCounters::add(&self.counters.bytes_uploaded, data.len() as u64);
         if data.len() % 4 == 0 {
-            self.queue.write_buffer(&buf.buffer, buf.offset + offset, data);
+            self.queue
+                .write_buffer(&buf.buffer, buf.offset + offset, data);
         } else {
             let mut padded_data = data.to_vec();
             padded_data.resize(padded(data.len() as u64) as usize, 0);
-            self.queue.write_buffer(&buf.buffer, buf.offset + offset, &padded_data);
+            self.queue
+                .write_buffer(&buf.buffer, buf.offset + offset, &padded_data);
         }
     }
 
@@ -253,7 +259,12 @@ impl Gpu {
     }
 
     /// Maps `staging` (MAP_READ), waits, copies its first `size` bytes out, unmaps.
-    pub(crate) fn map_read(&self, staging: &wgpu::Buffer, size: u64, label: &str) -> Result<Vec<u8>, GpuError> {
+    pub(crate) fn map_read(
+        &self,
+        staging: &wgpu::Buffer,
+        size: u64,
+        label: &str,
+    ) -> Result<Vec<u8>, GpuError> {
         let slice = staging.slice(..size);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -298,7 +309,10 @@ impl Gpu {
         let key: PipelineKey = (
             shader.name,
             entry.to_string(),
-            constants.iter().map(|(k, v)| (k.to_string(), v.to_bits())).collect(),
+            constants
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_bits()))
+                .collect(),
         );
         if let Some(p) = self.pipelines.pipelines.lock().unwrap().get(&key) {
             return Ok(p.clone());
@@ -324,10 +338,11 @@ impl Gpu {
                 None => {
                     let m = self
                         .scoped(String::new, || {
-                            self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                                label: Some(shader.name),
-                                source: wgpu::ShaderSource::Wgsl(shader.wgsl.into()),
-                            })
+                            self.device
+                                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                                    label: Some(shader.name),
+                                    source: wgpu::ShaderSource::Wgsl(shader.wgsl.into()),
+                                })
                         })
                         .map_err(|e| shader_error(error_message(e)))?;
                     modules.insert(shader.name, (m.clone(), shader.wgsl));
@@ -337,17 +352,18 @@ impl Gpu {
         };
         let raw = self
             .scoped(String::new, || {
-                self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(shader.name),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some(entry),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants,
-                        zero_initialize_workgroup_memory: false,
-                    },
-                    cache: None,
-                })
+                self.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(shader.name),
+                        layout: None,
+                        module: &module,
+                        entry_point: Some(entry),
+                        compilation_options: wgpu::PipelineCompilationOptions {
+                            constants,
+                            zero_initialize_workgroup_memory: false,
+                        },
+                        cache: None,
+                    })
             })
             .map_err(|e| shader_error(error_message(e)))?;
         AtomicCounters::add(&self.counters.pipelines_created, 1);
@@ -366,7 +382,11 @@ impl Gpu {
                 raw,
             }),
         };
-        self.pipelines.pipelines.lock().unwrap().insert(key, pipeline.clone());
+        self.pipelines
+            .pipelines
+            .lock()
+            .unwrap()
+            .insert(key, pipeline.clone());
         Ok(pipeline)
     }
 
@@ -376,7 +396,11 @@ impl Gpu {
     }
 
     /// Binds `buffers[i]` (whole) to binding `i` of group 0 of `pipeline`.
-    pub fn bind_group(&self, pipeline: &Pipeline, buffers: &[&GpuBuffer]) -> Result<BindGroup, GpuError> {
+    pub fn bind_group(
+        &self,
+        pipeline: &Pipeline,
+        buffers: &[&GpuBuffer],
+    ) -> Result<BindGroup, GpuError> {
         let _span = tracing::info_span!("create_bind_group").entered();
         let max_binding = self.limits.max_storage_buffer_binding_size as u64;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;

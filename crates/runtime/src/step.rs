@@ -145,7 +145,9 @@ impl StepRunner {
         let needed = match timing {
             TimingMode::Off => wgpu::Features::empty(),
             TimingMode::Pass => wgpu::Features::TIMESTAMP_QUERY,
-            TimingMode::Dispatch => wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
+            TimingMode::Dispatch => {
+                wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
+            }
         };
         if !gpu.features().contains(needed) {
             return Err(GpuError::Invalid(format!(
@@ -190,7 +192,12 @@ impl StepRunner {
             } else {
                 (None, None)
             };
-            slots.push(Slot { query_set, resolve, staging, busy: false });
+            slots.push(Slot {
+                query_set,
+                resolve,
+                staging,
+                busy: false,
+            });
         }
         gpu.check_uncaptured("creating the step's readback and query buffers")?;
         Ok(StepRunner {
@@ -239,7 +246,9 @@ impl StepRunner {
         graph: &Graph,
         uploads: &[(&GpuBuffer, u64, &[u8])],
     ) -> Result<PendingStep, GpuError> {
-        if graph.dispatch_count() != self.dispatches_per_step || graph.sections.len() != self.passes_per_step {
+        if graph.dispatch_count() != self.dispatches_per_step
+            || graph.sections.len() != self.passes_per_step
+        {
             return Err(GpuError::Invalid(format!(
                 "step graph has {} dispatches in {} passes, the runner was built for {} in {}",
                 graph.dispatch_count(),
@@ -268,13 +277,32 @@ impl StepRunner {
         let commands = {
             let _span = tracing::info_span!("encode").entered();
             let mut encoder = gpu.device.create_command_encoder(&Default::default());
-            encode_graph(gpu, &mut encoder, graph, self.timing, slot.query_set.as_ref(), &mut samples);
+            encode_graph(
+                gpu,
+                &mut encoder,
+                graph,
+                self.timing,
+                slot.query_set.as_ref(),
+                &mut samples,
+            );
             if let (Some(qs), Some(resolve)) = (&slot.query_set, &slot.resolve) {
                 encoder.resolve_query_set(qs, 0..self.query_count, resolve, 0);
-                encoder.copy_buffer_to_buffer(resolve, 0, &slot.staging, self.timestamps_offset, 8 * self.query_count as u64);
+                encoder.copy_buffer_to_buffer(
+                    resolve,
+                    0,
+                    &slot.staging,
+                    self.timestamps_offset,
+                    8 * self.query_count as u64,
+                );
             }
             for (buf, offset) in &self.readbacks {
-                encoder.copy_buffer_to_buffer(&buf.buffer, buf.offset(), &slot.staging, *offset, buf.size());
+                encoder.copy_buffer_to_buffer(
+                    &buf.buffer,
+                    buf.offset(),
+                    &slot.staging,
+                    *offset,
+                    buf.size(),
+                );
             }
             encoder.finish()
         };
@@ -285,9 +313,11 @@ impl StepRunner {
         };
         // The map request rides behind the submission; it completes when the GPU is done.
         let (tx, rx) = std::sync::mpsc::channel();
-        slot.staging.slice(..self.staging_size).map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
+        slot.staging
+            .slice(..self.staging_size)
+            .map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
         let submitted = Instant::now();
         AtomicCounters::add(&gpu.counters.submits, 1);
         AtomicCounters::add(&gpu.counters.barriers, self.barriers_per_step);
@@ -313,7 +343,12 @@ impl StepRunner {
     /// Wall time is measured from the later of the step's start and the previous
     /// step's completion, so overlapped steps are not counted twice: it is the time this
     /// step added to the run.
-    pub fn finish(&mut self, gpu: &Gpu, graph: &Graph, pending: PendingStep) -> Result<StepOutput, GpuError> {
+    pub fn finish(
+        &mut self,
+        gpu: &Gpu,
+        graph: &Graph,
+        pending: PendingStep,
+    ) -> Result<StepOutput, GpuError> {
         let before = creations(&gpu.counters());
         let waiting = Instant::now();
         let slot = &mut self.slots[pending.slot];
@@ -326,26 +361,38 @@ impl StepRunner {
                     submission_index: Some(pending.submission),
                     timeout: None,
                 })
-                .map_err(|e| GpuError::Poll { message: e.to_string() })?;
+                .map_err(|e| GpuError::Poll {
+                    message: e.to_string(),
+                })?;
         }
         gpu.check_uncaptured("running a step")?;
-        let readback_error = |message: String| GpuError::Readback { label: "step readback".into(), message };
+        let readback_error = |message: String| GpuError::Readback {
+            label: "step readback".into(),
+            message,
+        };
         // The submission is done, but when another thread polls the same device at the
         // same time, it may be the one running our map callback: wait for it briefly,
         // polling to drive it, rather than assume it already ran.
         let deadline = Instant::now() + std::time::Duration::from_secs(30);
         loop {
-            match pending.mapped.recv_timeout(std::time::Duration::from_millis(1)) {
+            match pending
+                .mapped
+                .recv_timeout(std::time::Duration::from_millis(1))
+            {
                 Ok(Ok(())) => break,
                 Ok(Err(e)) => return Err(readback_error(e.to_string())),
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(readback_error("the map callback was dropped without running".into()))
+                    return Err(readback_error(
+                        "the map callback was dropped without running".into(),
+                    ))
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {
                     let _ = gpu.device.poll(wgpu::PollType::Poll);
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    return Err(readback_error("the map callback did not run within 30 s of the GPU finishing".into()))
+                    return Err(readback_error(
+                        "the map callback did not run within 30 s of the GPU finishing".into(),
+                    ))
                 }
             }
         }
@@ -386,7 +433,10 @@ impl StepRunner {
         let gpu_busy_ns = match self.timing {
             TimingMode::Off => None,
             _ => {
-                let valid: Vec<u64> = passes.iter().filter_map(|p| p.gpu.map(|s| s.duration_ns())).collect();
+                let valid: Vec<u64> = passes
+                    .iter()
+                    .filter_map(|p| p.gpu.map(|s| s.duration_ns()))
+                    .collect();
                 (!valid.is_empty()).then(|| valid.iter().sum())
             }
         };
@@ -397,9 +447,12 @@ impl StepRunner {
             submits: 1,
             syncs: 1,
             barriers: self.barriers_per_step,
-            buffers_created: pending.created_while_submitting.buffers_created + created.buffers_created,
-            bind_groups_created: pending.created_while_submitting.bind_groups_created + created.bind_groups_created,
-            pipelines_created: pending.created_while_submitting.pipelines_created + created.pipelines_created,
+            buffers_created: pending.created_while_submitting.buffers_created
+                + created.buffers_created,
+            bind_groups_created: pending.created_while_submitting.bind_groups_created
+                + created.bind_groups_created,
+            pipelines_created: pending.created_while_submitting.pipelines_created
+                + created.pipelines_created,
             bytes_uploaded: pending.bytes_uploaded,
             bytes_downloaded: self.staging_size,
         };
@@ -415,7 +468,12 @@ impl StepRunner {
     }
 
     /// Turns raw ticks into spans, flagging zero, negative and out-of-order intervals.
-    fn decode_timestamps(&mut self, graph: &Graph, ticks: &[u64], samples: &mut [DispatchSample]) -> Vec<PassSample> {
+    fn decode_timestamps(
+        &mut self,
+        graph: &Graph,
+        ticks: &[u64],
+        samples: &mut [DispatchSample],
+    ) -> Vec<PassSample> {
         if self.timing == TimingMode::Off {
             return vec![PassSample::default(); graph.sections.len()];
         }
@@ -423,7 +481,10 @@ impl StepRunner {
             self.origin_ticks = ticks.iter().copied().filter(|&t| t != 0).min();
         }
         let sizes: Vec<usize> = graph.sections.iter().map(|s| s.dispatches.len()).collect();
-        let clock = TickClock { origin: self.origin_ticks.unwrap_or(0), period_ns: self.period_ns };
+        let clock = TickClock {
+            origin: self.origin_ticks.unwrap_or(0),
+            period_ns: self.period_ns,
+        };
         decode_ticks(self.timing, &sizes, ticks, clock, samples)
     }
 }
@@ -449,7 +510,13 @@ impl TickClock {
             return (None, Some(TimestampIssue::Negative));
         }
         match (self.to_ns(start), self.to_ns(end)) {
-            (Some(s), Some(e)) => (Some(GpuSpan { start_ns: s, end_ns: e }), None),
+            (Some(s), Some(e)) => (
+                Some(GpuSpan {
+                    start_ns: s,
+                    end_ns: e,
+                }),
+                None,
+            ),
             _ => (None, Some(TimestampIssue::OutOfOrder)),
         }
     }
@@ -570,7 +637,11 @@ impl Gpu {
 }
 
 /// Builds the trace events of one step from its graph and samples.
-pub fn step_events(graph: &Graph, token: u32, out: &StepOutput) -> (Vec<DispatchEvent>, Vec<PassEvent>) {
+pub fn step_events(
+    graph: &Graph,
+    token: u32,
+    out: &StepOutput,
+) -> (Vec<DispatchEvent>, Vec<PassEvent>) {
     let mut dispatches = Vec::with_capacity(graph.dispatch_count());
     let mut passes = Vec::with_capacity(graph.sections.len());
     let mut index = 0u32;
@@ -586,7 +657,11 @@ pub fn step_events(graph: &Graph, token: u32, out: &StepOutput) -> (Vec<Dispatch
             timestamp_issue: p.issue,
         });
         for d in &section.dispatches {
-            let s = out.dispatches.get(index as usize).copied().unwrap_or_default();
+            let s = out
+                .dispatches
+                .get(index as usize)
+                .copied()
+                .unwrap_or_default();
             dispatches.push(DispatchEvent {
                 token,
                 index,
@@ -612,7 +687,10 @@ pub fn step_events(graph: &Graph, token: u32, out: &StepOutput) -> (Vec<Dispatch
 mod tests {
     use super::*;
 
-    const CLOCK: TickClock = TickClock { origin: 1000, period_ns: 1.0 };
+    const CLOCK: TickClock = TickClock {
+        origin: 1000,
+        period_ns: 1.0,
+    };
 
     #[test]
     fn dispatch_ticks_give_spans_between_consecutive_timestamps() {
@@ -620,10 +698,34 @@ mod tests {
         // Pass 0: 2 dispatches (3 ticks); pass 1: 1 dispatch (2 ticks).
         let ticks = [1000, 1010, 1030, 1040, 1045];
         let passes = decode_ticks(TimingMode::Dispatch, &[2, 1], &ticks, CLOCK, &mut samples);
-        assert_eq!(passes[0].gpu, Some(GpuSpan { start_ns: 0, end_ns: 30 }));
-        assert_eq!(passes[1].gpu, Some(GpuSpan { start_ns: 40, end_ns: 45 }));
-        assert_eq!(samples[0].gpu, Some(GpuSpan { start_ns: 0, end_ns: 10 }));
-        assert_eq!(samples[1].gpu, Some(GpuSpan { start_ns: 10, end_ns: 30 }));
+        assert_eq!(
+            passes[0].gpu,
+            Some(GpuSpan {
+                start_ns: 0,
+                end_ns: 30
+            })
+        );
+        assert_eq!(
+            passes[1].gpu,
+            Some(GpuSpan {
+                start_ns: 40,
+                end_ns: 45
+            })
+        );
+        assert_eq!(
+            samples[0].gpu,
+            Some(GpuSpan {
+                start_ns: 0,
+                end_ns: 10
+            })
+        );
+        assert_eq!(
+            samples[1].gpu,
+            Some(GpuSpan {
+                start_ns: 10,
+                end_ns: 30
+            })
+        );
         assert!(samples.iter().all(|s| s.issue.is_none()));
     }
 
@@ -637,7 +739,13 @@ mod tests {
         assert_eq!(samples[0].issue, Some(TimestampIssue::Zero));
         assert_eq!(samples[1].issue, Some(TimestampIssue::Zero));
         assert_eq!(samples[0].gpu, None);
-        assert_eq!(passes[0].gpu, Some(GpuSpan { start_ns: 0, end_ns: 20 }));
+        assert_eq!(
+            passes[0].gpu,
+            Some(GpuSpan {
+                start_ns: 0,
+                end_ns: 20
+            })
+        );
         assert_eq!(passes[1].issue, Some(TimestampIssue::OutOfOrder));
         assert_eq!(passes[1].gpu, None);
         let mut one = vec![DispatchSample::default(); 1];
@@ -654,7 +762,10 @@ mod tests {
 
     #[test]
     fn period_scales_ticks_to_nanoseconds() {
-        let clock = TickClock { origin: 100, period_ns: 2.5 };
+        let clock = TickClock {
+            origin: 100,
+            period_ns: 2.5,
+        };
         assert_eq!(clock.to_ns(140), Some(100));
     }
 }

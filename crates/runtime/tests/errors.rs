@@ -9,13 +9,19 @@ fn a_buffer_over_the_device_limit_is_refused_with_the_limit_named() {
     let err = gpu.create_buffer("huge_tensor", too_big).unwrap_err();
     assert!(matches!(err, GpuError::BufferTooLarge { .. }), "{err:?}");
     let msg = err.to_string();
-    assert!(msg.contains("huge_tensor") && msg.contains("max_buffer_size") && msg.contains("split"), "{msg}");
+    assert!(
+        msg.contains("huge_tensor") && msg.contains("max_buffer_size") && msg.contains("split"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn a_shader_that_does_not_compile_names_the_shader() {
     let Some(gpu) = shared_gpu() else { return };
-    const BAD: ShaderSource = ShaderSource { name: "broken_kernel", wgsl: "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }" };
+    const BAD: ShaderSource = ShaderSource {
+        name: "broken_kernel",
+        wgsl: "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }",
+    };
     let err = gpu.pipeline(&BAD, "main", &[]).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, GpuError::Shader { .. }), "{err:?}");

@@ -18,7 +18,9 @@ fn own_gpu() -> Option<Gpu> {
 #[test]
 fn a_chain_of_dispatches_runs_in_one_submit_with_one_readback() {
     let Some(gpu) = own_gpu() else { return };
-    let bufs: Vec<_> = (0..4).map(|i| gpu.create_buffer(&format!("b{i}"), 256).unwrap()).collect();
+    let bufs: Vec<_> = (0..4)
+        .map(|i| gpu.create_buffer(&format!("b{i}"), 256).unwrap())
+        .collect();
     let start: Vec<u32> = (0..64).map(|i| i * 10).collect();
     gpu.write_buffer(&bufs[0], 0, bytemuck::cast_slice(&start));
     let p = gpu.pipeline(&INC, "main", &[]).unwrap();
@@ -26,24 +28,51 @@ fn a_chain_of_dispatches_runs_in_one_submit_with_one_readback() {
     let chain: Vec<Dispatch> = (0..3)
         .map(|i| {
             let bg = gpu.bind_group(&p, &[&bufs[i], &bufs[i + 1]]).unwrap();
-            Dispatch::new("inc", p.clone(), bg, [1, 1, 1], Cost { bytes: 512, flops: 64 }, &[&bufs[i]], &[&bufs[i + 1]])
-                .labelled(format!("inc{i}"), None)
+            Dispatch::new(
+                "inc",
+                p.clone(),
+                bg,
+                [1, 1, 1],
+                Cost {
+                    bytes: 512,
+                    flops: 64,
+                },
+                &[&bufs[i]],
+                &[&bufs[i + 1]],
+            )
+            .labelled(format!("inc{i}"), None)
         })
         .collect();
-    let graph = Graph { sections: vec![Section::new("chain", None, chain)] };
-    assert_eq!(graph.barriers(), 2, "dispatches 2 and 3 read what the previous wrote");
+    let graph = Graph {
+        sections: vec![Section::new("chain", None, chain)],
+    };
+    assert_eq!(
+        graph.barriers(),
+        2,
+        "dispatches 2 and 3 read what the previous wrote"
+    );
     let mut runner = StepRunner::new(&gpu, &graph, &[&bufs[3]]).unwrap();
     for _ in 0..3 {
         let out = runner.step(&gpu, &graph, &[]).unwrap();
         let got: Vec<u32> = bytemuck::pod_collect_to_vec(&out.readbacks[0]);
         assert_eq!(got, start.iter().map(|v| v + 3).collect::<Vec<_>>());
         let c = out.counters;
-        assert_eq!((c.dispatches, c.passes, c.submits, c.syncs, c.barriers), (3, 1, 1, 1, 2));
+        assert_eq!(
+            (c.dispatches, c.passes, c.submits, c.syncs, c.barriers),
+            (3, 1, 1, 1, 2)
+        );
         assert_eq!(c.resources_created(), 0);
         assert_eq!(out.dispatches.len(), 3);
         if runner.timing() == TimingMode::Dispatch {
-            let spans: Vec<_> = out.dispatches.iter().map(|d| d.gpu.expect("valid span")).collect();
-            assert!(spans.windows(2).all(|w| w[0].end_ns <= w[1].start_ns), "{spans:?}");
+            let spans: Vec<_> = out
+                .dispatches
+                .iter()
+                .map(|d| d.gpu.expect("valid span"))
+                .collect();
+            assert!(
+                spans.windows(2).all(|w| w[0].end_ns <= w[1].start_ns),
+                "{spans:?}"
+            );
             assert!(out.gpu_busy_ns.is_some());
         }
         assert!(out.wall_ns >= out.cpu.wait_ns);
@@ -57,13 +86,43 @@ fn write_after_read_is_a_hazard_too() {
     let b = gpu.create_buffer("b", 256).unwrap();
     let c = gpu.create_buffer("c", 256).unwrap();
     let p = gpu.pipeline(&INC, "main", &[]).unwrap();
-    let d1 = Dispatch::new("inc", p.clone(), gpu.bind_group(&p, &[&a, &b]).unwrap(), [1, 1, 1], Cost::default(), &[&a], &[&b]);
+    let d1 = Dispatch::new(
+        "inc",
+        p.clone(),
+        gpu.bind_group(&p, &[&a, &b]).unwrap(),
+        [1, 1, 1],
+        Cost::default(),
+        &[&a],
+        &[&b],
+    );
     // Writes `a`, which d1 read: must wait for d1.
-    let d2 = Dispatch::new("inc", p.clone(), gpu.bind_group(&p, &[&c, &a]).unwrap(), [1, 1, 1], Cost::default(), &[&c], &[&a]);
-    let independent = Dispatch::new("inc", p.clone(), gpu.bind_group(&p, &[&c, &b]).unwrap(), [1, 1, 1], Cost::default(), &[&c], &[&b]);
-    assert_eq!(Section::new("war", None, vec![d1.clone(), d2]).barriers(), 1);
+    let d2 = Dispatch::new(
+        "inc",
+        p.clone(),
+        gpu.bind_group(&p, &[&c, &a]).unwrap(),
+        [1, 1, 1],
+        Cost::default(),
+        &[&c],
+        &[&a],
+    );
+    let independent = Dispatch::new(
+        "inc",
+        p.clone(),
+        gpu.bind_group(&p, &[&c, &b]).unwrap(),
+        [1, 1, 1],
+        Cost::default(),
+        &[&c],
+        &[&b],
+    );
+    assert_eq!(
+        Section::new("war", None, vec![d1.clone(), d2]).barriers(),
+        1
+    );
     // Two writers of `b` (write-after-write).
-    assert_eq!(Section::new("waw", None, vec![d1, independent]).barriers(), 1);
+    assert_eq!(
+        Section::new("waw", None, vec![d1, independent]).barriers(),
+        1
+    );
 }
 
 #[test]
@@ -75,13 +134,27 @@ fn readback_staging_buffers_come_from_the_pool() {
     for _ in 0..3 {
         gpu.read_buffer(&b).unwrap();
     }
-    assert_eq!(gpu.counters().buffers_created, created, "repeated readbacks reuse one staging buffer");
+    assert_eq!(
+        gpu.counters().buffers_created,
+        created,
+        "repeated readbacks reuse one staging buffer"
+    );
     assert_eq!(gpu.pooled_staging_buffers(), 1);
     // A step runner rebuilt for another timing mode reuses its predecessor's staging.
     let p = gpu.pipeline(&INC, "main", &[]).unwrap();
     let c = gpu.create_buffer("c", 256).unwrap();
-    let d = Dispatch::new("inc", p.clone(), gpu.bind_group(&p, &[&b, &c]).unwrap(), [1, 1, 1], Cost::default(), &[&b], &[&c]);
-    let graph = Graph { sections: vec![Section::new("s", None, vec![d])] };
+    let d = Dispatch::new(
+        "inc",
+        p.clone(),
+        gpu.bind_group(&p, &[&b, &c]).unwrap(),
+        [1, 1, 1],
+        Cost::default(),
+        &[&b],
+        &[&c],
+    );
+    let graph = Graph {
+        sections: vec![Section::new("s", None, vec![d])],
+    };
     drop(StepRunner::with_timing(&gpu, &graph, &[&c], TimingMode::Off).unwrap());
     let before = gpu.counters().buffers_created;
     drop(StepRunner::with_timing(&gpu, &graph, &[&c], TimingMode::Off).unwrap());

@@ -180,10 +180,14 @@ fn unwritable_path_is_an_error() {
 #[test]
 fn format_1_0_file_without_cpu_times_still_loads() {
     // Written by the 1.0 build, before `TokenRecord::cpu` existed.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1_0/profile.json");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1_0/profile.json");
     let p = gpuscope_trace::io::load_profile(&path).expect("a 1.0 profile must load");
     assert_eq!(p.format.major, 1);
     assert_eq!(p.format.minor, 0);
     assert!(!p.tokens.is_empty());
-    assert!(p.tokens.iter().all(|t| t.cpu == gpuscope_trace::CpuTimes::default()));
+    assert!(p
+        .tokens
+        .iter()
+        .all(|t| t.cpu == gpuscope_trace::CpuTimes::default()));
 }

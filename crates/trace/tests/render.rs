@@ -73,7 +73,10 @@ fn op_table() {
         ["gemv_q4_1", "6", "0.064", "10.7", "45.7", "9.38", "18.8"]
     );
     let cols: Vec<&str> = line_with(&r, "rms_norm").split_whitespace().collect();
-    assert_eq!(cols, ["rms_norm", "6", "0.010", "2.0", "7.1", "2.00", "1.50"]);
+    assert_eq!(
+        cols,
+        ["rms_norm", "6", "0.010", "2.0", "7.1", "2.00", "1.50"]
+    );
     assert!(r.contains("2 of 21 calls have no valid GPU span"));
 }
 

@@ -22,6 +22,10 @@ pub fn run(cli: Cli) -> Result<(), Exit> {
         Command::Devices => devices::run(),
         Command::Inspect { dir, top } => inspect::run(&dir, top),
         Command::Replay(args) => replay::run(&args),
-        Command::Peak { mib, repetitions, device } => peak::run(mib, repetitions, &device),
+        Command::Peak {
+            mib,
+            repetitions,
+            device,
+        } => peak::run(mib, repetitions, &device),
     }
 }

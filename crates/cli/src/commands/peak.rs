@@ -10,7 +10,11 @@ pub fn run(mib: u64, repetitions: usize, device: &DeviceArgs) -> Result<(), Exit
     let r = measure_peak(&gpu, mib << 20, repetitions.max(1))?;
     let info = gpu.adapter_desc();
     let mut out = std::io::stdout().lock();
-    writeln!(out, "Adapter: {} ({}, {})", info.name, info.backend, info.driver)?;
+    writeln!(
+        out,
+        "Adapter: {} ({}, {})",
+        info.name, info.backend, info.driver
+    )?;
     writeln!(
         out,
         "copy kernel, {} MiB, read + write counted: median {:.1} GB/s, max {:.1} GB/s ({} runs, {})",
@@ -21,8 +25,14 @@ pub fn run(mib: u64, repetitions: usize, device: &DeviceArgs) -> Result<(), Exit
         r.method
     )?;
     match r.tiny_dispatch_us {
-        Some(us) => writeln!(out, "dependent tiny dispatch: {us:.2} µs of GPU time each (chain of 1000 in one pass)")?,
-        None => writeln!(out, "dependent tiny dispatch: not measured (no GPU timestamps)")?,
+        Some(us) => writeln!(
+            out,
+            "dependent tiny dispatch: {us:.2} µs of GPU time each (chain of 1000 in one pass)"
+        )?,
+        None => writeln!(
+            out,
+            "dependent tiny dispatch: not measured (no GPU timestamps)"
+        )?,
     }
     Ok(())
 }

@@ -2,7 +2,9 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use gpuscope_model::{profile_decode_captured, synthetic_weights, CaptureRequest, Preset, ProfileOptions};
+use gpuscope_model::{
+    profile_decode_captured, synthetic_weights, CaptureRequest, Preset, ProfileOptions,
+};
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::capture::{CaptureRecorder, RecordError};
 use gpuscope_runtime::Gpu;
@@ -13,7 +15,11 @@ use crate::exit::{Exit, PARTIAL_RUN};
 pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
     let preset = Preset::parse(&args.preset).ok_or_else(|| {
         let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
-        anyhow!("unknown preset `{}`: expected one of {}", args.preset, names.join(", "))
+        anyhow!(
+            "unknown preset `{}`: expected one of {}",
+            args.preset,
+            names.join(", ")
+        )
     })?;
     let format: WeightFormat = args
         .weights
@@ -24,11 +30,22 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
     }
     let config = preset.config();
     if args.first_token >= config.vocab {
-        return Err(anyhow!("--first-token {} is outside the vocabulary ({})", args.first_token, config.vocab).into());
+        return Err(anyhow!(
+            "--first-token {} is outside the vocabulary ({})",
+            args.first_token,
+            config.vocab
+        )
+        .into());
     }
     if let Some(r) = &args.capture_tokens {
         if r.end > args.tokens {
-            return Err(anyhow!("--capture-tokens {}..{}: only {} tokens are decoded", r.start, r.end, args.tokens).into());
+            return Err(anyhow!(
+                "--capture-tokens {}..{}: only {} tokens are decoded",
+                r.start,
+                r.end,
+                args.tokens
+            )
+            .into());
         }
     }
     let gpu = Gpu::new(&args.device.gpu_options())?;
@@ -41,7 +58,11 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
     );
     let made = Instant::now();
     let weights = synthetic_weights(&config, format, args.seed, preset.name());
-    eprintln!("gpuscope: weights made in {:.2} s; decoding {} tokens", made.elapsed().as_secs_f64(), args.tokens);
+    eprintln!(
+        "gpuscope: weights made in {:.2} s; decoding {} tokens",
+        made.elapsed().as_secs_f64(),
+        args.tokens
+    );
     let options = ProfileOptions {
         tokens: args.tokens,
         first_token: args.first_token,
@@ -50,7 +71,8 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
         in_flight: args.in_flight as usize,
         prompt: Vec::new(),
     };
-    let captured = profile_decode_captured(&gpu, &weights, &options, capture_request(args).as_ref())?;
+    let captured =
+        profile_decode_captured(&gpu, &weights, &options, capture_request(args).as_ref())?;
     let run = captured.run;
     let capture_error = write_capture(args.capture.as_deref(), captured.capture);
     // Whatever happened, what was measured is written and shown before the error.
@@ -94,10 +116,16 @@ pub(crate) fn write_capture(
     let (dir, capture) = (dir?, capture?);
     match capture.and_then(|rec| rec.write(dir).map(|()| rec)) {
         Ok(rec) => {
-            eprintln!("gpuscope: capture of {} tokens written to {}", rec.steps(), dir.display());
+            eprintln!(
+                "gpuscope: capture of {} tokens written to {}",
+                rec.steps(),
+                dir.display()
+            );
             None
         }
-        Err(e) => Some(anyhow::Error::new(e).context(format!("recording the capture to {}", dir.display()))),
+        Err(e) => Some(
+            anyhow::Error::new(e).context(format!("recording the capture to {}", dir.display())),
+        ),
     }
 }
 

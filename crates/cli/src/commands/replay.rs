@@ -5,7 +5,9 @@
 use std::io::Write;
 
 use anyhow::{anyhow, Context};
-use gpuscope_runtime::capture::{bench_commands, compare_outputs, replay_stream, BenchOptions, Substitution};
+use gpuscope_runtime::capture::{
+    bench_commands, compare_outputs, replay_stream, BenchOptions, Substitution,
+};
 use gpuscope_runtime::Gpu;
 use gpuscope_trace::capture::{read_capture, render};
 
@@ -14,7 +16,11 @@ use crate::exit::Exit;
 
 pub fn run(args: &ReplayArgs) -> Result<(), Exit> {
     let capture = read_capture(&args.dir)?;
-    let subs = args.substitute.iter().map(|s| Substitution::from_arg(s)).collect::<Result<Vec<_>, _>>()?;
+    let subs = args
+        .substitute
+        .iter()
+        .map(|s| Substitution::from_arg(s))
+        .collect::<Result<Vec<_>, _>>()?;
     // Refuse a mismatching kernel before opening a device.
     for s in &subs {
         gpuscope_runtime::capture::replay::check_substitution(&capture, s)?;
@@ -40,14 +46,19 @@ pub fn run(args: &ReplayArgs) -> Result<(), Exit> {
         let report = bench_commands(&gpu, &capture, &subs, &BenchOptions::default())?;
         if let Some(path) = &args.json {
             let json = serde_json::to_string_pretty(&report)?;
-            std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("gpuscope: per-command benchmark written to {}", path.display());
+            std::fs::write(path, json + "\n")
+                .with_context(|| format!("writing {}", path.display()))?;
+            eprintln!(
+                "gpuscope: per-command benchmark written to {}",
+                path.display()
+            );
         }
         out.write_all(render::render_per_command(&report).as_bytes())?;
     } else {
         let profile = replay_stream(&gpu, &capture, &subs)?;
         if let Some(path) = &args.json {
-            gpuscope_trace::io::save_profile(path, &profile).with_context(|| format!("writing the profile to {}", path.display()))?;
+            gpuscope_trace::io::save_profile(path, &profile)
+                .with_context(|| format!("writing the profile to {}", path.display()))?;
             eprintln!("gpuscope: replayed profile written to {}", path.display());
         }
         out.write_all(gpuscope_trace::render::render_text(&profile).as_bytes())?;

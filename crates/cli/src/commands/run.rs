@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Context};
 use gpuscope_model::{
-    load_gguf, profile_decode_captured, CpuDecoder, DecoderOptions, GpuDecoder, LoadedModel, ProfileOptions, Tokenizer,
+    load_gguf, profile_decode_captured, CpuDecoder, DecoderOptions, GpuDecoder, LoadedModel,
+    ProfileOptions, Tokenizer,
 };
 use gpuscope_runtime::capture::{CaptureRecorder, StepRecord};
 use gpuscope_runtime::{Gpu, GpuOptions, StepOutput, TimingRequest};
@@ -29,7 +30,8 @@ use crate::exit::{Exit, PARTIAL_RUN};
 fn load(path: &Path) -> Result<(LoadedModel, Tokenizer, f64), Exit> {
     let start = Instant::now();
     let model = load_gguf(path).with_context(|| format!("loading {}", path.display()))?;
-    let tokenizer = Tokenizer::from_gguf(&model.gguf.file.metadata).with_context(|| format!("the tokenizer of {}", path.display()))?;
+    let tokenizer = Tokenizer::from_gguf(&model.gguf.file.metadata)
+        .with_context(|| format!("the tokenizer of {}", path.display()))?;
     let secs = start.elapsed().as_secs_f64();
     let (i, c) = (&model.info, &model.weights.config);
     eprintln!(
@@ -50,15 +52,20 @@ fn load(path: &Path) -> Result<(LoadedModel, Tokenizer, f64), Exit> {
 
 fn prompt_ids(tokenizer: &Tokenizer, prompt: &str, chat: bool) -> Result<Vec<u32>, Exit> {
     let text = if chat {
-        tokenizer
-            .chat_prompt(prompt)
-            .ok_or_else(|| anyhow!("--chat: the model's chat template is not ChatML, which is the one gpuscope knows"))?
+        tokenizer.chat_prompt(prompt).ok_or_else(|| {
+            anyhow!(
+                "--chat: the model's chat template is not ChatML, which is the one gpuscope knows"
+            )
+        })?
     } else {
         prompt.to_string()
     };
     let ids = tokenizer.encode_prompt(&text)?;
     if ids.is_empty() {
-        return Err(anyhow!("the prompt is empty (and the model adds no BOS token): give --prompt some text").into());
+        return Err(anyhow!(
+            "the prompt is empty (and the model adds no BOS token): give --prompt some text"
+        )
+        .into());
     }
     Ok(ids)
 }
@@ -72,7 +79,10 @@ enum Backend<'w> {
 impl Backend<'_> {
     /// Decodes `token` at the next position; returns the greedy next token and, on the
     /// GPU, the step's measurements.
-    fn step(&mut self, token: u32) -> Result<(u32, Option<StepOutput>), gpuscope_model::ModelError> {
+    fn step(
+        &mut self,
+        token: u32,
+    ) -> Result<(u32, Option<StepOutput>), gpuscope_model::ModelError> {
         match self {
             Backend::Gpu(gpu, d) => {
                 let s = d.step(gpu, Some(token))?;
@@ -93,8 +103,15 @@ struct RunCapture {
 }
 
 impl RunCapture {
-    fn start(args: &RunArgs, gpu: &Gpu, d: &GpuDecoder, model: &LoadedModel) -> Result<Option<RunCapture>, Exit> {
-        let Some(dir) = &args.capture else { return Ok(None) };
+    fn start(
+        args: &RunArgs,
+        gpu: &Gpu,
+        d: &GpuDecoder,
+        model: &LoadedModel,
+    ) -> Result<Option<RunCapture>, Exit> {
+        let Some(dir) = &args.capture else {
+            return Ok(None);
+        };
         let c = &model.weights.config;
         let workload = WorkloadDesc {
             name: model.info.name.clone(),
@@ -106,10 +123,18 @@ impl RunCapture {
             graph_dispatches_per_token: d.graph().dispatch_count() as u32,
             graph_passes_per_token: d.graph().sections.len() as u32,
         };
-        let mut recorder = CaptureRecorder::new(gpu, d.graph(), &super::profile::capture_name(dir), workload)
+        let mut recorder =
+            CaptureRecorder::new(gpu, d.graph(), &super::profile::capture_name(dir), workload)
+                .map_err(|e| anyhow::Error::new(e).context("starting the capture"))?;
+        recorder
+            .begin(gpu, args.capture_data)
             .map_err(|e| anyhow::Error::new(e).context("starting the capture"))?;
-        recorder.begin(gpu, args.capture_data).map_err(|e| anyhow::Error::new(e).context("starting the capture"))?;
-        Ok(Some(RunCapture { dir: dir.clone(), recorder, steps: Vec::new(), output_steps: args.capture_tokens.clone() }))
+        Ok(Some(RunCapture {
+            dir: dir.clone(),
+            recorder,
+            steps: Vec::new(),
+            output_steps: args.capture_tokens.clone(),
+        }))
     }
 
     fn finish(mut self, gpu: &Gpu) -> Result<(), Exit> {
@@ -117,19 +142,38 @@ impl RunCapture {
             .steps
             .iter()
             .enumerate()
-            .map(|(i, (position, token_id, output))| StepRecord { index: i as u32, position: *position, token_id: *token_id, output })
+            .map(|(i, (position, token_id, output))| StepRecord {
+                index: i as u32,
+                position: *position,
+                token_id: *token_id,
+                output,
+            })
             .collect();
         let steps = records.len();
         let mut written = self.recorder.end(gpu, &records);
         if let (Ok(()), Some(r)) = (&written, self.output_steps.clone()) {
             if r.end as usize > steps {
-                return Err(anyhow!("--capture-tokens {}..{}: the run recorded only {steps} steps", r.start, r.end).into());
+                return Err(anyhow!(
+                    "--capture-tokens {}..{}: the run recorded only {steps} steps",
+                    r.start,
+                    r.end
+                )
+                .into());
             }
-            written = self.recorder.capture_outputs(gpu, r.start as usize..r.end as usize);
+            written = self
+                .recorder
+                .capture_outputs(gpu, r.start as usize..r.end as usize);
         }
         let written = written.and_then(|()| self.recorder.write(&self.dir));
-        written.map_err(|e| anyhow::Error::new(e).context(format!("recording the capture to {}", self.dir.display())))?;
-        eprintln!("gpuscope: capture of {} steps written to {}", records.len(), self.dir.display());
+        written.map_err(|e| {
+            anyhow::Error::new(e)
+                .context(format!("recording the capture to {}", self.dir.display()))
+        })?;
+        eprintln!(
+            "gpuscope: capture of {} steps written to {}",
+            records.len(),
+            self.dir.display()
+        );
         Ok(())
     }
 }
@@ -159,7 +203,14 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
         Backend::Cpu(CpuDecoder::new(&model.weights, max_ctx)?)
     } else {
         gpu = Gpu::new(&run_gpu_options(&args.device))?;
-        let mut d = GpuDecoder::new(&gpu, &model.weights, DecoderOptions { max_ctx, read_logits: false })?;
+        let mut d = GpuDecoder::new(
+            &gpu,
+            &model.weights,
+            DecoderOptions {
+                max_ctx,
+                read_logits: false,
+            },
+        )?;
         let a = gpu.adapter_desc();
         eprintln!("gpuscope: on {} ({})", a.name, a.backend);
         capture = RunCapture::start(args, &gpu, &d, &model)?;
@@ -199,19 +250,21 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
     let mut generated = 0u32;
     let mut stop = None;
     // Prints `token` unless it ends the text; says whether to go on.
-    let mut emit = |token: u32, generated: &mut u32, stop: &mut Option<&str>| -> Result<bool, Exit> {
-        if tokenizer.is_end(token) && !args.ignore_eos {
-            *stop = Some("end-of-sequence token");
-            return Ok(false);
-        }
-        out.write_all(stream.push(token)?.as_bytes())?;
-        out.flush()?;
-        *generated += 1;
-        Ok(*generated < args.tokens)
-    };
+    let mut emit =
+        |token: u32, generated: &mut u32, stop: &mut Option<&str>| -> Result<bool, Exit> {
+            if tokenizer.is_end(token) && !args.ignore_eos {
+                *stop = Some("end-of-sequence token");
+                return Ok(false);
+            }
+            out.write_all(stream.push(token)?.as_bytes())?;
+            out.flush()?;
+            *generated += 1;
+            Ok(*generated < args.tokens)
+        };
     let partial = |e: gpuscope_model::ModelError, generated: u32| Exit {
         code: PARTIAL_RUN,
-        error: anyhow::Error::new(e).context(format!("generation stopped after {generated} tokens")),
+        error: anyhow::Error::new(e)
+            .context(format!("generation stopped after {generated} tokens")),
     };
     if emit(next, &mut generated, &mut stop)? {
         match &mut backend {
@@ -295,7 +348,8 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
         tg_secs,
         rate(steps, tg_secs),
         steps,
-        stop.map(|s| format!("; stopped at the {s}")).unwrap_or_default()
+        stop.map(|s| format!("; stopped at the {s}"))
+            .unwrap_or_default()
     );
     Ok(())
 }
@@ -313,7 +367,11 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
     };
     // With --prompt the recorded (generated) tokens continue from the prompt's KV cache;
     // without one they start from the BOS token at position 0.
-    let fed = if args.prompt.is_some() { prompt.clone() } else { Vec::new() };
+    let fed = if args.prompt.is_some() {
+        prompt.clone()
+    } else {
+        Vec::new()
+    };
     eprintln!(
         "gpuscope: tg: decoding {} tokens after {} prompt tokens",
         args.tokens,
@@ -329,18 +387,36 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
     };
     if let Some(r) = &args.capture_tokens {
         if r.end > args.tokens {
-            return Err(anyhow!("--capture-tokens {}..{}: only {} tokens are decoded", r.start, r.end, args.tokens).into());
+            return Err(anyhow!(
+                "--capture-tokens {}..{}: only {} tokens are decoded",
+                r.start,
+                r.end,
+                args.tokens
+            )
+            .into());
         }
     }
-    let captured = profile_decode_captured(&gpu, &model.weights, &options, super::profile::capture_request(args).as_ref())?;
+    let captured = profile_decode_captured(
+        &gpu,
+        &model.weights,
+        &options,
+        super::profile::capture_request(args).as_ref(),
+    )?;
     let capture_error = super::profile::write_capture(args.capture.as_deref(), captured.capture);
     let mut run = captured.run;
     let w = &mut run.profile.workload;
-    w.name = format!("{} ({})", model.info.name, path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    w.name = format!(
+        "{} ({})",
+        model.info.name,
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    );
     w.architecture = model.info.architecture.clone();
     w.weights = model.info.formats.clone();
     if let Some(out) = &args.json {
-        gpuscope_trace::io::save_profile(out, &run.profile).with_context(|| format!("writing the profile to {}", out.display()))?;
+        gpuscope_trace::io::save_profile(out, &run.profile)
+            .with_context(|| format!("writing the profile to {}", out.display()))?;
         eprintln!("gpuscope: profile written to {}", out.display());
     }
     std::io::stdout().write_all(gpuscope_trace::render::render_text(&run.profile).as_bytes())?;
@@ -350,7 +426,11 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
     if let Some(e) = run.error {
         return Err(Exit {
             code: PARTIAL_RUN,
-            error: anyhow::Error::new(e).context(format!("the run stopped after {} of {} tokens", run.profile.tokens.len(), args.tokens)),
+            error: anyhow::Error::new(e).context(format!(
+                "the run stopped after {} of {} tokens",
+                run.profile.tokens.len(),
+                args.tokens
+            )),
         });
     }
     Ok(())

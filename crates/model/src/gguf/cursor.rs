@@ -66,7 +66,10 @@ impl<'a> Cursor<'a> {
     }
 
     pub fn array<const N: usize>(&mut self, field: Field<'_>) -> Result<[u8; N], GgufError> {
-        Ok(self.take(N as u64, field)?.try_into().expect("took N bytes"))
+        Ok(self
+            .take(N as u64, field)?
+            .try_into()
+            .expect("took N bytes"))
     }
 
     pub fn u32(&mut self, field: Field<'_>) -> Result<u32, GgufError> {
@@ -84,7 +87,13 @@ impl<'a> Cursor<'a> {
         let count = self.u64(field)?;
         let remaining = self.remaining();
         if count.checked_mul(min_bytes).is_none_or(|b| b > remaining) {
-            return Err(GgufError::AbsurdCount { field: field.to_string(), offset, count, min_bytes, remaining });
+            return Err(GgufError::AbsurdCount {
+                field: field.to_string(),
+                offset,
+                count,
+                min_bytes,
+                remaining,
+            });
         }
         Ok(count)
     }
@@ -95,11 +104,19 @@ impl<'a> Cursor<'a> {
         let length = self.u64(field)?;
         let remaining = self.remaining();
         if length > remaining {
-            return Err(GgufError::AbsurdLength { field: field.to_string(), offset, length, remaining });
+            return Err(GgufError::AbsurdLength {
+                field: field.to_string(),
+                offset,
+                length,
+                remaining,
+            });
         }
         let start = self.pos();
         let bytes = self.take(length, field)?;
-        std::str::from_utf8(bytes).map_err(|_| GgufError::InvalidUtf8 { field: field.to_string(), offset: start })
+        std::str::from_utf8(bytes).map_err(|_| GgufError::InvalidUtf8 {
+            field: field.to_string(),
+            offset: start,
+        })
     }
 
     /// Moves to `pos` (at most the end of the file).

@@ -26,11 +26,11 @@
 mod cursor;
 mod error;
 mod tensor;
+#[cfg(test)]
+mod tests;
 mod types;
 mod value;
 mod write;
-#[cfg(test)]
-mod tests;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -122,14 +122,22 @@ const MIN_TENSOR_INFO_BYTES: u64 = 24;
 /// every tensor's bytes lie inside it.
 pub fn parse_gguf(bytes: &[u8]) -> Result<GgufFile, GgufError> {
     let mut c = Cursor::new(bytes);
-    let magic = c.take(4, Field::Plain("magic")).map_err(|_| GgufError::BadMagic { found: bytes.to_vec() })?;
+    let magic = c
+        .take(4, Field::Plain("magic"))
+        .map_err(|_| GgufError::BadMagic {
+            found: bytes.to_vec(),
+        })?;
     if magic != b"GGUF" {
-        return Err(GgufError::BadMagic { found: magic.to_vec() });
+        return Err(GgufError::BadMagic {
+            found: magic.to_vec(),
+        });
     }
     let version = c.u32(Field::Plain("version"))?;
     if version != 2 && version != 3 {
         let hint = match (version, version.swap_bytes()) {
-            (1, _) => "; version 1 used 32-bit counts: convert the file again with a current llama.cpp",
+            (1, _) => {
+                "; version 1 used 32-bit counts: convert the file again with a current llama.cpp"
+            }
             (_, 2 | 3) => "; this looks like a big-endian file",
             _ => "",
         };
@@ -147,12 +155,20 @@ pub fn parse_gguf(bytes: &[u8]) -> Result<GgufFile, GgufError> {
         let value_offset = c.pos();
         let value = MetaValue::read(&mut c, value_type, &key)?;
         if metadata.index.contains_key(&key) {
-            return Err(GgufError::DuplicateKey { key, offset: key_offset });
+            return Err(GgufError::DuplicateKey {
+                key,
+                offset: key_offset,
+            });
         }
         if key == "general.alignment" {
             alignment = match value {
                 MetaValue::U32(a) if a.is_power_of_two() => a.into(),
-                ref other => return Err(GgufError::BadAlignment { offset: value_offset, found: format!("{other:?}") }),
+                ref other => {
+                    return Err(GgufError::BadAlignment {
+                        offset: value_offset,
+                        found: format!("{other:?}"),
+                    })
+                }
             };
         }
         metadata.index.insert(key.clone(), metadata.entries.len());
@@ -164,7 +180,10 @@ pub fn parse_gguf(bytes: &[u8]) -> Result<GgufFile, GgufError> {
     for i in 0..tensor_count {
         let t = TensorInfo::read(&mut c, i)?;
         if tensor_index.insert(t.name.clone(), tensors.len()).is_some() {
-            return Err(GgufError::DuplicateTensor { tensor: t.name, offset: t.info_offset });
+            return Err(GgufError::DuplicateTensor {
+                tensor: t.name,
+                offset: t.info_offset,
+            });
         }
         tensors.push(t);
     }
@@ -184,7 +203,10 @@ pub fn parse_gguf(bytes: &[u8]) -> Result<GgufFile, GgufError> {
             });
         }
         let start = data_offset.checked_add(t.offset);
-        if start.and_then(|s| s.checked_add(t.size)).is_none_or(|end| end > file_size) {
+        if start
+            .and_then(|s| s.checked_add(t.size))
+            .is_none_or(|end| end > file_size)
+        {
             return Err(GgufError::TensorOutOfBounds {
                 tensor: t.name.clone(),
                 offset: t.info_offset,
@@ -194,7 +216,15 @@ pub fn parse_gguf(bytes: &[u8]) -> Result<GgufFile, GgufError> {
             });
         }
     }
-    Ok(GgufFile { version, metadata, tensors, alignment, data_offset, file_size, tensor_index })
+    Ok(GgufFile {
+        version,
+        metadata,
+        tensors,
+        alignment,
+        data_offset,
+        file_size,
+        tensor_index,
+    })
 }
 
 /// A parsed GGUF file together with its bytes (a memory map, or owned bytes).
@@ -207,14 +237,20 @@ pub struct Gguf {
 
 impl std::fmt::Debug for Gguf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gguf").field("path", &self.path).field("file", &self.file).finish_non_exhaustive()
+        f.debug_struct("Gguf")
+            .field("path", &self.path)
+            .field("file", &self.file)
+            .finish_non_exhaustive()
     }
 }
 
 impl Gguf {
     /// Memory-maps `path` and parses it.
     pub fn open(path: &Path) -> Result<Gguf, GgufError> {
-        let io = |source| GgufError::Io { path: path.to_path_buf(), source };
+        let io = |source| GgufError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let f = std::fs::File::open(path).map_err(io)?;
         // SAFETY: the map is read-only; if another process truncates or rewrites the
         // file while it is mapped, reads may fault or see new bytes — the same contract
@@ -222,13 +258,21 @@ impl Gguf {
         let map = unsafe { memmap2::Mmap::map(&f) }.map_err(io)?;
         let bytes: SharedBytes = Arc::new(map);
         let file = parse_gguf((*bytes).as_ref())?;
-        Ok(Gguf { path: Some(path.to_path_buf()), file, bytes })
+        Ok(Gguf {
+            path: Some(path.to_path_buf()),
+            file,
+            bytes,
+        })
     }
 
     /// Parses bytes already in memory (tests, files made by [`GgufWriter`]).
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Gguf, GgufError> {
         let file = parse_gguf(&bytes)?;
-        Ok(Gguf { path: None, file, bytes: Arc::new(bytes) })
+        Ok(Gguf {
+            path: None,
+            file,
+            bytes: Arc::new(bytes),
+        })
     }
 
     /// The bytes of tensor `t` (one of this file's).

@@ -46,10 +46,16 @@ impl TensorInfo {
     pub(crate) fn read(c: &mut Cursor<'_>, i: u64) -> Result<TensorInfo, GgufError> {
         let info_offset = c.pos();
         let name = c.str(Field::Tensor("name", i))?.to_string();
-        let bad = |reason: String| GgufError::BadShape { tensor: name.clone(), offset: info_offset, reason };
+        let bad = |reason: String| GgufError::BadShape {
+            tensor: name.clone(),
+            offset: info_offset,
+            reason,
+        };
         let n_dims = c.u32(Field::Tensor("n_dims", i))?;
         if n_dims > MAX_DIMS {
-            return Err(bad(format!("{n_dims} dimensions (ggml allows at most {MAX_DIMS})")));
+            return Err(bad(format!(
+                "{n_dims} dimensions (ggml allows at most {MAX_DIMS})"
+            )));
         }
         let mut dims = Vec::with_capacity(n_dims as usize);
         for _ in 0..n_dims {
@@ -82,6 +88,13 @@ impl TensorInfo {
         let size = (elements / block)
             .checked_mul(u64::from(ggml_type.block_bytes))
             .ok_or_else(|| bad(format!("shape {dims:?} overflows the byte size")))?;
-        Ok(TensorInfo { name, dims, ggml_type, offset, size, info_offset })
+        Ok(TensorInfo {
+            name,
+            dims,
+            ggml_type,
+            offset,
+            size,
+            info_offset,
+        })
     }
 }

@@ -8,9 +8,10 @@ fn valid() -> GgufWriter {
         .meta("n", MetaValue::U32(7))
         .meta(
             "nested",
-            MetaValue::Array(MetaArray::Array(vec![MetaArray::I16(vec![-1, 2]), MetaArray::String(
-                ["a", "ü"].map(String::from).into_iter().collect(),
-            )])),
+            MetaValue::Array(MetaArray::Array(vec![
+                MetaArray::I16(vec![-1, 2]),
+                MetaArray::String(["a", "ü"].map(String::from).into_iter().collect()),
+            ])),
         )
         .tensor("a", &[32, 2], 8, vec![1u8; 68])
         .tensor("b", &[3], 0, vec![2u8; 12]);
@@ -20,7 +21,10 @@ fn valid() -> GgufWriter {
 /// Byte offset of the first tensor info (just after the metadata).
 fn tensor_infos_start(bytes: &[u8]) -> usize {
     let needle = b"\x01\x00\x00\x00\x00\x00\x00\x00a\x02\x00\x00\x00\x20\x00";
-    bytes.windows(needle.len()).position(|w| w == needle).unwrap()
+    bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap()
 }
 
 #[test]
@@ -50,10 +54,18 @@ fn valid_file_round_trips_every_value_type() {
         assert_eq!(f.metadata.get(&format!("v{i}")), Some(v));
     }
     let nested = f.metadata.get_array("nested").unwrap();
-    let MetaArray::Array(inner) = nested else { panic!("{nested:?}") };
-    assert_eq!(inner[1].as_strings().unwrap().iter().collect::<Vec<_>>(), ["a", "ü"]);
+    let MetaArray::Array(inner) = nested else {
+        panic!("{nested:?}")
+    };
+    assert_eq!(
+        inner[1].as_strings().unwrap().iter().collect::<Vec<_>>(),
+        ["a", "ü"]
+    );
     let a = f.tensor("a").unwrap();
-    assert_eq!((a.cols_rows(), a.size, a.ggml_type.name), ((32, 2), 68, "q8_0"));
+    assert_eq!(
+        (a.cols_rows(), a.size, a.ggml_type.name),
+        ((32, 2), 68, "q8_0")
+    );
     let b = f.tensor("b").unwrap();
     assert_eq!(b.offset, 96, "68 bytes rounded up to the 32-byte alignment");
     let g = Gguf::from_bytes(bytes).unwrap();
@@ -78,16 +90,34 @@ fn truncated_header() {
         let err = parse_gguf(&bytes[..cut]).unwrap_err();
         match (cut, &err) {
             (0 | 3, GgufError::BadMagic { .. }) => {}
-            (6, GgufError::Truncated { field, offset: 4, .. }) if field == "version" => {}
-            (10, GgufError::Truncated { field, offset: 8, .. }) if field == "tensor_count" => {}
+            (
+                6,
+                GgufError::Truncated {
+                    field, offset: 4, ..
+                },
+            ) if field == "version" => {}
+            (
+                10,
+                GgufError::Truncated {
+                    field, offset: 8, ..
+                },
+            ) if field == "tensor_count" => {}
             // 2 tensor infos cannot fit in the 4 bytes left: refused before any is read.
-            (20, GgufError::AbsurdCount { field, offset: 8, .. }) if field == "tensor_count" => {}
+            (
+                20,
+                GgufError::AbsurdCount {
+                    field, offset: 8, ..
+                },
+            ) if field == "tensor_count" => {}
             _ => panic!("cut at {cut}: {err}"),
         }
     }
     // Every prefix fails cleanly.
     for cut in 0..bytes.len() - 1 {
-        assert!(parse_gguf(&bytes[..cut]).is_err(), "prefix of {cut} bytes parsed");
+        assert!(
+            parse_gguf(&bytes[..cut]).is_err(),
+            "prefix of {cut} bytes parsed"
+        );
     }
 }
 
@@ -95,9 +125,17 @@ fn truncated_header() {
 fn tensor_past_end_of_file() {
     let bytes = valid().to_bytes();
     let err = parse_gguf(&bytes[..bytes.len() - 1]).unwrap_err();
-    let GgufError::TensorOutOfBounds { tensor, size: 12, .. } = &err else { panic!("{err}") };
+    let GgufError::TensorOutOfBounds {
+        tensor, size: 12, ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
     assert_eq!(tensor, "b");
-    assert!(err.to_string().contains("past the end of the file"), "{err}");
+    assert!(
+        err.to_string().contains("past the end of the file"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -106,7 +144,12 @@ fn absurd_string_length() {
     // The first key's length sits right after the 24-byte header.
     bytes[24..32].copy_from_slice(&(u64::MAX - 3).to_le_bytes());
     let err = parse_gguf(&bytes).unwrap_err();
-    let GgufError::AbsurdLength { field, offset: 24, .. } = &err else { panic!("{err}") };
+    let GgufError::AbsurdLength {
+        field, offset: 24, ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
     assert_eq!(field, "metadata entry 0 key");
 }
 
@@ -115,7 +158,10 @@ fn absurd_counts() {
     let mut bytes = valid().to_bytes();
     bytes[8..16].copy_from_slice(&(1u64 << 60).to_le_bytes());
     let err = parse_gguf(&bytes).unwrap_err();
-    assert!(matches!(&err, GgufError::AbsurdCount { field, offset: 8, .. } if field == "tensor_count"), "{err}");
+    assert!(
+        matches!(&err, GgufError::AbsurdCount { field, offset: 8, .. } if field == "tensor_count"),
+        "{err}"
+    );
 
     // An array count: the "nested" value's inner i16 array claims 2^61 elements.
     let mut bytes = valid().to_bytes();
@@ -123,8 +169,19 @@ fn absurd_counts() {
     assert_eq!(&bytes[at..at + 8], &2u64.to_le_bytes());
     bytes[at..at + 8].copy_from_slice(&(1u64 << 61).to_le_bytes());
     let err = parse_gguf(&bytes).unwrap_err();
-    let GgufError::AbsurdCount { field, offset, count, .. } = &err else { panic!("{err}") };
-    assert_eq!((field.as_str(), *offset, *count), ("value of \"nested\"", at as u64, 1 << 61));
+    let GgufError::AbsurdCount {
+        field,
+        offset,
+        count,
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        (field.as_str(), *offset, *count),
+        ("value of \"nested\"", at as u64, 1 << 61)
+    );
 }
 
 #[test]
@@ -133,7 +190,14 @@ fn unknown_tensor_type() {
     let at = tensor_infos_start(&bytes) + 9 + 4 + 16; // name, n_dims, two dims
     bytes[at..at + 4].copy_from_slice(&1234u32.to_le_bytes());
     let err = parse_gguf(&bytes).unwrap_err();
-    let GgufError::UnknownTensorType { tensor, type_id: 1234, offset } = &err else { panic!("{err}") };
+    let GgufError::UnknownTensorType {
+        tensor,
+        type_id: 1234,
+        offset,
+    } = &err
+    else {
+        panic!("{err}")
+    };
     assert_eq!((tensor.as_str(), *offset), ("a", at as u64));
 }
 
@@ -153,7 +217,10 @@ fn unknown_value_type_and_nesting_depth() {
     let at = 24 + 8 + 20;
     bytes[at..at + 4].copy_from_slice(&99u32.to_le_bytes());
     let err = parse_gguf(&bytes).unwrap_err();
-    assert!(matches!(err, GgufError::UnknownValueType { type_id: 99, .. }), "{err}");
+    assert!(
+        matches!(err, GgufError::UnknownValueType { type_id: 99, .. }),
+        "{err}"
+    );
 
     let mut deep = MetaArray::U8(vec![1]);
     for _ in 0..MAX_ARRAY_DEPTH + 1 {
@@ -171,7 +238,15 @@ fn misaligned_data_offset() {
     let at = tensor_infos_start(&bytes) + 9 + 4 + 16 + 4; // the offset of tensor "a"
     bytes[at..at + 8].copy_from_slice(&3u64.to_le_bytes());
     let err = parse_gguf(&bytes).unwrap_err();
-    let GgufError::MisalignedTensor { tensor, data_offset: 3, alignment: 32, .. } = &err else { panic!("{err}") };
+    let GgufError::MisalignedTensor {
+        tensor,
+        data_offset: 3,
+        alignment: 32,
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
     assert_eq!(tensor, "a");
 }
 
@@ -190,8 +265,14 @@ fn v1_and_big_endian_files_are_refused_by_name() {
     let mut bytes = valid().to_bytes();
     bytes[4..8].copy_from_slice(&1u32.to_le_bytes());
     let err = parse_gguf(&bytes).unwrap_err();
-    assert!(matches!(err, GgufError::UnsupportedVersion { version: 1, .. }), "{err}");
-    assert!(err.to_string().contains("version 1 used 32-bit counts"), "{err}");
+    assert!(
+        matches!(err, GgufError::UnsupportedVersion { version: 1, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("version 1 used 32-bit counts"),
+        "{err}"
+    );
     bytes[4..8].copy_from_slice(&3u32.to_be_bytes());
     let err = parse_gguf(&bytes).unwrap_err();
     assert!(err.to_string().contains("big-endian"), "{err}");
@@ -202,21 +283,37 @@ fn bad_shapes_duplicates_and_utf8() {
     let mut w = GgufWriter::new();
     w.tensor("r", &[33], 2, vec![0u8; 18]);
     let err = parse_gguf(&w.to_bytes()).unwrap_err();
-    assert!(matches!(&err, GgufError::BadShape { reason, .. } if reason.contains("32-element blocks")), "{err}");
+    assert!(
+        matches!(&err, GgufError::BadShape { reason, .. } if reason.contains("32-element blocks")),
+        "{err}"
+    );
 
     let mut w = GgufWriter::new();
     w.tensor("big", &[1 << 40, 1 << 40], 0, vec![]);
-    assert!(matches!(parse_gguf(&w.to_bytes()).unwrap_err(), GgufError::BadShape { .. }));
+    assert!(matches!(
+        parse_gguf(&w.to_bytes()).unwrap_err(),
+        GgufError::BadShape { .. }
+    ));
     let mut w = GgufWriter::new();
     w.tensor("five", &[1, 1, 1, 1, 1], 0, vec![0; 4]);
-    assert!(matches!(parse_gguf(&w.to_bytes()).unwrap_err(), GgufError::BadShape { .. }));
+    assert!(matches!(
+        parse_gguf(&w.to_bytes()).unwrap_err(),
+        GgufError::BadShape { .. }
+    ));
 
     let mut w = GgufWriter::new();
-    w.tensor("t", &[1], 0, vec![0; 4]).tensor("t", &[1], 0, vec![0; 4]);
-    assert!(matches!(parse_gguf(&w.to_bytes()).unwrap_err(), GgufError::DuplicateTensor { .. }));
+    w.tensor("t", &[1], 0, vec![0; 4])
+        .tensor("t", &[1], 0, vec![0; 4]);
+    assert!(matches!(
+        parse_gguf(&w.to_bytes()).unwrap_err(),
+        GgufError::DuplicateTensor { .. }
+    ));
     let mut w = GgufWriter::new();
     w.meta("k", MetaValue::U8(1)).meta("k", MetaValue::U8(2));
-    assert!(matches!(parse_gguf(&w.to_bytes()).unwrap_err(), GgufError::DuplicateKey { .. }));
+    assert!(matches!(
+        parse_gguf(&w.to_bytes()).unwrap_err(),
+        GgufError::DuplicateKey { .. }
+    ));
 
     let mut w = GgufWriter::new();
     w.meta("k", MetaValue::String("é".into()));
@@ -224,7 +321,10 @@ fn bad_shapes_duplicates_and_utf8() {
     let at = bytes.windows(2).position(|w| w == "é".as_bytes()).unwrap();
     bytes[at + 1] = 0xff;
     let err = parse_gguf(&bytes).unwrap_err();
-    assert!(matches!(&err, GgufError::InvalidUtf8 { field, .. } if field == "value of \"k\""), "{err}");
+    assert!(
+        matches!(&err, GgufError::InvalidUtf8 { field, .. } if field == "value of \"k\""),
+        "{err}"
+    );
 }
 
 #[test]

@@ -18,7 +18,12 @@ pub struct GgmlType {
 }
 
 const fn t(id: u32, name: &'static str, block_elems: u32, block_bytes: u32) -> GgmlType {
-    GgmlType { id, name, block_elems, block_bytes }
+    GgmlType {
+        id,
+        name,
+        block_elems,
+        block_bytes,
+    }
 }
 
 const TYPES: &[GgmlType] = &[

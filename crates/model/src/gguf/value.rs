@@ -144,7 +144,13 @@ impl MetaValue {
             U64 => MetaValue::U64(u64::from_le_bytes(c.array(f)?)),
             I64 => MetaValue::I64(i64::from_le_bytes(c.array(f)?)),
             F64 => MetaValue::F64(f64::from_le_bytes(c.array(f)?)),
-            _ => return Err(GgufError::UnknownValueType { field: f.to_string(), offset, type_id: t }),
+            _ => {
+                return Err(GgufError::UnknownValueType {
+                    field: f.to_string(),
+                    offset,
+                    type_id: t,
+                })
+            }
         })
     }
 
@@ -216,7 +222,9 @@ impl MetaValue {
     /// A short rendering for listings: arrays show their type and length only.
     pub fn summary(&self) -> String {
         match self {
-            MetaValue::String(s) if s.chars().count() > 60 => format!("{:?}…", s.chars().take(60).collect::<String>()),
+            MetaValue::String(s) if s.chars().count() > 60 => {
+                format!("{:?}…", s.chars().take(60).collect::<String>())
+            }
             MetaValue::String(s) => format!("{s:?}"),
             MetaValue::Array(a) => format!("[{} × {}]", a.len(), a.elem_name()),
             MetaValue::U8(v) => v.to_string(),
@@ -239,13 +247,21 @@ impl MetaArray {
         use type_id::*;
         let f = Field::Value(key, None);
         if depth > MAX_ARRAY_DEPTH {
-            return Err(GgufError::NestingTooDeep { field: f.to_string(), offset: c.pos(), max: MAX_ARRAY_DEPTH });
+            return Err(GgufError::NestingTooDeep {
+                field: f.to_string(),
+                offset: c.pos(),
+                max: MAX_ARRAY_DEPTH,
+            });
         }
         let type_offset = c.pos();
         let t = c.u32(f)?;
         let min = min_bytes(t);
         if min == 0 {
-            return Err(GgufError::UnknownValueType { field: f.to_string(), offset: type_offset, type_id: t });
+            return Err(GgufError::UnknownValueType {
+                field: f.to_string(),
+                offset: type_offset,
+                type_id: t,
+            });
         }
         let n = c.count(min, f)?;
         Ok(match t {
@@ -261,7 +277,10 @@ impl MetaArray {
             I64 => MetaArray::I64(read_vec!(c, n, f, i64)),
             F64 => MetaArray::F64(read_vec!(c, n, f, f64)),
             STRING => {
-                let mut a = StrArray { text: String::new(), ends: Vec::with_capacity(n as usize) };
+                let mut a = StrArray {
+                    text: String::new(),
+                    ends: Vec::with_capacity(n as usize),
+                };
                 for i in 0..n {
                     a.text.push_str(c.str(Field::Value(key, Some(i)))?);
                     a.ends.push(a.text.len());

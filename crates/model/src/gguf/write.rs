@@ -14,7 +14,12 @@ pub struct GgufWriter {
 
 impl Default for GgufWriter {
     fn default() -> Self {
-        GgufWriter { version: 3, alignment: 32, metadata: Vec::new(), tensors: Vec::new() }
+        GgufWriter {
+            version: 3,
+            alignment: 32,
+            metadata: Vec::new(),
+            tensors: Vec::new(),
+        }
     }
 }
 
@@ -28,7 +33,8 @@ fn put_array(out: &mut Vec<u8>, a: &MetaArray) {
         ($t:expr, $v:expr) => {{
             out.extend_from_slice(&$t.to_le_bytes());
             out.extend_from_slice(&($v.len() as u64).to_le_bytes());
-            $v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+            $v.iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
         }};
     }
     match a {
@@ -42,7 +48,10 @@ fn put_array(out: &mut Vec<u8>, a: &MetaArray) {
         MetaArray::U64(v) => nums!(type_id::U64, v),
         MetaArray::I64(v) => nums!(type_id::I64, v),
         MetaArray::F64(v) => nums!(type_id::F64, v),
-        MetaArray::Bool(v) => nums!(type_id::BOOL, v.iter().map(|&b| b as u8).collect::<Vec<u8>>()),
+        MetaArray::Bool(v) => nums!(
+            type_id::BOOL,
+            v.iter().map(|&b| b as u8).collect::<Vec<u8>>()
+        ),
         MetaArray::String(v) => {
             out.extend_from_slice(&type_id::STRING.to_le_bytes());
             out.extend_from_slice(&(v.len() as u64).to_le_bytes());
@@ -86,8 +95,15 @@ impl GgufWriter {
     }
 
     /// Adds a tensor; `dims` in ggml order (row length first), `bytes` as stored.
-    pub fn tensor(&mut self, name: &str, dims: &[u64], ggml_type: u32, bytes: Vec<u8>) -> &mut Self {
-        self.tensors.push((name.to_string(), dims.to_vec(), ggml_type, bytes));
+    pub fn tensor(
+        &mut self,
+        name: &str,
+        dims: &[u64],
+        ggml_type: u32,
+        bytes: Vec<u8>,
+    ) -> &mut Self {
+        self.tensors
+            .push((name.to_string(), dims.to_vec(), ggml_type, bytes));
         self
     }
 
@@ -107,13 +123,17 @@ impl GgufWriter {
         for (name, dims, t, bytes) in &self.tensors {
             put_str(&mut out, name);
             out.extend_from_slice(&(dims.len() as u32).to_le_bytes());
-            dims.iter().for_each(|d| out.extend_from_slice(&d.to_le_bytes()));
+            dims.iter()
+                .for_each(|d| out.extend_from_slice(&d.to_le_bytes()));
             out.extend_from_slice(&t.to_le_bytes());
             out.extend_from_slice(&offset.to_le_bytes());
             offsets.push(offset);
             offset = (offset + bytes.len() as u64).next_multiple_of(self.alignment);
         }
-        out.resize((out.len() as u64).next_multiple_of(self.alignment) as usize, 0);
+        out.resize(
+            (out.len() as u64).next_multiple_of(self.alignment) as usize,
+            0,
+        );
         let data_start = out.len();
         for ((_, _, _, bytes), off) in self.tensors.iter().zip(offsets) {
             out.resize(data_start + off as usize, 0);

@@ -56,17 +56,31 @@ impl AttnBatched {
         total
     }
 
-    pub fn dispatch(&self, gpu: &Gpu, params: &GpuBuffer, q: &GpuBuffer, k_cache: &GpuBuffer, v_cache: &GpuBuffer, out: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        params: &GpuBuffer,
+        q: &GpuBuffer,
+        k_cache: &GpuBuffer,
+        v_cache: &GpuBuffer,
+        out: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         let a = &self.attn;
         let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
         if a.n_kv_heads == 0 || a.n_heads % a.n_kv_heads != 0 {
             return Err(invalid("n_heads must be a multiple of n_kv_heads".into()));
         }
         if a.head_dim == 0 || a.head_dim > WG || WG % a.head_dim != 0 || a.head_dim % 4 != 0 {
-            return Err(invalid(format!("head_dim must divide {WG} and be a multiple of 4")));
+            return Err(invalid(format!(
+                "head_dim must divide {WG} and be a multiple of 4"
+            )));
         }
         let hq = a.n_heads * a.head_dim;
-        if self.q_stride < hq || self.out_stride < hq || self.max_batch == 0 || self.max_batch > 65535 {
+        if self.q_stride < hq
+            || self.out_stride < hq
+            || self.max_batch == 0
+            || self.max_batch > 65535
+        {
             return Err(invalid("bad strides or batch".into()));
         }
         let m = u64::from(self.max_batch);
@@ -79,7 +93,11 @@ impl AttnBatched {
             (out, 4 * m * u64::from(self.out_stride), "out"),
         ] {
             if buf.size() < bytes {
-                return Err(invalid(format!("buffer \"{}\" ({role}) has {} bytes, needs {bytes}", buf.label(), buf.size())));
+                return Err(invalid(format!(
+                    "buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
+                    buf.label(),
+                    buf.size()
+                )));
             }
         }
         let pipeline = gpu.pipeline(
@@ -96,15 +114,37 @@ impl AttnBatched {
             ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[params, q, k_cache, v_cache, out])?;
-        Ok(Dispatch::new(AttnFused::OP, pipeline, bind_group, [a.n_heads, self.max_batch, 1], self.cost_at(0, self.max_batch), &[params, q, k_cache, v_cache], &[out]))
+        Ok(Dispatch::new(
+            AttnFused::OP,
+            pipeline,
+            bind_group,
+            [a.n_heads, self.max_batch, 1],
+            self.cost_at(0, self.max_batch),
+            &[params, q, k_cache, v_cache],
+            &[out],
+        ))
     }
 
     /// CPU reference: the single-query oracle per row, row b with `pos0 + b + 1` positions.
-    pub fn cpu(&self, pos0: u32, n_rows: u32, q: &[f32], k_cache: &[f32], v_cache: &[f32], out: &mut [f32]) {
+    pub fn cpu(
+        &self,
+        pos0: u32,
+        n_rows: u32,
+        q: &[f32],
+        k_cache: &[f32],
+        v_cache: &[f32],
+        out: &mut [f32],
+    ) {
         let hq = (self.attn.n_heads * self.attn.head_dim) as usize;
         for b in 0..n_rows as usize {
             let qs = &q[b * self.q_stride as usize..][..hq];
-            self.attn.cpu(pos0 + b as u32 + 1, qs, k_cache, v_cache, &mut out[b * self.out_stride as usize..][..hq]);
+            self.attn.cpu(
+                pos0 + b as u32 + 1,
+                qs,
+                k_cache,
+                v_cache,
+                &mut out[b * self.out_stride as usize..][..hq],
+            );
         }
     }
 }

@@ -28,11 +28,25 @@ impl AttnFused {
     pub const OP: &'static str = "attention";
 
     fn parts(&self) -> (AttnScores, Softmax, AttnValues) {
-        let (n_heads, n_kv_heads, head_dim, max_ctx) = (self.n_heads, self.n_kv_heads, self.head_dim, self.max_ctx);
+        let (n_heads, n_kv_heads, head_dim, max_ctx) =
+            (self.n_heads, self.n_kv_heads, self.head_dim, self.max_ctx);
         (
-            AttnScores { n_heads, n_kv_heads, head_dim, max_ctx },
-            Softmax { rows: n_heads, row_stride: max_ctx },
-            AttnValues { n_heads, n_kv_heads, head_dim, max_ctx },
+            AttnScores {
+                n_heads,
+                n_kv_heads,
+                head_dim,
+                max_ctx,
+            },
+            Softmax {
+                rows: n_heads,
+                row_stride: max_ctx,
+            },
+            AttnValues {
+                n_heads,
+                n_kv_heads,
+                head_dim,
+                max_ctx,
+            },
         )
     }
 
@@ -48,7 +62,12 @@ impl AttnFused {
     /// At `n_ctx` rows: q, the K and V rows of every kv head, and the output, each once;
     /// a multiply-add per element of each dot product and of the weighted sum.
     pub fn cost_at(&self, n_ctx: u32) -> Cost {
-        let (h, kv, hd, n) = (self.n_heads as u64, self.n_kv_heads as u64, self.head_dim as u64, n_ctx as u64);
+        let (h, kv, hd, n) = (
+            self.n_heads as u64,
+            self.n_kv_heads as u64,
+            self.head_dim as u64,
+            n_ctx as u64,
+        );
         Cost {
             bytes: 4 + 4 * (h * hd + 2 * n * kv * hd + h * hd),
             flops: 4 * h * n * hd,
@@ -73,14 +92,30 @@ impl AttnFused {
         if self.n_kv_heads == 0 || self.n_heads % self.n_kv_heads != 0 {
             return Err(invalid("n_heads must be a multiple of n_kv_heads".into()));
         }
-        if self.head_dim == 0 || self.head_dim > WG || WG % self.head_dim != 0 || self.head_dim % 4 != 0 {
-            return Err(invalid(format!("head_dim must divide {WG} and be a multiple of 4")));
+        if self.head_dim == 0
+            || self.head_dim > WG
+            || WG % self.head_dim != 0
+            || self.head_dim % 4 != 0
+        {
+            return Err(invalid(format!(
+                "head_dim must divide {WG} and be a multiple of 4"
+            )));
         }
         let q_bytes = 4 * (self.n_heads * self.head_dim) as u64;
         let cache_bytes = 4 * (self.n_kv_heads * self.head_dim) as u64 * self.max_ctx as u64;
-        for (buf, bytes, role) in [(step, 16, "step"), (q, q_bytes, "q"), (k_cache, cache_bytes, "k_cache"), (v_cache, cache_bytes, "v_cache"), (out, q_bytes, "out")] {
+        for (buf, bytes, role) in [
+            (step, 16, "step"),
+            (q, q_bytes, "q"),
+            (k_cache, cache_bytes, "k_cache"),
+            (v_cache, cache_bytes, "v_cache"),
+            (out, q_bytes, "out"),
+        ] {
             if buf.size() < bytes {
-                return Err(invalid(format!("buffer \"{}\" ({role}) has {} bytes, needs {bytes}", buf.label(), buf.size())));
+                return Err(invalid(format!(
+                    "buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
+                    buf.label(),
+                    buf.size()
+                )));
             }
         }
         let pipeline = gpu.pipeline(

@@ -18,10 +18,10 @@
 //! `n_heads / n_kv_heads <= 8` (a workgroup keeps one accumulator per head of the group);
 //! `head_dim` a multiple of 4 (scores) or 8 (values), since the caches are read as vec4.
 
+mod batched;
 mod cost;
 mod cpu;
 mod fused;
-mod batched;
 
 pub use batched::AttnBatched;
 

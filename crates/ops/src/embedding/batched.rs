@@ -17,10 +17,16 @@ pub fn batched_shader(format: WeightFormat) -> &'static ShaderSource {
             .iter()
             .map(|&f| {
                 let single = shader(f);
-                let format_part = single.wgsl.strip_prefix(include_str!("kernel.wgsl")).expect("embedding shaders start with the frame");
+                let format_part = single
+                    .wgsl
+                    .strip_prefix(include_str!("kernel.wgsl"))
+                    .expect("embedding shaders start with the frame");
                 let wgsl = format!("{}{}", include_str!("kernel_batched.wgsl"), format_part);
                 let name = format!("embedding_batched_{}", &single.name["embedding_".len()..]);
-                ShaderSource { name: Box::leak(name.into_boxed_str()), wgsl: Box::leak(wgsl.into_boxed_str()) }
+                ShaderSource {
+                    name: Box::leak(name.into_boxed_str()),
+                    wgsl: Box::leak(wgsl.into_boxed_str()),
+                }
             })
             .collect()
     });
@@ -37,42 +43,76 @@ impl EmbeddingBatched {
     pub fn cost(&self) -> Cost {
         let c = self.emb.cost();
         let m = u64::from(self.max_batch);
-        Cost { bytes: c.bytes * m, flops: c.flops * m }
+        Cost {
+            bytes: c.bytes * m,
+            flops: c.flops * m,
+        }
     }
 
-    pub fn dispatch(&self, gpu: &Gpu, table: &GpuBuffer, tokens: &GpuBuffer, out: &GpuBuffer, params: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        table: &GpuBuffer,
+        tokens: &GpuBuffer,
+        out: &GpuBuffer,
+        params: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         let e = &self.emb;
         let name = batched_shader(e.format).name;
-        let invalid = |what: String| GpuError::Invalid(format!("{name} {}x{}: {what}", e.rows, e.dim));
+        let invalid =
+            |what: String| GpuError::Invalid(format!("{name} {}x{}: {what}", e.rows, e.dim));
         if e.rows == 0 || e.dim == 0 || self.max_batch == 0 {
             return Err(invalid("empty table or batch".into()));
         }
-        let row_bytes = e.format.row_bytes(u64::from(e.dim)).map_err(|er| invalid(er.to_string()))?;
+        let row_bytes = e
+            .format
+            .row_bytes(u64::from(e.dim))
+            .map_err(|er| invalid(er.to_string()))?;
         let m = u64::from(self.max_batch);
         if m * u64::from(e.dim) > u64::from(u32::MAX) {
             return Err(invalid("more than 2^32 output elements".into()));
         }
         for (buf, bytes, what) in [
-            (table, (u64::from(e.rows) * row_bytes).next_multiple_of(4), "table"),
+            (
+                table,
+                (u64::from(e.rows) * row_bytes).next_multiple_of(4),
+                "table",
+            ),
             (tokens, 4 * m, "tokens"),
             (out, 4 * m * u64::from(e.dim), "out"),
             (params, 16, "params"),
         ] {
             if buf.size() < bytes {
-                return Err(invalid(format!("{what} buffer \"{}\" has {} bytes, needs {bytes}", buf.label(), buf.size())));
+                return Err(invalid(format!(
+                    "{what} buffer \"{}\" has {} bytes, needs {bytes}",
+                    buf.label(),
+                    buf.size()
+                )));
             }
         }
         let pipeline = gpu.pipeline(
             batched_shader(e.format),
             "main",
-            &[("DIM", f64::from(e.dim)), ("ROWS", f64::from(e.rows)), ("ROW_START", f64::from(e.row_start))],
+            &[
+                ("DIM", f64::from(e.dim)),
+                ("ROWS", f64::from(e.rows)),
+                ("ROW_START", f64::from(e.row_start)),
+            ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[table, tokens, out, params])?;
         let groups = e.dim.div_ceil(256);
         if groups > 65535 || self.max_batch > 65535 {
             return Err(invalid("grid too large".into()));
         }
-        Ok(Dispatch::new(name, pipeline, bind_group, [groups, self.max_batch, 1], self.cost(), &[table, tokens, params], &[out]))
+        Ok(Dispatch::new(
+            name,
+            pipeline,
+            bind_group,
+            [groups, self.max_batch, 1],
+            self.cost(),
+            &[table, tokens, params],
+            &[out],
+        ))
     }
 
     /// CPU reference: the single-token oracle per row.

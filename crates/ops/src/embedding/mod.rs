@@ -6,9 +6,9 @@
 //! writes. Bindings: 0 = table chunk (GGUF bytes), 1 = token (`array<u32>`), 2 = out
 //! (`dim` f32).
 
+mod batched;
 mod cost;
 mod cpu;
-mod batched;
 
 pub use batched::{batched_shader, EmbeddingBatched};
 

@@ -38,7 +38,10 @@ fn rewrite_x_reads(src: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-        if bytes[i] == b'x' && bytes.get(i + 1) == Some(&b'[') && (i == 0 || !is_ident(bytes[i - 1])) {
+        if bytes[i] == b'x'
+            && bytes.get(i + 1) == Some(&b'[')
+            && (i == 0 || !is_ident(bytes[i - 1]))
+        {
             out.push_str("x[xoff + ");
             i += 2;
         } else {
@@ -61,9 +64,16 @@ pub fn batched_shader(format: WeightFormat) -> &'static ShaderSource {
                     .wgsl
                     .strip_prefix(include_str!("kernel.wgsl"))
                     .expect("gemv shaders start with the frame");
-                let wgsl = format!("{}\n{}", include_str!("kernel_batched.wgsl"), rewrite_x_reads(format_part));
+                let wgsl = format!(
+                    "{}\n{}",
+                    include_str!("kernel_batched.wgsl"),
+                    rewrite_x_reads(format_part)
+                );
                 let name = format!("gemv_batched_{}", &single.name["gemv_".len()..]);
-                ShaderSource { name: Box::leak(name.into_boxed_str()), wgsl: Box::leak(wgsl.into_boxed_str()) }
+                ShaderSource {
+                    name: Box::leak(name.into_boxed_str()),
+                    wgsl: Box::leak(wgsl.into_boxed_str()),
+                }
             })
             .collect()
     });
@@ -73,14 +83,21 @@ pub fn batched_shader(format: WeightFormat) -> &'static ShaderSource {
 
 impl GemvBatched {
     fn x_is_vec4(&self) -> bool {
-        batched_shader(self.gemv.format).wgsl.contains("var<storage, read> x: array<vec4<f32>>")
+        batched_shader(self.gemv.format)
+            .wgsl
+            .contains("var<storage, read> x: array<vec4<f32>>")
     }
 
     /// Declared cost for a full batch of `max_batch` rows (weights read once per chunk of 8).
     pub fn cost(&self) -> Cost {
-        let (rows, cols, m) = (u64::from(self.gemv.rows), u64::from(self.gemv.cols), u64::from(self.max_batch));
+        let (rows, cols, m) = (
+            u64::from(self.gemv.rows),
+            u64::from(self.gemv.cols),
+            u64::from(self.max_batch),
+        );
         Cost {
-            bytes: self.gemv.weight_bytes() * m.div_ceil(u64::from(BATCH_CHUNK)) + m * (cols + rows) * 4,
+            bytes: self.gemv.weight_bytes() * m.div_ceil(u64::from(BATCH_CHUNK))
+                + m * (cols + rows) * 4,
             flops: 2 * m * rows * cols,
         }
     }
@@ -98,13 +115,23 @@ impl GemvBatched {
     ) -> Result<Dispatch, GpuError> {
         let g = &self.gemv;
         let name = batched_shader(g.format).name;
-        let invalid = |what: String| GpuError::Invalid(format!("{name} {}x{}×{}: {what}", g.rows, g.cols, self.max_batch));
+        let invalid = |what: String| {
+            GpuError::Invalid(format!(
+                "{name} {}x{}×{}: {what}",
+                g.rows, g.cols, self.max_batch
+            ))
+        };
         if g.rows == 0 || g.cols == 0 || self.max_batch == 0 {
             return Err(invalid("empty matrix or batch".into()));
         }
-        g.format.row_bytes(u64::from(g.cols)).map_err(|e| invalid(e.to_string()))?;
+        g.format
+            .row_bytes(u64::from(g.cols))
+            .map_err(|e| invalid(e.to_string()))?;
         if self.y_stride < g.out_offset + g.rows {
-            return Err(invalid(format!("y_stride {} < out_offset + rows", self.y_stride)));
+            return Err(invalid(format!(
+                "y_stride {} < out_offset + rows",
+                self.y_stride
+            )));
         }
         let m = u64::from(self.max_batch);
         if u64::from(g.rows) * u64::from(g.cols) > u64::from(u32::MAX)
@@ -115,7 +142,11 @@ impl GemvBatched {
         }
         let need = |buf: &GpuBuffer, bytes: u64, what: &str| {
             if buf.size() < bytes {
-                Err(invalid(format!("{what} buffer \"{}\" has {} bytes, needs {bytes}", buf.label(), buf.size())))
+                Err(invalid(format!(
+                    "{what} buffer \"{}\" has {} bytes, needs {bytes}",
+                    buf.label(),
+                    buf.size()
+                )))
             } else {
                 Ok(())
             }
@@ -143,10 +174,24 @@ impl GemvBatched {
         let groups = g.rows.div_ceil(WORKGROUP_SIZE / tpr);
         let chunks = self.max_batch.div_ceil(BATCH_CHUNK);
         if groups > 65535 || chunks > 65535 {
-            return Err(invalid("too many rows for one dispatch: split the matrix".into()));
+            return Err(invalid(
+                "too many rows for one dispatch: split the matrix".into(),
+            ));
         }
-        let reads: &[&GpuBuffer] = if accumulate { &[w, x, y, params] } else { &[w, x, params] };
-        Ok(Dispatch::new(name, pipeline, bind_group, [groups, chunks, 1], self.cost(), reads, &[y]))
+        let reads: &[&GpuBuffer] = if accumulate {
+            &[w, x, y, params]
+        } else {
+            &[w, x, params]
+        };
+        Ok(Dispatch::new(
+            name,
+            pipeline,
+            bind_group,
+            [groups, chunks, 1],
+            self.cost(),
+            reads,
+            &[y],
+        ))
     }
 
     /// CPU reference: the single-row oracle applied to each of the first `n_rows` rows.

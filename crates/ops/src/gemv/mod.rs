@@ -16,13 +16,13 @@
 //! The bf16 and K-format kernels (q4_k, q5_k, q6_k: 8-element units, 32 per 256-element
 //! super-block) have not been timed on a GPU yet; they are tested on lavapipe only.
 
+mod batched;
 mod cost;
 mod cpu;
-mod batched;
 
 pub use batched::{batched_shader, GemvBatched, BATCH_CHUNK};
 
-use gpuscope_runtime::{Cost, grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
+use gpuscope_runtime::{grid_2d, Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 use crate::quant::WeightFormat;
 
@@ -180,7 +180,13 @@ impl Gemv {
 
     /// Like [`Self::dispatch`] but adds into `y` (y += W·x): a residual add fused into
     /// the projection, one dispatch instead of two.
-    pub fn dispatch_accumulate(&self, gpu: &Gpu, w: &GpuBuffer, x: &GpuBuffer, y: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    pub fn dispatch_accumulate(
+        &self,
+        gpu: &Gpu,
+        w: &GpuBuffer,
+        x: &GpuBuffer,
+        y: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         self.build(gpu, w, x, y, self.default_tuning(), true)
     }
 
@@ -268,6 +274,14 @@ impl Gemv {
         } else {
             (self.cost(), &[w, x])
         };
-        Ok(Dispatch::new(name, pipeline, bind_group, workgroups, cost, reads, &[y]))
+        Ok(Dispatch::new(
+            name,
+            pipeline,
+            bind_group,
+            workgroups,
+            cost,
+            reads,
+            &[y],
+        ))
     }
 }

@@ -21,18 +21,34 @@ pub struct RmsNormBatched {
 
 impl RmsNormBatched {
     fn out_rows(&self) -> u64 {
-        if self.last_only { 1 } else { u64::from(self.max_batch) }
+        if self.last_only {
+            1
+        } else {
+            u64::from(self.max_batch)
+        }
     }
 
     pub fn cost(&self) -> Cost {
         let c = self.norm.cost();
-        Cost { bytes: c.bytes * self.out_rows(), flops: c.flops * self.out_rows() }
+        Cost {
+            bytes: c.bytes * self.out_rows(),
+            flops: c.flops * self.out_rows(),
+        }
     }
 
-    pub fn dispatch(&self, gpu: &Gpu, x: &GpuBuffer, weight: &GpuBuffer, out: &GpuBuffer, params: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        x: &GpuBuffer,
+        weight: &GpuBuffer,
+        out: &GpuBuffer,
+        params: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         let n = u64::from(self.norm.n);
         if n == 0 || self.max_batch == 0 {
-            return Err(GpuError::Invalid(format!("{self:?}: n and max_batch must be > 0")));
+            return Err(GpuError::Invalid(format!(
+                "{self:?}: n and max_batch must be > 0"
+            )));
         }
         for (buf, bytes, role) in [
             (x, 4 * n * u64::from(self.max_batch), "x"),
@@ -41,17 +57,33 @@ impl RmsNormBatched {
             (params, 16, "params"),
         ] {
             if buf.size() < bytes {
-                return Err(GpuError::Invalid(format!("{self:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}", buf.label(), buf.size())));
+                return Err(GpuError::Invalid(format!(
+                    "{self:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
+                    buf.label(),
+                    buf.size()
+                )));
             }
         }
         let pipeline = gpu.pipeline(
             &BATCHED_SHADER,
             "main",
-            &[("N", f64::from(self.norm.n)), ("EPS", f64::from(self.norm.eps)), ("LAST_ONLY", if self.last_only { 1.0 } else { 0.0 })],
+            &[
+                ("N", f64::from(self.norm.n)),
+                ("EPS", f64::from(self.norm.eps)),
+                ("LAST_ONLY", if self.last_only { 1.0 } else { 0.0 }),
+            ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[x, weight, out, params])?;
         let groups = if self.last_only { 1 } else { self.max_batch };
-        Ok(Dispatch::new(RmsNorm::OP, pipeline, bind_group, [groups, 1, 1], self.cost(), &[x, weight, params], &[out]))
+        Ok(Dispatch::new(
+            RmsNorm::OP,
+            pipeline,
+            bind_group,
+            [groups, 1, 1],
+            self.cost(),
+            &[x, weight, params],
+            &[out],
+        ))
     }
 
     /// CPU reference over the first `n_rows` rows.

@@ -3,9 +3,9 @@
 //! One workgroup of 256 threads with a shared-memory reduction: `n` is a hidden size (576
 //! to 8192), too small to be worth splitting over workgroups.
 
+mod batched;
 mod cost;
 mod cpu;
-mod batched;
 
 pub use batched::RmsNormBatched;
 

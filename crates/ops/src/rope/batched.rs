@@ -25,17 +25,38 @@ pub struct RopeBatched {
 }
 
 impl RopeBatched {
-    pub fn dispatch(&self, gpu: &Gpu, params: &GpuBuffer, qkv: &GpuBuffer, k_cache: &GpuBuffer, v_cache: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        params: &GpuBuffer,
+        qkv: &GpuBuffer,
+        k_cache: &GpuBuffer,
+        v_cache: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         let r = &self.rope;
         let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
-        if r.head_dim % 2 != 0 || r.rope_dims > r.head_dim || r.rope_dims % 2 != 0 || self.max_batch == 0 || self.max_batch > 65535 {
+        if r.head_dim % 2 != 0
+            || r.rope_dims > r.head_dim
+            || r.rope_dims % 2 != 0
+            || self.max_batch == 0
+            || self.max_batch > 65535
+        {
             return Err(invalid("bad shape".into()));
         }
         let m = u64::from(self.max_batch);
         let cache_bytes = 4 * r.kv_row() * u64::from(r.max_ctx);
-        for (buf, bytes, role) in [(params, 16, "params"), (qkv, 4 * m * u64::from(self.qkv_stride), "qkv"), (k_cache, cache_bytes, "k_cache"), (v_cache, cache_bytes, "v_cache")] {
+        for (buf, bytes, role) in [
+            (params, 16, "params"),
+            (qkv, 4 * m * u64::from(self.qkv_stride), "qkv"),
+            (k_cache, cache_bytes, "k_cache"),
+            (v_cache, cache_bytes, "v_cache"),
+        ] {
             if buf.size() < bytes {
-                return Err(invalid(format!("buffer \"{}\" ({role}) has {} bytes, needs {bytes}", buf.label(), buf.size())));
+                return Err(invalid(format!(
+                    "buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
+                    buf.label(),
+                    buf.size()
+                )));
             }
         }
         let (q, k, v) = self.offsets;
@@ -58,12 +79,30 @@ impl RopeBatched {
         let bind_group = gpu.bind_group(&pipeline, &[params, qkv, k_cache, v_cache])?;
         let threads = (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 2);
         let c = r.cost();
-        let cost = gpuscope_runtime::Cost { bytes: c.bytes * m, flops: c.flops * m };
-        Ok(Dispatch::new(Rope::OP, pipeline, bind_group, [threads.div_ceil(WG), self.max_batch, 1], cost, &[params, qkv], &[qkv, k_cache, v_cache]))
+        let cost = gpuscope_runtime::Cost {
+            bytes: c.bytes * m,
+            flops: c.flops * m,
+        };
+        Ok(Dispatch::new(
+            Rope::OP,
+            pipeline,
+            bind_group,
+            [threads.div_ceil(WG), self.max_batch, 1],
+            cost,
+            &[params, qkv],
+            &[qkv, k_cache, v_cache],
+        ))
     }
 
     /// CPU reference over the first `n_rows` rows starting at position `pos0`.
-    pub fn cpu(&self, pos0: u32, n_rows: u32, qkv: &mut [f32], k_cache: &mut [f32], v_cache: &mut [f32]) {
+    pub fn cpu(
+        &self,
+        pos0: u32,
+        n_rows: u32,
+        qkv: &mut [f32],
+        k_cache: &mut [f32],
+        v_cache: &mut [f32],
+    ) {
         let r = &self.rope;
         let (q, k, v) = self.offsets;
         let (qn, kvn) = ((r.n_heads * r.head_dim) as usize, r.kv_row() as usize);
@@ -71,7 +110,14 @@ impl RopeBatched {
             let row = &mut qkv[b * self.qkv_stride as usize..][..self.qkv_stride as usize];
             let kk = row[k as usize..][..kvn].to_vec();
             let vv = row[v as usize..][..kvn].to_vec();
-            r.cpu(pos0 + b as u32, &mut row[q as usize..][..qn], &kk, &vv, k_cache, v_cache);
+            r.cpu(
+                pos0 + b as u32,
+                &mut row[q as usize..][..qn],
+                &kk,
+                &vv,
+                k_cache,
+                v_cache,
+            );
         }
     }
 }

@@ -18,9 +18,9 @@
 //! `|pair| · (pos · freq · ε_pow + ε_sincos)`: under 1e-4 · |pair| for `pos <= 100`
 //! (what the tests check), growing linearly with `pos` for the low pairs.
 
+mod batched;
 mod cost;
 mod cpu;
-mod batched;
 
 pub use batched::RopeBatched;
 
@@ -28,13 +28,19 @@ use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "rope",
-    wgsl: concat!(include_str!("bindings_separate.wgsl"), include_str!("kernel.wgsl")),
+    wgsl: concat!(
+        include_str!("bindings_separate.wgsl"),
+        include_str!("kernel.wgsl")
+    ),
 };
 
 /// The same kernel over one `qkv` buffer (q, k, v at element offsets).
 pub static SHADER_QKV: ShaderSource = ShaderSource {
     name: "rope_qkv",
-    wgsl: concat!(include_str!("bindings_qkv.wgsl"), include_str!("kernel.wgsl")),
+    wgsl: concat!(
+        include_str!("bindings_qkv.wgsl"),
+        include_str!("kernel.wgsl")
+    ),
 };
 
 const WG: u32 = 256;
@@ -144,7 +150,9 @@ impl Rope {
         self.check()?;
         let q_len = self.n_heads as u64 * self.head_dim as u64;
         let kv_len = self.kv_row();
-        let end = (q_off as u64 + q_len).max(k_off as u64 + kv_len).max(v_off as u64 + kv_len);
+        let end = (q_off as u64 + q_len)
+            .max(k_off as u64 + kv_len)
+            .max(v_off as u64 + kv_len);
         need(step, 16, "step", self)?;
         need(qkv, 4 * end, "qkv", self)?;
         let cache_bytes = 4 * kv_len * self.max_ctx as u64;

@@ -23,35 +23,72 @@ impl SiluMulBatched {
     pub fn cost(&self) -> Cost {
         let c = SiluMul { n: self.n }.cost();
         let m = u64::from(self.max_batch);
-        Cost { bytes: c.bytes * m, flops: c.flops * m }
+        Cost {
+            bytes: c.bytes * m,
+            flops: c.flops * m,
+        }
     }
 
-    pub fn dispatch(&self, gpu: &Gpu, gate_up: &GpuBuffer, out: &GpuBuffer, params: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        gate_up: &GpuBuffer,
+        out: &GpuBuffer,
+        params: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         let m = u64::from(self.max_batch);
-        if self.n == 0 || self.max_batch == 0 || self.up_offset < self.n || self.in_stride < self.up_offset + self.n {
+        if self.n == 0
+            || self.max_batch == 0
+            || self.up_offset < self.n
+            || self.in_stride < self.up_offset + self.n
+        {
             return Err(GpuError::Invalid(format!("{self:?}: bad shape")));
         }
-        for (buf, bytes, role) in [(gate_up, 4 * m * u64::from(self.in_stride), "gate_up"), (out, 4 * m * u64::from(self.n), "out"), (params, 16, "params")] {
+        for (buf, bytes, role) in [
+            (gate_up, 4 * m * u64::from(self.in_stride), "gate_up"),
+            (out, 4 * m * u64::from(self.n), "out"),
+            (params, 16, "params"),
+        ] {
             if buf.size() < bytes {
-                return Err(GpuError::Invalid(format!("{self:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}", buf.label(), buf.size())));
+                return Err(GpuError::Invalid(format!(
+                    "{self:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
+                    buf.label(),
+                    buf.size()
+                )));
             }
         }
         let pipeline = gpu.pipeline(
             &BATCHED_SHADER,
             "main",
-            &[("N", f64::from(self.n)), ("IN_STRIDE", f64::from(self.in_stride)), ("UP_OFFSET", f64::from(self.up_offset))],
+            &[
+                ("N", f64::from(self.n)),
+                ("IN_STRIDE", f64::from(self.in_stride)),
+                ("UP_OFFSET", f64::from(self.up_offset)),
+            ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[gate_up, out, params])?;
         let groups = self.n.div_ceil(256);
         if groups > 65535 || self.max_batch > 65535 {
             return Err(GpuError::Invalid(format!("{self:?}: grid too large")));
         }
-        Ok(Dispatch::new(SiluMul::OP, pipeline, bind_group, [groups, self.max_batch, 1], self.cost(), &[gate_up, params], &[out]))
+        Ok(Dispatch::new(
+            SiluMul::OP,
+            pipeline,
+            bind_group,
+            [groups, self.max_batch, 1],
+            self.cost(),
+            &[gate_up, params],
+            &[out],
+        ))
     }
 
     /// CPU reference over the first `n_rows` rows.
     pub fn cpu(&self, gate_up: &[f32], out: &mut [f32], n_rows: u32) {
-        let (n, s, u) = (self.n as usize, self.in_stride as usize, self.up_offset as usize);
+        let (n, s, u) = (
+            self.n as usize,
+            self.in_stride as usize,
+            self.up_offset as usize,
+        );
         for b in 0..n_rows as usize {
             let row = &gate_up[b * s..];
             SiluMul { n: self.n }.cpu(&row[..n], &row[u..u + n], &mut out[b * n..]);

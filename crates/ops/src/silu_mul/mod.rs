@@ -1,8 +1,8 @@
 //! `silu_mul`: `out = gate · sigmoid(gate) · up`, elementwise (the SwiGLU of a Llama FFN).
 
+mod batched;
 mod cost;
 mod cpu;
-mod batched;
 
 pub use batched::SiluMulBatched;
 

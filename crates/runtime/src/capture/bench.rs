@@ -39,12 +39,24 @@ pub struct BenchOptions {
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        BenchOptions { warmup_batches: 1, batch: 8, min_samples: 16, max_samples: 256, settle: 0.02, max_seconds: 2.0 }
+        BenchOptions {
+            warmup_batches: 1,
+            batch: 8,
+            min_samples: 16,
+            max_samples: 256,
+            settle: 0.02,
+            max_seconds: 2.0,
+        }
     }
 }
 
 /// Benchmarks every unique command of `capture` on `gpu`.
-pub fn bench_commands(gpu: &Gpu, capture: &Capture, subs: &[Substitution], opts: &BenchOptions) -> Result<PerCommandReport, ReplayError> {
+pub fn bench_commands(
+    gpu: &Gpu,
+    capture: &Capture,
+    subs: &[Substitution],
+    opts: &BenchOptions,
+) -> Result<PerCommandReport, ReplayError> {
     let rebuilt = rebuild(gpu, capture, subs, true)?;
     let clock = if gpu.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
         TimingClock::GpuTimestamps
@@ -55,7 +67,13 @@ pub fn bench_commands(gpu: &Gpu, capture: &Capture, subs: &[Substitution], opts:
     let counts = capture.command_counts();
     let mut commands = Vec::with_capacity(counts.len());
     for ((p, bg, wg), count, d) in counts {
-        let (samples, rejected, stable) = timer.measure(gpu, &rebuilt.pipelines[p], &rebuilt.bind_groups[bg], wg, opts)?;
+        let (samples, rejected, stable) = timer.measure(
+            gpu,
+            &rebuilt.pipelines[p],
+            &rebuilt.bind_groups[bg],
+            wg,
+            opts,
+        )?;
         let mut sorted = samples.clone();
         sorted.sort_unstable();
         let median = percentile(&sorted, 50.0).unwrap_or(0);
@@ -81,9 +99,17 @@ pub fn bench_commands(gpu: &Gpu, capture: &Capture, subs: &[Substitution], opts:
     timer.release(gpu);
     let total: u64 = commands.iter().map(|c| c.total_ns).sum();
     for c in &mut commands {
-        c.share_percent = if total > 0 { 100.0 * c.total_ns as f64 / total as f64 } else { 0.0 };
+        c.share_percent = if total > 0 {
+            100.0 * c.total_ns as f64 / total as f64
+        } else {
+            0.0
+        };
     }
-    commands.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.pipeline.cmp(&b.pipeline)));
+    commands.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then(a.pipeline.cmp(&b.pipeline))
+    });
     Ok(PerCommandReport {
         capture: capture.root().display().to_string(),
         adapter: gpu.adapter_desc(),
@@ -133,7 +159,13 @@ impl Timer {
             }
             TimingClock::WallClockWithSync => (None, None),
         };
-        Timer { clock, batch, queries, staging, period_ns: gpu.queue.get_timestamp_period() as f64 }
+        Timer {
+            clock,
+            batch,
+            queries,
+            staging,
+            period_ns: gpu.queue.get_timestamp_period() as f64,
+        }
     }
 
     fn release(self, gpu: &Gpu) {
@@ -143,16 +175,28 @@ impl Timer {
     }
 
     /// One batch: `batch` samples in ns (None for a rejected span).
-    fn batch(&self, gpu: &Gpu, p: &Pipeline, bg: &BindGroup, wg: [u32; 3]) -> Result<Vec<Option<u64>>, ReplayError> {
+    fn batch(
+        &self,
+        gpu: &Gpu,
+        p: &Pipeline,
+        bg: &BindGroup,
+        wg: [u32; 3],
+    ) -> Result<Vec<Option<u64>>, ReplayError> {
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         let start = Instant::now();
         for i in 0..self.batch {
-            let timestamp_writes = self.queries.as_ref().map(|(qs, _)| wgpu::ComputePassTimestampWrites {
-                query_set: qs,
-                beginning_of_pass_write_index: Some(2 * i),
-                end_of_pass_write_index: Some(2 * i + 1),
+            let timestamp_writes =
+                self.queries
+                    .as_ref()
+                    .map(|(qs, _)| wgpu::ComputePassTimestampWrites {
+                        query_set: qs,
+                        beginning_of_pass_write_index: Some(2 * i),
+                        end_of_pass_write_index: Some(2 * i + 1),
+                    });
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("gpuscope.bench"),
+                timestamp_writes,
             });
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("gpuscope.bench"), timestamp_writes });
             pass.set_pipeline(p.raw());
             pass.set_bind_group(0, bg.raw(), &[]);
             pass.dispatch_workgroups(wg[0], wg[1], wg[2]);
@@ -169,7 +213,10 @@ impl Timer {
         match (self.clock, &self.staging) {
             (TimingClock::GpuTimestamps, Some(staging)) => {
                 let raw = gpu.map_read(staging, bytes, "benchmark timestamps")?;
-                let ticks: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+                let ticks: Vec<u64> = raw
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                    .collect();
                 Ok(ticks
                     .chunks_exact(2)
                     .map(|t| match (t[0], t[1]) {
@@ -187,7 +234,14 @@ impl Timer {
     }
 
     /// Samples (ns), rejected count, and whether the median settled.
-    fn measure(&mut self, gpu: &Gpu, p: &Pipeline, bg: &BindGroup, wg: [u32; 3], o: &BenchOptions) -> Result<(Vec<u64>, u32, bool), ReplayError> {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        p: &Pipeline,
+        bg: &BindGroup,
+        wg: [u32; 3],
+        o: &BenchOptions,
+    ) -> Result<(Vec<u64>, u32, bool), ReplayError> {
         for _ in 0..o.warmup_batches {
             self.batch(gpu, p, bg, wg)?;
         }
@@ -213,7 +267,9 @@ impl Timer {
                     }
                 }
             }
-            if samples.len() as u32 + rejected >= o.max_samples || start.elapsed().as_secs_f64() > o.max_seconds {
+            if samples.len() as u32 + rejected >= o.max_samples
+                || start.elapsed().as_secs_f64() > o.max_seconds
+            {
                 return Ok((samples, rejected, false));
             }
             previous = median;

@@ -26,7 +26,11 @@ pub enum ReplayError {
     Capture(#[from] CaptureError),
     /// An edited kernel that does not fit the recorded commands; nothing was run.
     #[error("--substitute {shader}={}: {message}; nothing was run", file.display())]
-    Substitute { shader: String, file: PathBuf, message: String },
+    Substitute {
+        shader: String,
+        file: PathBuf,
+        message: String,
+    },
     #[error("{0}")]
     Invalid(String),
 }

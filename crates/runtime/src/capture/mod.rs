@@ -20,9 +20,9 @@
 
 pub mod bench;
 mod error;
+pub mod rebuild;
 pub mod record;
 pub mod reflect;
-pub mod rebuild;
 pub mod replay;
 mod tap;
 pub mod walk;

@@ -40,20 +40,28 @@ pub struct Rebuilt {
 
 /// A `'static` shader source for (name, wgsl), leaked once per distinct pair.
 fn intern(name: &str, wgsl: &str) -> &'static ShaderSource {
-    static TABLE: OnceLock<Mutex<HashMap<(String, String), &'static ShaderSource>>> = OnceLock::new();
+    static TABLE: OnceLock<Mutex<HashMap<(String, String), &'static ShaderSource>>> =
+        OnceLock::new();
     let mut table = TABLE.get_or_init(Default::default).lock().unwrap();
-    table.entry((name.to_string(), wgsl.to_string())).or_insert_with(|| {
-        Box::leak(Box::new(ShaderSource {
-            name: Box::leak(name.to_string().into_boxed_str()),
-            wgsl: Box::leak(wgsl.to_string().into_boxed_str()),
-        }))
-    })
+    table
+        .entry((name.to_string(), wgsl.to_string()))
+        .or_insert_with(|| {
+            Box::leak(Box::new(ShaderSource {
+                name: Box::leak(name.to_string().into_boxed_str()),
+                wgsl: Box::leak(wgsl.to_string().into_boxed_str()),
+            }))
+        })
 }
 
 /// Creates the capture's resources on `gpu`. Substitutions are checked first: a
 /// mismatch is refused before anything is created. With `with_data`, buffers start
 /// with their captured contents (when the capture has them), else zeroed.
-pub fn rebuild(gpu: &Gpu, capture: &Capture, subs: &[Substitution], with_data: bool) -> Result<Rebuilt, ReplayError> {
+pub fn rebuild(
+    gpu: &Gpu,
+    capture: &Capture,
+    subs: &[Substitution],
+    with_data: bool,
+) -> Result<Rebuilt, ReplayError> {
     for s in subs {
         check_substitution(capture, s)?;
     }
@@ -72,13 +80,18 @@ pub fn rebuild(gpu: &Gpu, capture: &Capture, subs: &[Substitution], with_data: b
         .collect();
     let mut pipelines = Vec::with_capacity(c.pipelines.len());
     for p in &c.pipelines {
-        let consts: Vec<(&str, f64)> = c.constant_sets[p.constants].values.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let consts: Vec<(&str, f64)> = c.constant_sets[p.constants]
+            .values
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
         pipelines.push(gpu.pipeline(shaders[p.shader], &p.entry, &consts)?);
     }
-    let contents: HashMap<u64, &gpuscope_trace::capture::BlobSlice> = match (&capture.data, with_data) {
-        (Some(d), true) => d.initial.iter().map(|b| (b.buffer, &b.data)).collect(),
-        _ => HashMap::new(),
-    };
+    let contents: HashMap<u64, &gpuscope_trace::capture::BlobSlice> =
+        match (&capture.data, with_data) {
+            (Some(d), true) => d.initial.iter().map(|b| (b.buffer, &b.data)).collect(),
+            _ => HashMap::new(),
+        };
     let mut buffers = BTreeMap::new();
     for b in &c.buffers {
         let buf = gpu.create_buffer(&b.label, b.size)?;
@@ -88,15 +101,20 @@ pub fn rebuild(gpu: &Gpu, capture: &Capture, subs: &[Substitution], with_data: b
         }
         buffers.insert(b.id, buf);
     }
-    let view = |buffer: u64, offset: u64, size: u64, label: &str| -> Result<GpuBuffer, ReplayError> {
-        let b = buffers
-            .get(&buffer)
-            .ok_or_else(|| ReplayError::Invalid(format!("buffer {buffer} is not in the capture")))?;
-        Ok(b.view(label, offset, size)?)
-    };
+    let view =
+        |buffer: u64, offset: u64, size: u64, label: &str| -> Result<GpuBuffer, ReplayError> {
+            let b = buffers.get(&buffer).ok_or_else(|| {
+                ReplayError::Invalid(format!("buffer {buffer} is not in the capture"))
+            })?;
+            Ok(b.view(label, offset, size)?)
+        };
     let mut bind_groups = Vec::with_capacity(c.bind_groups.len());
     for g in &c.bind_groups {
-        let views = g.entries.iter().map(|e| view(e.buffer, e.offset, e.size, &e.label)).collect::<Result<Vec<_>, _>>()?;
+        let views = g
+            .entries
+            .iter()
+            .map(|e| view(e.buffer, e.offset, e.size, &e.label))
+            .collect::<Result<Vec<_>, _>>()?;
         let refs: Vec<&GpuBuffer> = views.iter().collect();
         bind_groups.push(gpu.bind_group(&pipelines[g.pipeline], &refs)?);
     }
@@ -112,7 +130,14 @@ pub fn rebuild(gpu: &Gpu, capture: &Capture, subs: &[Substitution], with_data: b
                 .iter()
                 .map(|d| {
                     let layout = &c.layouts[c.pipelines[d.pipeline].layout];
-                    w.push(layout.entries.iter().filter(|e| e.access == Access::ReadWrite).map(|e| e.binding).collect());
+                    w.push(
+                        layout
+                            .entries
+                            .iter()
+                            .filter(|e| e.access == Access::ReadWrite)
+                            .map(|e| e.binding)
+                            .collect(),
+                    );
                     Dispatch {
                         op: d.op.clone(),
                         label: d.label.clone(),
@@ -145,7 +170,10 @@ pub fn rebuild(gpu: &Gpu, capture: &Capture, subs: &[Substitution], with_data: b
         buffers,
         readbacks,
         written,
-        substituted: subs.iter().map(|s| format!("{}={}", s.shader, s.file.display())).collect(),
+        substituted: subs
+            .iter()
+            .map(|s| format!("{}={}", s.shader, s.file.display()))
+            .collect(),
         setup: gpu.counters().since(&before),
         setup_wall_ns: start.elapsed().as_nanos() as u64,
     })

@@ -21,10 +21,11 @@ use std::ops::Range;
 use std::path::Path;
 
 use gpuscope_trace::capture::{
-    Access, BindGroupDesc, BindingDesc, BindingOutput, BlobSlice, BufferContents, BufferDesc, BufferRange,
-    CaptureWriter, CapturedData, Commands, ConstantSet, DispatchDesc, DispatchMeasurement, DispatchOutputs,
-    GraphDesc, LayoutDesc, LayoutEntry, Manifest, PassDesc, PipelineDesc, ShaderDesc, StepDesc, StepMeasurement,
-    StepOutputs, Stream, Upload, CAPTURE_FORMAT,
+    Access, BindGroupDesc, BindingDesc, BindingOutput, BlobSlice, BufferContents, BufferDesc,
+    BufferRange, CaptureWriter, CapturedData, Commands, ConstantSet, DispatchDesc,
+    DispatchMeasurement, DispatchOutputs, GraphDesc, LayoutDesc, LayoutEntry, Manifest, PassDesc,
+    PipelineDesc, ShaderDesc, StepDesc, StepMeasurement, StepOutputs, Stream, Upload,
+    CAPTURE_FORMAT,
 };
 use gpuscope_trace::{TimingInfo, WorkloadDesc};
 
@@ -78,7 +79,12 @@ const UPLOADS_BLOB: &str = "blobs/uploads.bin";
 impl CaptureRecorder {
     /// Records `graph`'s resources: shaders (reflected with naga for their bindings'
     /// access), constant sets, layouts, pipelines, buffers, bind groups.
-    pub fn new(gpu: &Gpu, graph: &Graph, name: &str, workload: WorkloadDesc) -> Result<CaptureRecorder, RecordError> {
+    pub fn new(
+        gpu: &Gpu,
+        graph: &Graph,
+        name: &str,
+        workload: WorkloadDesc,
+    ) -> Result<CaptureRecorder, RecordError> {
         let mut c = Commands::default();
         let mut shader_index: HashMap<&str, usize> = HashMap::new();
         let mut interfaces = Vec::new();
@@ -95,12 +101,18 @@ impl CaptureRecorder {
                 let s = match shader_index.get(p.shader()) {
                     Some(&s) => s,
                     None => {
-                        let iface = reflect(p.wgsl()).map_err(|message| RecordError::Reflect { shader: p.shader().into(), message })?;
+                        let iface = reflect(p.wgsl()).map_err(|message| RecordError::Reflect {
+                            shader: p.shader().into(),
+                            message,
+                        })?;
                         interfaces.push(iface);
                         sources.push(p.wgsl());
                         c.shaders.push(ShaderDesc {
                             name: p.shader().to_string(),
-                            source: format!("shaders/{}.wgsl", gpuscope_trace::capture::write::file_stem(p.shader())),
+                            source: format!(
+                                "shaders/{}.wgsl",
+                                gpuscope_trace::capture::write::file_stem(p.shader())
+                            ),
                             entry_points: Vec::new(),
                         });
                         shader_index.insert(p.shader(), c.shaders.len() - 1);
@@ -114,21 +126,28 @@ impl CaptureRecorder {
                 let pi = match pipeline_index.get(p.name()) {
                     Some(&i) => i,
                     None => {
-                        let consts = ConstantSet { values: p.constants().to_vec() };
-                        let constants = match c.constant_sets.iter().position(|k| same_consts(k, &consts)) {
-                            Some(k) => k,
-                            None => {
-                                c.constant_sets.push(consts);
-                                c.constant_sets.len() - 1
-                            }
+                        let consts = ConstantSet {
+                            values: p.constants().to_vec(),
                         };
+                        let constants =
+                            match c.constant_sets.iter().position(|k| same_consts(k, &consts)) {
+                                Some(k) => k,
+                                None => {
+                                    c.constant_sets.push(consts);
+                                    c.constant_sets.len() - 1
+                                }
+                            };
                         let layout = LayoutDesc {
                             entries: (0..bindings.len() as u32)
                                 .map(|b| LayoutEntry {
                                     binding: b,
                                     // Undeclared cannot happen for a bind group wgpu accepted;
                                     // read_write is the conservative answer.
-                                    access: interfaces[s].bindings.get(&b).copied().unwrap_or(Access::ReadWrite),
+                                    access: interfaces[s]
+                                        .bindings
+                                        .get(&b)
+                                        .copied()
+                                        .unwrap_or(Access::ReadWrite),
                                 })
                                 .collect(),
                         };
@@ -139,19 +158,34 @@ impl CaptureRecorder {
                                 c.layouts.len() - 1
                             }
                         };
-                        c.pipelines.push(PipelineDesc { name: p.name().to_string(), shader: s, entry: p.entry().to_string(), constants, layout });
+                        c.pipelines.push(PipelineDesc {
+                            name: p.name().to_string(),
+                            shader: s,
+                            entry: p.entry().to_string(),
+                            constants,
+                            layout,
+                        });
                         pipeline_index.insert(p.name().to_string(), c.pipelines.len() - 1);
                         c.pipelines.len() - 1
                     }
                 };
-                let key: Vec<(u64, u64, u64)> = bindings.iter().map(|b| (b.id().0, b.offset(), b.size())).collect();
+                let key: Vec<(u64, u64, u64)> = bindings
+                    .iter()
+                    .map(|b| (b.id().0, b.offset(), b.size()))
+                    .collect();
                 let gi = *group_index.entry((pi, key)).or_insert_with(|| {
                     c.bind_groups.push(BindGroupDesc {
                         pipeline: pi,
                         entries: bindings
                             .iter()
                             .enumerate()
-                            .map(|(i, b)| BindingDesc { binding: i as u32, buffer: b.id().0, offset: b.offset(), size: b.size(), label: b.label().to_string() })
+                            .map(|(i, b)| BindingDesc {
+                                binding: i as u32,
+                                buffer: b.id().0,
+                                offset: b.offset(),
+                                size: b.size(),
+                                label: b.label().to_string(),
+                            })
                             .collect(),
                     });
                     c.bind_groups.len() - 1
@@ -160,7 +194,14 @@ impl CaptureRecorder {
                     note_buffer(&mut buffers, b);
                 }
                 let layout = &c.layouts[c.pipelines[pi].layout];
-                written.push(layout.entries.iter().filter(|e| e.access == Access::ReadWrite).map(|e| e.binding).collect());
+                written.push(
+                    layout
+                        .entries
+                        .iter()
+                        .filter(|e| e.access == Access::ReadWrite)
+                        .map(|e| e.binding)
+                        .collect(),
+                );
                 dispatches.push(DispatchDesc {
                     pipeline: pi,
                     bind_group: gi,
@@ -172,7 +213,11 @@ impl CaptureRecorder {
                     writes: d.writes.iter().map(|b| b.0).collect(),
                 });
             }
-            passes.push(PassDesc { name: section.name.clone(), layer: section.layer, dispatches });
+            passes.push(PassDesc {
+                name: section.name.clone(),
+                layer: section.layer,
+                dispatches,
+            });
         }
         let mut rec = CaptureRecorder {
             name: name.to_string(),
@@ -215,7 +260,12 @@ impl CaptureRecorder {
                 id: b.id().0,
                 label: b.label().to_string(),
                 size: b.size(),
-                usage: b.raw().usage().iter_names().map(|(n, _)| n.to_string()).collect(),
+                usage: b
+                    .raw()
+                    .usage()
+                    .iter_names()
+                    .map(|(n, _)| n.to_string())
+                    .collect(),
             })
             .collect();
     }
@@ -252,14 +302,22 @@ impl CaptureRecorder {
                 uploads.push(Upload {
                     buffer: buf.id().0,
                     offset: *offset,
-                    data: BlobSlice { blob: UPLOADS_BLOB.into(), start: self.uploads_blob.len() as u64, len: data.len() as u64 },
+                    data: BlobSlice {
+                        blob: UPLOADS_BLOB.into(),
+                        start: self.uploads_blob.len() as u64,
+                        len: data.len() as u64,
+                    },
                 });
                 self.uploads_blob.extend_from_slice(data);
             }
             if self.readbacks.is_empty() {
                 for b in &t.readbacks {
                     note_buffer(&mut self.buffers, b);
-                    self.readbacks.push(BufferRange { buffer: b.id().0, offset: b.offset(), size: b.size() });
+                    self.readbacks.push(BufferRange {
+                        buffer: b.id().0,
+                        offset: b.offset(),
+                        size: b.size(),
+                    });
                 }
             }
             let o = s.output;
@@ -298,7 +356,9 @@ impl CaptureRecorder {
     /// Leaves the buffers holding that run's results.
     pub fn capture_outputs(&mut self, gpu: &Gpu, range: Range<usize>) -> Result<(), RecordError> {
         let Some(initial) = &self.initial else {
-            return Err(RecordError::Invalid("dispatch outputs need the buffer contents: capture with data".into()));
+            return Err(RecordError::Invalid(
+                "dispatch outputs need the buffer contents: capture with data".into(),
+            ));
         };
         if range.end > self.tapped.len() || range.is_empty() {
             return Err(RecordError::Invalid(format!(
@@ -308,10 +368,18 @@ impl CaptureRecorder {
                 self.tapped.len()
             )));
         }
-        let contents: Vec<(GpuBuffer, &[u8])> = initial.iter().map(|(id, bytes)| (self.buffers[id].0.clone(), bytes.as_slice())).collect();
+        let contents: Vec<(GpuBuffer, &[u8])> = initial
+            .iter()
+            .map(|(id, bytes)| (self.buffers[id].0.clone(), bytes.as_slice()))
+            .collect();
         let uploads: Vec<Vec<(GpuBuffer, u64, &[u8])>> = self.tapped[..range.end]
             .iter()
-            .map(|t| t.uploads.iter().map(|(b, off, d)| (whole(b), *off, d.as_slice())).collect())
+            .map(|t| {
+                t.uploads
+                    .iter()
+                    .map(|(b, off, d)| (whole(b), *off, d.as_slice()))
+                    .collect()
+            })
             .collect();
         let graphs = vec![&self.graph; range.end];
         let written = vec![self.written.as_slice(); range.end];
@@ -333,7 +401,14 @@ impl CaptureRecorder {
                 for (id, bytes) in initial {
                     let blob = format!("blobs/buffer-{id}.bin");
                     w.write_file(&blob, "blob", bytes)?;
-                    d.initial.push(BufferContents { buffer: *id, data: BlobSlice { blob, start: 0, len: bytes.len() as u64 } });
+                    d.initial.push(BufferContents {
+                        buffer: *id,
+                        data: BlobSlice {
+                            blob,
+                            start: 0,
+                            len: bytes.len() as u64,
+                        },
+                    });
                 }
                 for (step, dispatches) in &self.outputs {
                     let blob = format!("blobs/outputs-step-{step}.bin");
@@ -342,19 +417,38 @@ impl CaptureRecorder {
                     for d in dispatches {
                         let mut list = Vec::new();
                         for (binding, data) in d {
-                            list.push(BindingOutput { binding: *binding, data: BlobSlice { blob: blob.clone(), start: bytes.len() as u64, len: data.len() as u64 } });
+                            list.push(BindingOutput {
+                                binding: *binding,
+                                data: BlobSlice {
+                                    blob: blob.clone(),
+                                    start: bytes.len() as u64,
+                                    len: data.len() as u64,
+                                },
+                            });
                             bytes.extend_from_slice(data);
                         }
                         outs.push(DispatchOutputs { outputs: list });
                     }
                     w.write_file(&blob, "blob", &bytes)?;
-                    d.outputs.push(StepOutputs { step: *step, dispatches: outs });
+                    d.outputs.push(StepOutputs {
+                        step: *step,
+                        dispatches: outs,
+                    });
                 }
                 Some(d)
             }
         };
-        let stream = Stream { graphs: vec![self.graph_desc.clone()], readbacks: self.readbacks.clone(), steps: self.steps.clone() };
-        w.finish(self.manifest.clone(), &self.commands, &stream, data.as_ref())?;
+        let stream = Stream {
+            graphs: vec![self.graph_desc.clone()],
+            readbacks: self.readbacks.clone(),
+            steps: self.steps.clone(),
+        };
+        w.finish(
+            self.manifest.clone(),
+            &self.commands,
+            &stream,
+            data.as_ref(),
+        )?;
         Ok(())
     }
 
@@ -386,21 +480,52 @@ fn note_buffer(buffers: &mut BTreeMap<u64, (GpuBuffer, bool)>, b: &GpuBuffer) {
 }
 
 fn same_consts(a: &ConstantSet, b: &ConstantSet) -> bool {
-    a.values.len() == b.values.len() && a.values.iter().zip(&b.values).all(|(x, y)| x.0 == y.0 && x.1.to_bits() == y.1.to_bits())
+    a.values.len() == b.values.len()
+        && a.values
+            .iter()
+            .zip(&b.values)
+            .all(|(x, y)| x.0 == y.0 && x.1.to_bits() == y.1.to_bits())
 }
 
 fn limits(l: &wgpu::Limits) -> BTreeMap<String, u64> {
     [
         ("max_buffer_size", l.max_buffer_size),
-        ("max_storage_buffer_binding_size", l.max_storage_buffer_binding_size),
-        ("min_storage_buffer_offset_alignment", l.min_storage_buffer_offset_alignment as u64),
-        ("max_storage_buffers_per_shader_stage", l.max_storage_buffers_per_shader_stage as u64),
-        ("max_compute_workgroup_storage_size", l.max_compute_workgroup_storage_size as u64),
-        ("max_compute_invocations_per_workgroup", l.max_compute_invocations_per_workgroup as u64),
-        ("max_compute_workgroup_size_x", l.max_compute_workgroup_size_x as u64),
-        ("max_compute_workgroup_size_y", l.max_compute_workgroup_size_y as u64),
-        ("max_compute_workgroup_size_z", l.max_compute_workgroup_size_z as u64),
-        ("max_compute_workgroups_per_dimension", l.max_compute_workgroups_per_dimension as u64),
+        (
+            "max_storage_buffer_binding_size",
+            l.max_storage_buffer_binding_size,
+        ),
+        (
+            "min_storage_buffer_offset_alignment",
+            l.min_storage_buffer_offset_alignment as u64,
+        ),
+        (
+            "max_storage_buffers_per_shader_stage",
+            l.max_storage_buffers_per_shader_stage as u64,
+        ),
+        (
+            "max_compute_workgroup_storage_size",
+            l.max_compute_workgroup_storage_size as u64,
+        ),
+        (
+            "max_compute_invocations_per_workgroup",
+            l.max_compute_invocations_per_workgroup as u64,
+        ),
+        (
+            "max_compute_workgroup_size_x",
+            l.max_compute_workgroup_size_x as u64,
+        ),
+        (
+            "max_compute_workgroup_size_y",
+            l.max_compute_workgroup_size_y as u64,
+        ),
+        (
+            "max_compute_workgroup_size_z",
+            l.max_compute_workgroup_size_z as u64,
+        ),
+        (
+            "max_compute_workgroups_per_dimension",
+            l.max_compute_workgroups_per_dimension as u64,
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

@@ -26,7 +26,11 @@ pub fn reflect(wgsl: &str) -> Result<ShaderInterface, String> {
             continue;
         }
         let access = match g.space {
-            naga::AddressSpace::Storage { access } if access.contains(naga::StorageAccess::STORE) => Access::ReadWrite,
+            naga::AddressSpace::Storage { access }
+                if access.contains(naga::StorageAccess::STORE) =>
+            {
+                Access::ReadWrite
+            }
             naga::AddressSpace::Storage { .. } | naga::AddressSpace::Uniform => Access::Read,
             _ => continue,
         };
@@ -40,6 +44,10 @@ pub fn reflect(wgsl: &str) -> Result<ShaderInterface, String> {
             .map(|e| e.name.clone())
             .collect(),
         bindings,
-        overrides: module.overrides.iter().filter_map(|(_, o)| o.name.clone()).collect(),
+        overrides: module
+            .overrides
+            .iter()
+            .filter_map(|(_, o)| o.name.clone())
+            .collect(),
     })
 }

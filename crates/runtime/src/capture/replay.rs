@@ -28,7 +28,9 @@ impl Substitution {
     /// Parses `SHADER=FILE` and reads the file.
     pub fn from_arg(arg: &str) -> Result<Substitution, ReplayError> {
         let Some((shader, file)) = arg.split_once('=') else {
-            return Err(ReplayError::Invalid(format!("--substitute {arg}: expected SHADER=FILE.wgsl")));
+            return Err(ReplayError::Invalid(format!(
+                "--substitute {arg}: expected SHADER=FILE.wgsl"
+            )));
         };
         Substitution::from_file(shader, Path::new(file))
     }
@@ -39,7 +41,11 @@ impl Substitution {
             file: file.to_path_buf(),
             message: format!("cannot read the file: {e}"),
         })?;
-        Ok(Substitution { shader: shader.to_string(), file: file.to_path_buf(), wgsl })
+        Ok(Substitution {
+            shader: shader.to_string(),
+            file: file.to_path_buf(),
+            wgsl,
+        })
     }
 }
 
@@ -47,39 +53,66 @@ impl Substitution {
 /// declares each entry point used as a compute entry, each override constant set, and
 /// exactly the recorded shader's group-0 bindings with the same access.
 pub fn check_substitution(capture: &Capture, sub: &Substitution) -> Result<(), ReplayError> {
-    let fail = |message: String| ReplayError::Substitute { shader: sub.shader.clone(), file: sub.file.clone(), message };
+    let fail = |message: String| ReplayError::Substitute {
+        shader: sub.shader.clone(),
+        file: sub.file.clone(),
+        message,
+    };
     let c = &capture.commands;
     let Some(index) = c.shaders.iter().position(|s| s.name == sub.shader) else {
         let names: Vec<&str> = c.shaders.iter().map(|s| s.name.as_str()).collect();
-        return Err(fail(format!("the capture has no shader `{}` (it has: {})", sub.shader, names.join(", "))));
+        return Err(fail(format!(
+            "the capture has no shader `{}` (it has: {})",
+            sub.shader,
+            names.join(", ")
+        )));
     };
     let new = reflect(&sub.wgsl).map_err(|e| fail(format!("does not parse:\n{e}")))?;
-    let old = reflect(&capture.shader_sources[index]).map_err(|e| fail(format!("the recorded source does not parse: {e}")))?;
+    let old = reflect(&capture.shader_sources[index])
+        .map_err(|e| fail(format!("the recorded source does not parse: {e}")))?;
     let mut problems = Vec::new();
     for (&binding, &access) in &old.bindings {
         match new.bindings.get(&binding) {
-            None => problems.push(format!("binding {binding} ({}) is not declared", access.as_str())),
-            Some(&a) if a != access => problems.push(format!("binding {binding} is {}, the recorded shader's is {}", a.as_str(), access.as_str())),
+            None => problems.push(format!(
+                "binding {binding} ({}) is not declared",
+                access.as_str()
+            )),
+            Some(&a) if a != access => problems.push(format!(
+                "binding {binding} is {}, the recorded shader's is {}",
+                a.as_str(),
+                access.as_str()
+            )),
             _ => {}
         }
     }
     for (&binding, &access) in &new.bindings {
         if !old.bindings.contains_key(&binding) {
-            problems.push(format!("binding {binding} ({}) is not in the recorded shader", access.as_str()));
+            problems.push(format!(
+                "binding {binding} ({}) is not in the recorded shader",
+                access.as_str()
+            ));
         }
     }
     for p in c.pipelines.iter().filter(|p| p.shader == index) {
         if !new.compute_entries.contains(&p.entry) {
-            problems.push(format!("no compute entry point `{}` (pipeline {})", p.entry, p.name));
+            problems.push(format!(
+                "no compute entry point `{}` (pipeline {})",
+                p.entry, p.name
+            ));
         }
         for (name, _) in &c.constant_sets[p.constants].values {
             if !new.overrides.contains(name) {
-                problems.push(format!("no `override {name}` (pipeline {} sets it)", p.name));
+                problems.push(format!(
+                    "no `override {name}` (pipeline {} sets it)",
+                    p.name
+                ));
             }
         }
         let layout = &c.layouts[p.layout];
         for e in &layout.entries {
-            if new.bindings.get(&e.binding).is_some_and(|&a| a != e.access) && e.access == Access::ReadWrite {
+            if new.bindings.get(&e.binding).is_some_and(|&a| a != e.access)
+                && e.access == Access::ReadWrite
+            {
                 problems.push(format!("pipeline {} writes binding {}", p.name, e.binding));
             }
         }
@@ -88,7 +121,10 @@ pub fn check_substitution(capture: &Capture, sub: &Substitution) -> Result<(), R
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(fail(format!("bindings or entry points do not match the recorded kernel: {}", problems.join("; "))))
+        Err(fail(format!(
+            "bindings or entry points do not match the recorded kernel: {}",
+            problems.join("; ")
+        )))
     }
 }
 
@@ -96,7 +132,10 @@ pub fn check_substitution(capture: &Capture, sub: &Substitution) -> Result<(), R
 type Uploads = Vec<Vec<(GpuBuffer, u64, Vec<u8>)>>;
 
 /// The uploads of every step.
-fn step_uploads(capture: &Capture, buffers: &std::collections::BTreeMap<u64, GpuBuffer>) -> Result<Uploads, ReplayError> {
+fn step_uploads(
+    capture: &Capture,
+    buffers: &std::collections::BTreeMap<u64, GpuBuffer>,
+) -> Result<Uploads, ReplayError> {
     capture
         .stream
         .steps
@@ -105,7 +144,9 @@ fn step_uploads(capture: &Capture, buffers: &std::collections::BTreeMap<u64, Gpu
             s.uploads
                 .iter()
                 .map(|u| {
-                    let b = buffers.get(&u.buffer).ok_or_else(|| ReplayError::Invalid(format!("upload to unknown buffer {}", u.buffer)))?;
+                    let b = buffers.get(&u.buffer).ok_or_else(|| {
+                        ReplayError::Invalid(format!("upload to unknown buffer {}", u.buffer))
+                    })?;
                     Ok((b.clone(), u.offset, capture.blob(&u.data)?))
                 })
                 .collect()
@@ -117,7 +158,11 @@ fn step_uploads(capture: &Capture, buffers: &std::collections::BTreeMap<u64, Gpu
 /// readback per step as the live run did. Each step declares the costs the live run
 /// recorded, so the report's rates match. `token_id` is the first 4 bytes of the first
 /// readback (the decoder's next token), or 0 when nothing is read back.
-pub fn replay_stream(gpu: &Gpu, capture: &Capture, subs: &[Substitution]) -> Result<Profile, ReplayError> {
+pub fn replay_stream(
+    gpu: &Gpu,
+    capture: &Capture,
+    subs: &[Substitution],
+) -> Result<Profile, ReplayError> {
     let mut rebuilt = rebuild(gpu, capture, subs, true)?;
     let uploads = step_uploads(capture, &rebuilt.buffers)?;
     let readbacks: Vec<&GpuBuffer> = rebuilt.readbacks.iter().collect();
@@ -131,7 +176,11 @@ pub fn replay_stream(gpu: &Gpu, capture: &Capture, subs: &[Substitution]) -> Res
     }
     let mut profile = Profile {
         format: PROFILE_FORMAT,
-        tool: format!("gpuscope {} (replay of {})", env!("CARGO_PKG_VERSION"), capture.root().display()),
+        tool: format!(
+            "gpuscope {} (replay of {})",
+            env!("CARGO_PKG_VERSION"),
+            capture.root().display()
+        ),
         adapter: gpu.adapter_desc(),
         timing: TimingInfo {
             mode: gpu.timing(),
@@ -152,16 +201,26 @@ pub fn replay_stream(gpu: &Gpu, capture: &Capture, subs: &[Substitution]) -> Res
         let graph: &mut Graph = &mut rebuilt.graphs[step.graph];
         if let Some(measured) = &step.measured {
             for (d, m) in graph.dispatches_mut().zip(&measured.dispatches) {
-                d.cost = Cost { bytes: m.bytes, flops: m.flops };
+                d.cost = Cost {
+                    bytes: m.bytes,
+                    flops: m.flops,
+                };
             }
         }
         let runner = match runners.entry(step.graph) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(StepRunner::new(gpu, graph, &readbacks)?),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(StepRunner::new(gpu, graph, &readbacks)?)
+            }
         };
-        let refs: Vec<(&GpuBuffer, u64, &[u8])> = ups.iter().map(|(b, o, d)| (b, *o, d.as_slice())).collect();
+        let refs: Vec<(&GpuBuffer, u64, &[u8])> =
+            ups.iter().map(|(b, o, d)| (b, *o, d.as_slice())).collect();
         let out = runner.step(gpu, graph, &refs)?;
-        let token_id = out.readbacks.first().and_then(|r| r.get(..4)).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
+        let token_id = out
+            .readbacks
+            .first()
+            .and_then(|r| r.get(..4))
+            .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
         profile.tokens.push(TokenRecord {
             index: step.index,
             position: step.position,
@@ -188,7 +247,12 @@ pub fn replay_stream(gpu: &Gpu, capture: &Capture, subs: &[Substitution]) -> Res
 /// substitutions: an edited kernel that changes their results shows up at the first
 /// captured dispatch its effect reaches, which may not be its own. Capture outputs
 /// from token 0 to find the edited kernel's own first dispatch.
-pub fn compare_outputs(gpu: &Gpu, capture: &Capture, subs: &[Substitution], tolerance: Option<f32>) -> Result<Comparison, ReplayError> {
+pub fn compare_outputs(
+    gpu: &Gpu,
+    capture: &Capture,
+    subs: &[Substitution],
+    tolerance: Option<f32>,
+) -> Result<Comparison, ReplayError> {
     let data = match &capture.data {
         Some(d) if !d.initial.is_empty() && !d.outputs.is_empty() => d,
         _ => {
@@ -203,10 +267,22 @@ pub fn compare_outputs(gpu: &Gpu, capture: &Capture, subs: &[Substitution], tole
     let first = *steps.iter().min().unwrap();
     let end = steps.iter().max().unwrap() + 1;
     let uploads = step_uploads(capture, &rebuilt.buffers)?;
-    let upload_refs: Vec<Vec<(GpuBuffer, u64, &[u8])>> =
-        uploads[..end].iter().map(|s| s.iter().map(|(b, o, d)| (b.clone(), *o, d.as_slice())).collect()).collect();
-    let graphs: Vec<&Graph> = capture.stream.steps[..end].iter().map(|s| &rebuilt.graphs[s.graph]).collect();
-    let written: Vec<&[Vec<u32>]> = capture.stream.steps[..end].iter().map(|s| rebuilt.written[s.graph].as_slice()).collect();
+    let upload_refs: Vec<Vec<(GpuBuffer, u64, &[u8])>> = uploads[..end]
+        .iter()
+        .map(|s| {
+            s.iter()
+                .map(|(b, o, d)| (b.clone(), *o, d.as_slice()))
+                .collect()
+        })
+        .collect();
+    let graphs: Vec<&Graph> = capture.stream.steps[..end]
+        .iter()
+        .map(|s| &rebuilt.graphs[s.graph])
+        .collect();
+    let written: Vec<&[Vec<u32>]> = capture.stream.steps[..end]
+        .iter()
+        .map(|s| rebuilt.written[s.graph].as_slice())
+        .collect();
     let walked = walk(gpu, &graphs, &written, &[], &upload_refs, first..end)?;
     let c = &capture.commands;
     let mut cmp = Comparison {
@@ -218,11 +294,20 @@ pub fn compare_outputs(gpu: &Gpu, capture: &Capture, subs: &[Substitution], tole
         substituted: rebuilt.substituted.clone(),
     };
     for (step, dispatches) in walked {
-        let Some(recorded) = data.outputs.iter().find(|o| o.step == step) else { continue };
+        let Some(recorded) = data.outputs.iter().find(|o| o.step == step) else {
+            continue;
+        };
         let graph = &capture.stream.graphs[capture.stream.steps[step].graph];
-        for (i, ((outs, rec), d)) in dispatches.iter().zip(&recorded.dispatches).zip(graph.dispatches()).enumerate() {
+        for (i, ((outs, rec), d)) in dispatches
+            .iter()
+            .zip(&recorded.dispatches)
+            .zip(graph.dispatches())
+            .enumerate()
+        {
             for (binding, bytes) in outs {
-                let Some(r) = rec.outputs.iter().find(|o| o.binding == *binding) else { continue };
+                let Some(r) = rec.outputs.iter().find(|o| o.binding == *binding) else {
+                    continue;
+                };
                 let expected = capture.blob(&r.data)?;
                 cmp.outputs_compared += 1;
                 if let Some(diff) = differ(&expected, bytes, tolerance) {
@@ -260,7 +345,10 @@ struct Diff {
 }
 
 fn differ(expected: &[u8], found: &[u8], tolerance: Option<f32>) -> Option<Diff> {
-    let word = |b: &[u8], i: usize| b.get(i * 4..i * 4 + 4).map_or(0, |w| u32::from_le_bytes(w.try_into().unwrap()));
+    let word = |b: &[u8], i: usize| {
+        b.get(i * 4..i * 4 + 4)
+            .map_or(0, |w| u32::from_le_bytes(w.try_into().unwrap()))
+    };
     let n = expected.len().max(found.len()).div_ceil(4);
     let mut diff: Option<Diff> = None;
     for i in 0..n {
@@ -268,20 +356,34 @@ fn differ(expected: &[u8], found: &[u8], tolerance: Option<f32>) -> Option<Diff>
         let (ef, ff) = (f32::from_bits(e), f32::from_bits(f));
         let same = match tolerance {
             None => e == f,
-            Some(t) => e == f || (ef.is_nan() && ff.is_nan()) || ((ef - ff).abs() <= t * ef.abs().max(1.0)),
+            Some(t) => {
+                e == f || (ef.is_nan() && ff.is_nan()) || ((ef - ff).abs() <= t * ef.abs().max(1.0))
+            }
         };
         if same {
             continue;
         }
         let abs = (ef as f64 - ff as f64).abs();
-        let d = diff.get_or_insert(Diff { first_word: i as u64, words: 0, expected: e, found: f, max_abs: 0.0 });
+        let d = diff.get_or_insert(Diff {
+            first_word: i as u64,
+            words: 0,
+            expected: e,
+            found: f,
+            max_abs: 0.0,
+        });
         d.words += 1;
         if abs.is_finite() && abs > d.max_abs {
             d.max_abs = abs;
         }
     }
     if expected.len() != found.len() && diff.is_none() {
-        return Some(Diff { first_word: n as u64, words: 1, expected: 0, found: 0, max_abs: 0.0 });
+        return Some(Diff {
+            first_word: n as u64,
+            words: 1,
+            expected: 0,
+            found: 0,
+            max_abs: 0.0,
+        });
     }
     diff
 }

@@ -23,12 +23,19 @@ pub struct StepTap {
 }
 
 impl StepTap {
-    pub(crate) fn record(&self, uploads: &[(&GpuBuffer, u64, &[u8])], readbacks: &[(GpuBuffer, u64)]) {
+    pub(crate) fn record(
+        &self,
+        uploads: &[(&GpuBuffer, u64, &[u8])],
+        readbacks: &[(GpuBuffer, u64)],
+    ) {
         if !self.on.load(Ordering::Relaxed) {
             return;
         }
         let step = TappedStep {
-            uploads: uploads.iter().map(|(b, off, data)| ((*b).clone(), b.offset() + off, data.to_vec())).collect(),
+            uploads: uploads
+                .iter()
+                .map(|(b, off, data)| ((*b).clone(), b.offset() + off, data.to_vec()))
+                .collect(),
             readbacks: readbacks.iter().map(|(b, _)| b.clone()).collect(),
         };
         self.steps.lock().unwrap().push(step);

@@ -31,7 +31,10 @@ pub fn walk(
     range: Range<usize>,
 ) -> Result<Vec<(usize, StepOutputsBytes)>, GpuError> {
     if range.end > graphs.len() || range.end > uploads.len() || range.end > written.len() {
-        return Err(GpuError::Invalid(format!("steps {range:?} asked of {} steps", uploads.len().min(graphs.len()))));
+        return Err(GpuError::Invalid(format!(
+            "steps {range:?} asked of {} steps",
+            uploads.len().min(graphs.len())
+        )));
     }
     for (buf, bytes) in contents {
         gpu.write_buffer(&buf.whole(), 0, bytes);
@@ -65,7 +68,10 @@ pub fn walk(
             let mut list = Vec::new();
             for &b in &written[step][i] {
                 let Some(buf) = d.bind_group.bindings().get(b as usize) else {
-                    return Err(GpuError::Invalid(format!("dispatch {} has no binding {b}", d.label)));
+                    return Err(GpuError::Invalid(format!(
+                        "dispatch {} has no binding {b}",
+                        d.label
+                    )));
                 };
                 list.push((b, size, buf.size()));
                 size += buf.size().div_ceil(4) * 4;
@@ -94,7 +100,11 @@ pub fn walk(
         let bytes = bytes?;
         let step_out = places
             .iter()
-            .map(|list| list.iter().map(|&(b, at, len)| (b, bytes[at as usize..(at + len) as usize].to_vec())).collect())
+            .map(|list| {
+                list.iter()
+                    .map(|&(b, at, len)| (b, bytes[at as usize..(at + len) as usize].to_vec()))
+                    .collect()
+            })
             .collect();
         out.push((step, step_out));
     }

@@ -60,7 +60,13 @@ fn stats(p: &Profile, selection: TokenSelection) -> TokenStats {
     let used = p.tokens.get(skip..).unwrap_or(&[]);
     let wall_ns = Summary::of(used.iter().map(|t| t.wall_ns));
     let has_cpu = used.iter().any(|t| t.cpu != crate::CpuTimes::default());
-    let cpu = |f: fn(&crate::CpuTimes) -> u64| if has_cpu { Summary::of(used.iter().map(|t| f(&t.cpu))) } else { None };
+    let cpu = |f: fn(&crate::CpuTimes) -> u64| {
+        if has_cpu {
+            Summary::of(used.iter().map(|t| f(&t.cpu)))
+        } else {
+            None
+        }
+    };
     TokenStats {
         cpu_launch_ns: cpu(|c| c.launch_ns()),
         cpu_wait_ns: cpu(|c| c.wait_ns),

@@ -76,14 +76,21 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
     let mut measured_total_ns = 0;
     let mut passes = 0;
     for step in &s.steps {
-        let Some(g) = s.graphs.get(step.graph) else { continue };
+        let Some(g) = s.graphs.get(step.graph) else {
+            continue;
+        };
         passes += g.passes.len();
         for (i, d) in g.dispatches().enumerate() {
             let entry = totals.entry(d.command()).or_default();
             if !entry.2.contains(&d.label) {
                 entry.2.push(d.label.clone());
             }
-            if let Some(ns) = step.measured.as_ref().and_then(|m| m.dispatches.get(i)).and_then(|m| m.valid_gpu_ns()) {
+            if let Some(ns) = step
+                .measured
+                .as_ref()
+                .and_then(|m| m.dispatches.get(i))
+                .and_then(|m| m.valid_gpu_ns())
+            {
                 entry.0 += ns;
                 entry.1 += 1;
                 measured_total_ns += ns;
@@ -96,7 +103,11 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
         .map(|(key, count, d)| {
             let (ns, timed, labels) = totals.get(&key).cloned().unwrap_or_default();
             CommandTotal {
-                pipeline: c.pipelines.get(key.0).map(|p| p.name.clone()).unwrap_or_default(),
+                pipeline: c
+                    .pipelines
+                    .get(key.0)
+                    .map(|p| p.name.clone())
+                    .unwrap_or_default(),
                 label: d.label.clone(),
                 labels: labels.len(),
                 workgroups: key.2,
@@ -114,7 +125,12 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
         .iter()
         .enumerate()
         .map(|(i, sh)| {
-            let mut sets: Vec<usize> = c.pipelines.iter().filter(|p| p.shader == i).map(|p| p.constants).collect();
+            let mut sets: Vec<usize> = c
+                .pipelines
+                .iter()
+                .filter(|p| p.shader == i)
+                .map(|p| p.constants)
+                .collect();
             sets.sort_unstable();
             sets.dedup();
             ShaderSummary {
@@ -145,7 +161,11 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
         buffers: c.buffers.len(),
         buffer_bytes: c.buffers.iter().map(|b| b.size).sum(),
         has_initial_data: capture.data.as_ref().is_some_and(|d| !d.initial.is_empty()),
-        output_steps: capture.data.as_ref().map(|d| d.outputs.iter().map(|o| o.step).collect()).unwrap_or_default(),
+        output_steps: capture
+            .data
+            .as_ref()
+            .map(|d| d.outputs.iter().map(|o| o.step).collect())
+            .unwrap_or_default(),
         measured_total_ns,
         top_commands,
     }

@@ -26,8 +26,8 @@
 //! fields, which older readers ignore) and refuses another major with a message naming
 //! both versions.
 
-pub mod blob;
 pub mod bench;
+pub mod blob;
 pub mod error;
 pub mod inspect;
 pub mod model;
@@ -37,8 +37,8 @@ pub mod validate;
 pub mod views;
 pub mod write;
 
-pub use blob::{fnv1a64, BlobSlice, FileEntry};
 pub use bench::{CommandBench, Comparison, Mismatch, PerCommandReport, TimingClock};
+pub use blob::{fnv1a64, BlobSlice, FileEntry};
 pub use error::CaptureError;
 pub use inspect::{inspect, Inspection, MANY_CONSTANT_SETS};
 pub use model::*;

@@ -143,7 +143,9 @@ impl Stream {
         let mut index: BTreeMap<CommandKey, usize> = BTreeMap::new();
         let mut out: Vec<(CommandKey, u64, &DispatchDesc)> = Vec::new();
         for step in &self.steps {
-            let Some(graph) = self.graphs.get(step.graph) else { continue };
+            let Some(graph) = self.graphs.get(step.graph) else {
+                continue;
+            };
             for d in graph.dispatches() {
                 let key = d.command();
                 match index.get(&key) {
@@ -162,7 +164,11 @@ impl Stream {
     pub fn dispatch_count(&self) -> usize {
         self.steps
             .iter()
-            .map(|s| self.graphs.get(s.graph).map_or(0, GraphDesc::dispatch_count))
+            .map(|s| {
+                self.graphs
+                    .get(s.graph)
+                    .map_or(0, GraphDesc::dispatch_count)
+            })
             .sum()
     }
 }

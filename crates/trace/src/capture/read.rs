@@ -40,7 +40,10 @@ impl CaptureSource for DirSource {
     fn len(&self, path: &str) -> std::io::Result<u64> {
         let meta = std::fs::metadata(self.0.join(path))?;
         if !meta.is_file() {
-            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "not a file"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "not a file",
+            ));
         }
         Ok(meta.len())
     }
@@ -52,10 +55,16 @@ pub struct MemSource(pub BTreeMap<String, Vec<u8>>);
 
 impl CaptureSource for MemSource {
     fn read(&self, path: &str) -> std::io::Result<Vec<u8>> {
-        self.0.get(path).cloned().ok_or_else(|| std::io::ErrorKind::NotFound.into())
+        self.0
+            .get(path)
+            .cloned()
+            .ok_or_else(|| std::io::ErrorKind::NotFound.into())
     }
     fn len(&self, path: &str) -> std::io::Result<u64> {
-        self.0.get(path).map(|v| v.len() as u64).ok_or_else(|| std::io::ErrorKind::NotFound.into())
+        self.0
+            .get(path)
+            .map(|v| v.len() as u64)
+            .ok_or_else(|| std::io::ErrorKind::NotFound.into())
     }
 }
 
@@ -65,11 +74,19 @@ pub fn read_capture(dir: &Path) -> Result<Capture, CaptureError> {
 }
 
 /// Reads and checks a capture from any source; `root` names it in errors.
-pub fn read_capture_from(source: Box<dyn CaptureSource>, root: &Path) -> Result<Capture, CaptureError> {
+pub fn read_capture_from(
+    source: Box<dyn CaptureSource>,
+    root: &Path,
+) -> Result<Capture, CaptureError> {
     let at = |p: &str| root.join(p);
     let manifest_bytes = source.read(files::MANIFEST).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => CaptureError::NotACapture { path: root.to_path_buf() },
-        _ => CaptureError::Read { path: at(files::MANIFEST), source: e },
+        std::io::ErrorKind::NotFound => CaptureError::NotACapture {
+            path: root.to_path_buf(),
+        },
+        _ => CaptureError::Read {
+            path: at(files::MANIFEST),
+            source: e,
+        },
     })?;
     let manifest: Manifest = parse_manifest(&manifest_bytes, &at(files::MANIFEST))?;
     let mut listed: HashMap<&str, &FileEntry> = HashMap::new();
@@ -82,7 +99,11 @@ pub fn read_capture_from(source: Box<dyn CaptureSource>, root: &Path) -> Result<
         }
         let found = source.len(&f.path).map_err(|e| missing(&at(&f.path), e))?;
         if found != f.bytes {
-            return Err(CaptureError::Size { path: at(&f.path), expected: f.bytes, found });
+            return Err(CaptureError::Size {
+                path: at(&f.path),
+                expected: f.bytes,
+                found,
+            });
         }
         listed.insert(f.path.as_str(), f);
     }
@@ -114,7 +135,10 @@ pub fn read_capture_from(source: Box<dyn CaptureSource>, root: &Path) -> Result<
         let bytes = read_checked(&s.source)?;
         let text = String::from_utf8(bytes).map_err(|e| CaptureError::Reference {
             path: at(&s.source),
-            message: format!("WGSL source is not UTF-8 (byte {})", e.utf8_error().valid_up_to()),
+            message: format!(
+                "WGSL source is not UTF-8 (byte {})",
+                e.utf8_error().valid_up_to()
+            ),
         })?;
         shader_sources.push(text);
     }
@@ -124,7 +148,14 @@ pub fn read_capture_from(source: Box<dyn CaptureSource>, root: &Path) -> Result<
         .filter(|f| f.role == "blob")
         .map(|f| (f.path.clone(), f.bytes))
         .collect();
-    validate::check_references(&manifest, &commands, &stream, data.as_ref(), &blob_lengths, root)?;
+    validate::check_references(
+        &manifest,
+        &commands,
+        &stream,
+        data.as_ref(),
+        &blob_lengths,
+        root,
+    )?;
     Ok(Capture {
         manifest,
         commands,
@@ -148,12 +179,20 @@ impl Capture {
     /// call [`Capture::forget_blobs`] once their bytes are on the GPU.
     pub fn blob(&self, slice: &BlobSlice) -> Result<Vec<u8>, CaptureError> {
         let whole = self.whole_blob(&slice.blob)?;
-        let end = slice.start.checked_add(slice.len).filter(|&e| e <= whole.len() as u64);
+        let end = slice
+            .start
+            .checked_add(slice.len)
+            .filter(|&e| e <= whole.len() as u64);
         match end {
             Some(end) => Ok(whole[slice.start as usize..end as usize].to_vec()),
             None => Err(CaptureError::Reference {
                 path: self.root.join(&slice.blob),
-                message: format!("range {}+{} is past the blob's end ({} bytes)", slice.start, slice.len, whole.len()),
+                message: format!(
+                    "range {}+{} is past the blob's end ({} bytes)",
+                    slice.start,
+                    slice.len,
+                    whole.len()
+                ),
             }),
         }
     }
@@ -186,25 +225,41 @@ impl Capture {
         let bytes = self.source.read(name).map_err(|e| missing(&path, e))?;
         check(entry, &bytes, &path)?;
         let bytes = Arc::new(bytes);
-        self.blobs.lock().unwrap().insert(name.to_string(), bytes.clone());
+        self.blobs
+            .lock()
+            .unwrap()
+            .insert(name.to_string(), bytes.clone());
         Ok(bytes)
     }
 }
 
 fn missing(path: &Path, e: std::io::Error) -> CaptureError {
     match e.kind() {
-        std::io::ErrorKind::NotFound => CaptureError::MissingFile { path: path.to_path_buf() },
-        _ => CaptureError::Read { path: path.to_path_buf(), source: e },
+        std::io::ErrorKind::NotFound => CaptureError::MissingFile {
+            path: path.to_path_buf(),
+        },
+        _ => CaptureError::Read {
+            path: path.to_path_buf(),
+            source: e,
+        },
     }
 }
 
 fn check(entry: &FileEntry, bytes: &[u8], path: &Path) -> Result<(), CaptureError> {
     if bytes.len() as u64 != entry.bytes {
-        return Err(CaptureError::Size { path: path.to_path_buf(), expected: entry.bytes, found: bytes.len() as u64 });
+        return Err(CaptureError::Size {
+            path: path.to_path_buf(),
+            expected: entry.bytes,
+            found: bytes.len() as u64,
+        });
     }
     let found = fnv1a64(bytes);
     if found != entry.hash {
-        return Err(CaptureError::Hash { path: path.to_path_buf(), expected: entry.hash.clone(), found });
+        return Err(CaptureError::Hash {
+            path: path.to_path_buf(),
+            expected: entry.hash.clone(),
+            found,
+        });
     }
     Ok(())
 }
@@ -217,26 +272,48 @@ struct Header {
 fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Manifest, CaptureError> {
     let header: Header = parse_json(bytes, path)?;
     let Some(value) = header.format else {
-        return Err(CaptureError::MissingFormat { path: path.to_path_buf(), supported: CAPTURE_FORMAT });
+        return Err(CaptureError::MissingFormat {
+            path: path.to_path_buf(),
+            supported: CAPTURE_FORMAT,
+        });
     };
-    let found: FormatVersion = serde_json::from_value(value.clone())
-        .map_err(|_| CaptureError::MalformedFormat { path: path.to_path_buf(), found: value.to_string() })?;
+    let found: FormatVersion =
+        serde_json::from_value(value.clone()).map_err(|_| CaptureError::MalformedFormat {
+            path: path.to_path_buf(),
+            found: value.to_string(),
+        })?;
     if found.major != CAPTURE_FORMAT.major {
-        return Err(CaptureError::UnsupportedVersion { path: path.to_path_buf(), found, supported: CAPTURE_FORMAT });
+        return Err(CaptureError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found,
+            supported: CAPTURE_FORMAT,
+        });
     }
     parse_json(bytes, path)
 }
 
 /// Parses JSON, turning serde's errors into ones that name the file, line and column.
-pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8], path: &Path) -> Result<T, CaptureError> {
+pub(crate) fn parse_json<T: DeserializeOwned>(
+    bytes: &[u8],
+    path: &Path,
+) -> Result<T, CaptureError> {
     serde_json::from_slice(bytes).map_err(|e| {
         let (line, column) = (e.line(), e.column());
         if e.classify() == serde_json::error::Category::Eof {
-            return CaptureError::Truncated { path: path.to_path_buf(), line, column };
+            return CaptureError::Truncated {
+                path: path.to_path_buf(),
+                line,
+                column,
+            };
         }
         let full = e.to_string();
         let suffix = format!(" at line {line} column {column}");
         let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
-        CaptureError::Json { path: path.to_path_buf(), line, column, message }
+        CaptureError::Json {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message,
+        }
     })
 }

@@ -33,7 +33,11 @@ impl DurationStats {
         }
         let n = values.len() as f64;
         let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n;
-        let var = values.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+        let var = values
+            .iter()
+            .map(|&v| (v as f64 - mean).powi(2))
+            .sum::<f64>()
+            / n;
         Some(DurationStats {
             mean_ns: mean,
             min_ns: *values.iter().min()?,
@@ -64,13 +68,19 @@ pub fn measurements(c: &Commands, stream: &Stream) -> Vec<MeasurementView> {
     let mut times: Vec<Vec<u64>> = Vec::new();
     let mut by_label: BTreeMap<&str, usize> = BTreeMap::new();
     for step in &stream.steps {
-        let Some(g) = stream.graphs.get(step.graph) else { continue };
+        let Some(g) = stream.graphs.get(step.graph) else {
+            continue;
+        };
         for (i, d) in g.dispatches().enumerate() {
             let row = *by_label.entry(d.label.as_str()).or_insert_with(|| {
                 rows.push(MeasurementView {
                     label: d.label.clone(),
                     op: d.op.clone(),
-                    pipeline: c.pipelines.get(d.pipeline).map(|p| p.name.clone()).unwrap_or_default(),
+                    pipeline: c
+                        .pipelines
+                        .get(d.pipeline)
+                        .map(|p| p.name.clone())
+                        .unwrap_or_default(),
                     dispatches: 0,
                     duration: None,
                     output_bytes: output_bytes(c, d.pipeline, d.bind_group),
@@ -80,7 +90,12 @@ pub fn measurements(c: &Commands, stream: &Stream) -> Vec<MeasurementView> {
                 rows.len() - 1
             });
             rows[row].dispatches += 1;
-            if let Some(ns) = step.measured.as_ref().and_then(|m| m.dispatches.get(i)).and_then(|m| m.valid_gpu_ns()) {
+            if let Some(ns) = step
+                .measured
+                .as_ref()
+                .and_then(|m| m.dispatches.get(i))
+                .and_then(|m| m.valid_gpu_ns())
+            {
                 times[row].push(ns);
             }
         }
@@ -93,8 +108,12 @@ pub fn measurements(c: &Commands, stream: &Stream) -> Vec<MeasurementView> {
 
 /// Bytes of the bindings the pipeline's layout declares read-write.
 pub fn output_bytes(c: &Commands, pipeline: usize, bind_group: usize) -> u64 {
-    let (Some(p), Some(bg)) = (c.pipelines.get(pipeline), c.bind_groups.get(bind_group)) else { return 0 };
-    let Some(layout) = c.layouts.get(p.layout) else { return 0 };
+    let (Some(p), Some(bg)) = (c.pipelines.get(pipeline), c.bind_groups.get(bind_group)) else {
+        return 0;
+    };
+    let Some(layout) = c.layouts.get(p.layout) else {
+        return 0;
+    };
     layout
         .entries
         .iter()
@@ -120,13 +139,22 @@ pub fn shaders(c: &Commands) -> Vec<ShaderView> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let mut sets: Vec<usize> = c.pipelines.iter().filter(|p| p.shader == i).map(|p| p.constants).collect();
+            let mut sets: Vec<usize> = c
+                .pipelines
+                .iter()
+                .filter(|p| p.shader == i)
+                .map(|p| p.constants)
+                .collect();
             sets.sort_unstable();
             sets.dedup();
             ShaderView {
                 shader: s.name.clone(),
                 entry_points: s.entry_points.clone(),
-                constants: sets.iter().filter_map(|&k| c.constant_sets.get(k)).map(|k| k.values.iter().cloned().collect()).collect(),
+                constants: sets
+                    .iter()
+                    .filter_map(|&k| c.constant_sets.get(k))
+                    .map(|k| k.values.iter().cloned().collect())
+                    .collect(),
                 constant_sets: sets,
                 pipelines: c.pipelines.iter().filter(|p| p.shader == i).count(),
             }
@@ -135,7 +163,11 @@ pub fn shaders(c: &Commands) -> Vec<ShaderView> {
 }
 
 pub fn used_consts(c: &Commands) -> BTreeMap<usize, BTreeMap<String, f64>> {
-    c.constant_sets.iter().enumerate().map(|(i, s)| (i, s.values.iter().cloned().collect())).collect()
+    c.constant_sets
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, s.values.iter().cloned().collect()))
+        .collect()
 }
 
 /// One row of `<name>_used_pipelines.json`: a unique command.
@@ -189,7 +221,11 @@ pub fn used_pipelines(c: &Commands, stream: &Stream) -> Vec<UsedPipeline> {
                         label: e.label.clone(),
                         offset: e.offset,
                         size: e.size,
-                        access: layout.entries.iter().find(|l| l.binding == e.binding).map(|l| l.access),
+                        access: layout
+                            .entries
+                            .iter()
+                            .find(|l| l.binding == e.binding)
+                            .map(|l| l.access),
                     })
                     .collect(),
             })

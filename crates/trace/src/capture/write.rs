@@ -21,9 +21,19 @@ pub struct CaptureWriter {
 pub fn file_stem(name: &str) -> String {
     let s: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
-    if s.is_empty() || s.starts_with('.') { format!("_{s}") } else { s }
+    if s.is_empty() || s.starts_with('.') {
+        format!("_{s}")
+    } else {
+        s
+    }
 }
 
 impl CaptureWriter {
@@ -31,19 +41,27 @@ impl CaptureWriter {
     pub fn create(dir: &Path) -> Result<CaptureWriter, CaptureError> {
         for sub in ["blobs", "shaders"] {
             let p = dir.join(sub);
-            std::fs::create_dir_all(&p).map_err(|source| CaptureError::Write { path: p, source })?;
+            std::fs::create_dir_all(&p)
+                .map_err(|source| CaptureError::Write { path: p, source })?;
         }
         let manifest = dir.join(files::MANIFEST);
         if manifest.exists() {
-            std::fs::remove_file(&manifest).map_err(|source| CaptureError::Write { path: manifest, source })?;
+            std::fs::remove_file(&manifest).map_err(|source| CaptureError::Write {
+                path: manifest,
+                source,
+            })?;
         }
-        Ok(CaptureWriter { dir: dir.to_path_buf(), files: Vec::new() })
+        Ok(CaptureWriter {
+            dir: dir.to_path_buf(),
+            files: Vec::new(),
+        })
     }
 
     /// Writes `bytes` to `path` (inside the capture) and lists it with `role`.
     pub fn write_file(&mut self, path: &str, role: &str, bytes: &[u8]) -> Result<(), CaptureError> {
         let full = self.dir.join(path);
-        std::fs::write(&full, bytes).map_err(|source| CaptureError::Write { path: full, source })?;
+        std::fs::write(&full, bytes)
+            .map_err(|source| CaptureError::Write { path: full, source })?;
         self.files.retain(|f| f.path != path);
         self.files.push(FileEntry {
             path: path.to_string(),
@@ -55,9 +73,16 @@ impl CaptureWriter {
     }
 
     /// Writes `value` as pretty JSON.
-    pub fn write_json<T: Serialize>(&mut self, path: &str, role: &str, value: &T) -> Result<(), CaptureError> {
-        let mut json = serde_json::to_vec_pretty(value)
-            .map_err(|e| CaptureError::Serialize { path: self.dir.join(path), message: e.to_string() })?;
+    pub fn write_json<T: Serialize>(
+        &mut self,
+        path: &str,
+        role: &str,
+        value: &T,
+    ) -> Result<(), CaptureError> {
+        let mut json = serde_json::to_vec_pretty(value).map_err(|e| CaptureError::Serialize {
+            path: self.dir.join(path),
+            message: e.to_string(),
+        })?;
         json.push(b'\n');
         self.write_file(path, role, &json)
     }
@@ -77,15 +102,34 @@ impl CaptureWriter {
             self.write_json(files::DATA, "data", d)?;
         }
         let name = file_stem(&manifest.name);
-        self.write_json(&format!("{name}_measurements.json"), "view", &views::measurements(commands, stream))?;
-        self.write_json(&format!("{name}_shaders.json"), "view", &views::shaders(commands))?;
-        self.write_json(&format!("{name}_used_consts.json"), "view", &views::used_consts(commands))?;
-        self.write_json(&format!("{name}_used_pipelines.json"), "view", &views::used_pipelines(commands, stream))?;
+        self.write_json(
+            &format!("{name}_measurements.json"),
+            "view",
+            &views::measurements(commands, stream),
+        )?;
+        self.write_json(
+            &format!("{name}_shaders.json"),
+            "view",
+            &views::shaders(commands),
+        )?;
+        self.write_json(
+            &format!("{name}_used_consts.json"),
+            "view",
+            &views::used_consts(commands),
+        )?;
+        self.write_json(
+            &format!("{name}_used_pipelines.json"),
+            "view",
+            &views::used_pipelines(commands, stream),
+        )?;
         self.files.sort_by(|a, b| a.path.cmp(&b.path));
         manifest.files = self.files;
         let path = self.dir.join(files::MANIFEST);
-        let mut json = serde_json::to_vec_pretty(&manifest)
-            .map_err(|e| CaptureError::Serialize { path: path.clone(), message: e.to_string() })?;
+        let mut json =
+            serde_json::to_vec_pretty(&manifest).map_err(|e| CaptureError::Serialize {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
         json.push(b'\n');
         std::fs::write(&path, json).map_err(|source| CaptureError::Write { path, source })
     }

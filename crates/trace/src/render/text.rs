@@ -164,7 +164,11 @@ fn tokens(out: &mut String, p: &Profile, a: &Analysis) {
 /// Every decoded token reads every weight once: weight bytes over the token time is the
 /// bandwidth the decoder sustains, the figure to hold against `gpuscope peak`.
 fn weight_stream(out: &mut String, p: &Profile, a: &Analysis) {
-    let stats = if a.tokens_steady.count() > 0 { &a.tokens_steady } else { &a.tokens };
+    let stats = if a.tokens_steady.count() > 0 {
+        &a.tokens_steady
+    } else {
+        &a.tokens
+    };
     let bytes = p.workload.weight_bytes as f64;
     if bytes == 0.0 {
         return;
@@ -176,7 +180,10 @@ fn weight_stream(out: &mut String, p: &Profile, a: &Analysis) {
         rate(Some(bytes / wall.median.max(1) as f64))
     );
     if let Some(busy) = stats.gpu_busy_ns {
-        line.push_str(&format!(", {} GB/s over GPU-busy time", rate(Some(bytes / busy.median.max(1) as f64))));
+        line.push_str(&format!(
+            ", {} GB/s over GPU-busy time",
+            rate(Some(bytes / busy.median.max(1) as f64))
+        ));
     }
     emit!(out, "{line}");
 }
@@ -209,7 +216,12 @@ fn token_summary(out: &mut String, s: &TokenStats) {
         ms(w.max),
         opt(s.tok_per_s, 1)
     );
-    if let (Some(l), Some(e), Some(sub), Some(wait)) = (s.cpu_launch_ns, s.cpu_encode_ns, s.cpu_submit_ns, s.cpu_wait_ns) {
+    if let (Some(l), Some(e), Some(sub), Some(wait)) = (
+        s.cpu_launch_ns,
+        s.cpu_encode_ns,
+        s.cpu_submit_ns,
+        s.cpu_wait_ns,
+    ) {
         emit!(
             out,
             "    CPU per token (median): launch {} ms (encode {} ms, submit {} ms), waiting on the GPU {} ms",
