@@ -8,8 +8,6 @@
 use gpuscope_ops::embedding::Embedding;
 use gpuscope_ops::gemv::{Gemv, GemvTuning, MAX_ROWS_PER_THREAD, WORKGROUP_SIZE};
 use gpuscope_ops::quant::{QuantError, WeightFormat};
-use gpuscope_runtime::Gpu;
-use rand::rngs::StdRng;
 
 use crate::common;
 
@@ -31,87 +29,7 @@ fn dequantize(format: WeightFormat, bytes: &[u8], n: usize) -> Vec<f32> {
     out
 }
 
-/// Relative tolerance against Σ|w·x| (see `rel_tol` in quant_gemv_embedding.rs): f32
-/// summation order only, plus, for q4_K / q5_K, the kernel's rewrite of each sub-block as
-/// d·sc·Σq·x − dmin·m·Σx, whose two terms may each exceed Σ|w·x|.
-fn rel_tol(format: WeightFormat) -> f32 {
-    match format {
-        Q4_K | Q5_K => 1e-4,
-        _ => 3e-5,
-    }
-}
-
-/// Σ_c |W[r,c]·x[c]| per row, from the dequantized weights.
-fn abs_dots(format: WeightFormat, w: &[u8], rows: usize, cols: usize, x: &[f32]) -> Vec<f32> {
-    let rb = format.row_bytes(cols as u64).unwrap() as usize;
-    (0..rows)
-        .map(|r| {
-            let row = dequantize(format, &w[r * rb..][..rb], cols);
-            row.iter().zip(x).map(|(a, b)| (a * b).abs()).sum()
-        })
-        .collect()
-}
-
-/// GPU against oracle, row by row. A NaN or infinity from the GPU fails outright (it would
-/// otherwise fail only through a comparison that NaN makes false).
-fn assert_close(what: &str, format: WeightFormat, got: &[f32], want: &[f32], scale: &[f32]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    let tol = rel_tol(format);
-    for (r, ((g, w), s)) in got.iter().zip(want).zip(scale).enumerate() {
-        assert!(
-            g.is_finite(),
-            "{what}: row {r}: gpu value {g} is not finite (oracle {w})"
-        );
-        assert!(*s > 0.0, "{what}: row {r} has Σ|w·x| = 0: degenerate input");
-        let err = (g - w).abs();
-        assert!(
-            err <= tol * s,
-            "{what}: row {r}: gpu {g} vs oracle {w}: |err| {err:e} > {tol:e} · Σ|w·x| {s:e}"
-        );
-    }
-}
-
-struct GemvCase {
-    gemv: Gemv,
-    w: Vec<u8>,
-    x: Vec<f32>,
-}
-
-impl GemvCase {
-    fn new(rng: &mut StdRng, format: WeightFormat, rows: u32, cols: u32) -> GemvCase {
-        let w = format.quantize_row(&weights(rng, rows as usize * cols as usize));
-        let x = activations(rng, cols as usize);
-        GemvCase {
-            gemv: Gemv {
-                rows,
-                cols,
-                format,
-                out_offset: 0,
-            },
-            w,
-            x,
-        }
-    }
-
-    fn check(&self, gpu: &Gpu, tuning: Option<GemvTuning>) {
-        let g = self.gemv;
-        let name = format!("{} {}x{} ({tuning:?})", g.op_name(), g.rows, g.cols);
-        let wb = gpu.create_buffer_init("w", &self.w).unwrap();
-        let xb = gpu.create_buffer_init("x", &f32_bytes(&self.x)).unwrap();
-        let yb = gpu.create_buffer("y", u64::from(g.rows) * 4).unwrap();
-        let d = match tuning {
-            None => g.dispatch(gpu, &wb, &xb, &yb),
-            Some(t) => g.dispatch_with(gpu, &wb, &xb, &yb, t),
-        }
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-        run(gpu, vec![d]);
-        let got = read_f32(gpu, &yb);
-        let mut want = vec![0.0f32; g.rows as usize];
-        g.cpu(&self.w, &self.x, &mut want);
-        let scale = abs_dots(g.format, &self.w, g.rows as usize, g.cols as usize, &self.x);
-        assert_close(&name, g.format, &got[..g.rows as usize], &want, &scale);
-    }
-}
+use crate::quant_gemv_embedding::{abs_dots, assert_close, GemvCase};
 
 // ---------------------------------------------------------------------------------------
 // Formats: table, hand-built blocks

@@ -23,7 +23,7 @@ use crate::common::{activations, f32_bytes, read_f32, run, weights};
 /// per block. q4_1 also rewrites Σ(q·d + m)·x as d·Σq·x + m·Σx, whose two terms can each
 /// exceed Σ|w·x| when a block's minimum is large, so it gets more room, as do q4_K and
 /// q5_K, rewritten the same way per sub-block (d·sc·Σq·x − dmin·m·Σx).
-fn rel_tol(format: WeightFormat) -> f32 {
+pub(crate) fn rel_tol(format: WeightFormat) -> f32 {
     match format {
         WeightFormat::F32
         | WeightFormat::F16
@@ -36,7 +36,13 @@ fn rel_tol(format: WeightFormat) -> f32 {
 }
 
 /// Σ_c |W[r,c]·x[c]| for every row, from the dequantized weights.
-fn abs_dots(format: WeightFormat, w: &[u8], rows: usize, cols: usize, x: &[f32]) -> Vec<f32> {
+pub(crate) fn abs_dots(
+    format: WeightFormat,
+    w: &[u8],
+    rows: usize,
+    cols: usize,
+    x: &[f32],
+) -> Vec<f32> {
     let rb = format.row_bytes(cols as u64).unwrap() as usize;
     let mut row = vec![0.0f32; cols];
     (0..rows)
@@ -47,7 +53,13 @@ fn abs_dots(format: WeightFormat, w: &[u8], rows: usize, cols: usize, x: &[f32])
         .collect()
 }
 
-fn assert_close(what: &str, format: WeightFormat, got: &[f32], want: &[f32], scale: &[f32]) {
+pub(crate) fn assert_close(
+    what: &str,
+    format: WeightFormat,
+    got: &[f32],
+    want: &[f32],
+    scale: &[f32],
+) {
     let tol = rel_tol(format);
     for (r, ((g, w), s)) in got.iter().zip(want).zip(scale).enumerate() {
         assert!(g.is_finite(), "{what}: row {r} is {g} (oracle {w})");
@@ -63,14 +75,14 @@ fn assert_close(what: &str, format: WeightFormat, got: &[f32], want: &[f32], sca
     }
 }
 
-struct GemvCase {
-    gemv: Gemv,
-    w: Vec<u8>,
-    x: Vec<f32>,
+pub(crate) struct GemvCase {
+    pub(crate) gemv: Gemv,
+    pub(crate) w: Vec<u8>,
+    pub(crate) x: Vec<f32>,
 }
 
 impl GemvCase {
-    fn new(rng: &mut StdRng, format: WeightFormat, rows: u32, cols: u32) -> GemvCase {
+    pub(crate) fn new(rng: &mut StdRng, format: WeightFormat, rows: u32, cols: u32) -> GemvCase {
         let w = format.quantize_row(&weights(rng, rows as usize * cols as usize));
         let x = activations(rng, cols as usize);
         GemvCase {
@@ -95,7 +107,7 @@ impl GemvCase {
     }
 
     /// Runs on the GPU with `tuning` (None = the default) and checks against the oracle.
-    fn check(&self, gpu: &Gpu, tuning: Option<GemvTuning>) {
+    pub(crate) fn check(&self, gpu: &Gpu, tuning: Option<GemvTuning>) {
         let g = self.gemv;
         let wb = gpu.create_buffer_init("w", &self.w).unwrap();
         let xb = gpu.create_buffer_init("x", &f32_bytes(&self.x)).unwrap();
