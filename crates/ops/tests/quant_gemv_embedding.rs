@@ -61,8 +61,13 @@ pub(crate) fn assert_close(
     scale: &[f32],
 ) {
     let tol = rel_tol(format);
+    assert_eq!(got.len(), want.len(), "{what}: length");
     for (r, ((g, w), s)) in got.iter().zip(want).zip(scale).enumerate() {
-        assert!(g.is_finite(), "{what}: row {r} is {g} (oracle {w})");
+        // A NaN or infinity fails outright, not only through a comparison NaN makes false.
+        assert!(
+            g.is_finite(),
+            "{what}: row {r}: gpu value {g} is not finite (oracle {w})"
+        );
         assert!(
             *s > 0.0,
             "{what}: row {r} has Σ|w·x| = 0: the test input is degenerate"
