@@ -9,7 +9,7 @@ use super::Rope;
 
 pub static BATCHED_SHADER: ShaderSource = ShaderSource {
     name: "rope_qkv_batched",
-    wgsl: include_str!("batched.wgsl"),
+    wgsl: concat!(include_str!("batched.wgsl"), include_str!("angle.wgsl")),
 };
 
 const WG: u32 = 256;

@@ -19,16 +19,7 @@ const WG: u32 = 256u;
 @group(0) @binding(2) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(3) var<storage, read_write> v_cache: array<f32>;
 
-fn reduce_angle(a: f32) -> f32 {
-    let n = round(a * 0.15915494309189535);
-    return (a - n * 6.28125) - n * 1.9353071795864769e-3;
-}
-
-fn angle(pos: u32, i: u32) -> vec2<f32> {
-    let freq = pow(BASE, -f32(2u * i) / f32(ROPE_DIMS));
-    let theta = reduce_angle(f32(pos) * freq);
-    return vec2<f32>(cos(theta), sin(theta));
-}
+// reduce_angle and angle come from angle.wgsl, appended after this file.
 
 @compute @workgroup_size(WG)
 fn main(

@@ -30,7 +30,8 @@ pub static SHADER: ShaderSource = ShaderSource {
     name: "rope",
     wgsl: concat!(
         include_str!("bindings_separate.wgsl"),
-        include_str!("kernel.wgsl")
+        include_str!("kernel.wgsl"),
+        include_str!("angle.wgsl")
     ),
 };
 
@@ -39,7 +40,8 @@ pub static SHADER_QKV: ShaderSource = ShaderSource {
     name: "rope_qkv",
     wgsl: concat!(
         include_str!("bindings_qkv.wgsl"),
-        include_str!("kernel.wgsl")
+        include_str!("kernel.wgsl"),
+        include_str!("angle.wgsl")
     ),
 };
 
