@@ -4,14 +4,7 @@
 set -uo pipefail
 BIN=${1:?binary}; M=${2:?model}; OUT=${3:?outdir}
 mkdir -p "$OUT"
-if ! ldconfig -p | grep -q libvulkan.so.1 && ls .gl/*.deb >/dev/null 2>&1; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-fi
-if [ -z "${VK_DRIVER_FILES:-}" ]; then
-  icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
-  [ -n "$icd" ] && export VK_DRIVER_FILES=$icd
-fi
-export GPUSCOPE_BACKEND=${GPUSCOPE_BACKEND:-vulkan}
+. "$(dirname "$0")/gpu-host-env.sh"
 PROMPT=$(printf 'The quick brown fox jumps over the lazy dog near the river bank. %.0s' $(seq 1 10))
 run() { # name, args...
   local name=$1; shift

@@ -5,14 +5,7 @@
 set -uo pipefail
 BIN=${1:?binary}; OUT=${2:?outdir}; TOKENS=${3:-128}
 mkdir -p "$OUT"
-if ! ldconfig -p | grep -q libvulkan.so.1 && ls .gl/*.deb >/dev/null 2>&1; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-fi
-if [ -z "${VK_DRIVER_FILES:-}" ]; then
-  icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
-  [ -n "$icd" ] && export VK_DRIVER_FILES=$icd
-fi
-export GPUSCOPE_BACKEND=${GPUSCOPE_BACKEND:-vulkan}
+. "$(dirname "$0")/gpu-host-env.sh"
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } > "$OUT/host.txt" 2>&1
 "$BIN" devices >> "$OUT/host.txt" 2>&1
 run() { # name, args...

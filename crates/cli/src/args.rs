@@ -6,6 +6,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use gpuscope_runtime::{GpuOptions, TimingRequest};
 use gpuscope_trace::TimingMode;
 
+use crate::exit::{Exit, GPU_UNAVAILABLE};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "gpuscope",
@@ -21,11 +23,9 @@ pub struct Cli {
 pub enum Command {
     /// Decode a model on the GPU and report every token, layer and op, with counters.
     Profile(ProfileArgs),
-    /// Print the report of a profile saved with `profile --json`.
-    Report {
-        /// A profile JSON file.
-        file: PathBuf,
-    },
+    /// Print the report of a profile saved with `profile --json` or `--compact`, or
+    /// write it as Markdown, a self-contained HTML page, a Perfetto trace or JSON.
+    Report(ReportArgs),
     /// Generate text from a GGUF model, printing it as it comes, then the speeds.
     Run(RunArgs),
     /// List the GPU adapters wgpu can see.
@@ -42,17 +42,110 @@ pub enum Command {
     /// Replay a capture on any adapter: the whole stream timed (the profile report), or
     /// each unique command benchmarked; with captured data, outputs are compared.
     Replay(ReplayArgs),
-    /// Measure the device's copy bandwidth and dispatch cost (the roofline's ceilings).
-    Peak {
-        /// Bytes copied per repetition, in MiB (capped by the device's binding limit).
-        #[arg(long, default_value_t = 1024)]
-        mib: u64,
-        /// Timed repetitions (after 3 warm-ups).
-        #[arg(long, default_value_t = 20)]
-        repetitions: usize,
-        #[command(flatten)]
-        device: DeviceArgs,
+    /// Find the first wrong dispatch: run the same tokens on the GPU and on a reference
+    /// (the CPU, another adapter or backend, or the same GPU serially) and compare every
+    /// dispatch's output.
+    Check(CheckArgs),
+    /// The kernel author's harness: every op × weight format × shape, against the CPU
+    /// executors (`test`) or timed (`perf`).
+    Ops {
+        #[command(subcommand)]
+        mode: OpsMode,
     },
+    /// Compare two profiles: time per token, per op, label and layer with a significance
+    /// test, counters exactly, settings; with limits, a CI gate (exit 5 on regression).
+    Diff(DiffArgs),
+    /// Benchmark prompt processing and generation as llama-bench does (same options,
+    /// same output fields): `-p 512 -n 128 -r 5`, `-pg 512,128`, `-o md|csv|json|jsonl`.
+    Bench(BenchArgs),
+    /// Measure the device's ceilings (bandwidth, FMA rates, dispatch cost, workgroups
+    /// that fill it) and cache them for rooflines; print the cached ones if present.
+    Peak(PeakArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A profile file (JSON or compact; the content tells).
+    pub file: PathBuf,
+    /// Output format: text (the terminal report), md (Markdown results document),
+    /// html (self-contained page), perfetto (trace for ui.perfetto.dev), json (the
+    /// profile as versioned JSON).
+    #[arg(
+        long,
+        default_value = "text",
+        value_name = "text|md|html|perfetto|json"
+    )]
+    pub format: String,
+    /// Write here (atomically) instead of stdout; required for html and perfetto.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Parsed by [`ReportFormat::parse`] rather than by clap, so that an unknown format is
+/// a one-line error like every other bad input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    Text,
+    Md,
+    Html,
+    Perfetto,
+    Json,
+}
+
+impl ReportFormat {
+    pub const ALL: [ReportFormat; 5] = [
+        ReportFormat::Text,
+        ReportFormat::Md,
+        ReportFormat::Html,
+        ReportFormat::Perfetto,
+        ReportFormat::Json,
+    ];
+
+    pub fn parse(s: &str) -> Result<ReportFormat, String> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                format!("unknown report format `{s}`: expected text, md, html, perfetto or json")
+            })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportFormat::Text => "text",
+            ReportFormat::Md => "md",
+            ReportFormat::Html => "html",
+            ReportFormat::Perfetto => "perfetto",
+            ReportFormat::Json => "json",
+        }
+    }
+
+    /// Formats that are not for a terminal: written only to a file.
+    pub fn needs_file(self) -> bool {
+        matches!(self, ReportFormat::Html | ReportFormat::Perfetto)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PeakArgs {
+    /// Bytes the bandwidth kernels move per repetition, in MiB (capped by the device's
+    /// binding limit).
+    #[arg(long, default_value_t = 1024)]
+    pub mib: u64,
+    /// Timed repetitions per figure (after 2 warm-ups).
+    #[arg(long, default_value_t = 20)]
+    pub repetitions: usize,
+    /// The FMA and fill kernels grow until one repetition takes this long, in ms.
+    #[arg(long, default_value_t = 5.0)]
+    pub target_ms: f64,
+    /// Dispatches in the dependent-dispatch chain.
+    #[arg(long, default_value_t = 1000)]
+    pub chain: usize,
+    /// Measure again even when this adapter's ceilings are cached.
+    #[arg(long)]
+    pub refresh: bool,
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -78,6 +171,10 @@ pub struct DeviceArgs {
     /// GPU timing mode.
     #[arg(long, value_enum, default_value = "auto")]
     pub timing: TimingArg,
+    /// Turn on the backend's validation (the Vulkan validation layer when installed);
+    /// `check` reports each message as a failure at the dispatch that caused it.
+    #[arg(long)]
+    pub validate: bool,
 }
 
 impl DeviceArgs {
@@ -91,7 +188,60 @@ impl DeviceArgs {
                 TimingArg::Pass => TimingRequest::Exactly(TimingMode::Pass),
                 TimingArg::Dispatch => TimingRequest::Exactly(TimingMode::Dispatch),
             },
+            validate: self.validate,
         }
+    }
+
+    /// [`Self::gpu_options`] for timing kernels run back to back (`ops perf`, sweeps):
+    /// `auto` becomes pass timestamps, which add nothing per dispatch (a timestamp after
+    /// every dispatch costs several µs on some drivers, and auto's sampled mode times too
+    /// few of a short pass's dispatches).
+    pub fn kernel_timing_options(&self) -> GpuOptions {
+        let mut o = self.gpu_options();
+        if matches!(self.timing, TimingArg::Auto) {
+            o.timing = TimingRequest::Exactly(TimingMode::Pass);
+        }
+        o
+    }
+}
+
+/// Kernel variants and fusions of the decode graph (profile, run, bench).
+#[derive(Debug, Args, Default)]
+pub struct KernelArgs {
+    /// Pick a kernel variant, OP=VARIANT (repeatable): gemv=shared|subgroup|rows|blocks
+    /// (optionally :LANESxROWS, e.g. gemv=blocks:16x2, one spread for every gemv),
+    /// attention=workgroup|subgroup|split, weights=gguf|packed. Default: by adapter (the
+    /// profile records it).
+    #[arg(long = "kernel", value_name = "OP=VARIANT")]
+    pub kernels: Vec<String>,
+    /// Fusions: all, none, or a list of norm, rope, silu, residual, attention. Default: by
+    /// adapter (all on CPU adapters, all but attention on GPUs; the profile records it).
+    #[arg(long, value_name = "all|none|LIST")]
+    pub fuse: Option<String>,
+}
+
+impl KernelArgs {
+    /// The adapter's plan with these overrides applied. A bad name is a usage error (2);
+    /// a variant the adapter cannot run, a missing feature (3).
+    pub fn plan(&self, gpu: &gpuscope_runtime::Gpu) -> Result<gpuscope_model::KernelPlan, Exit> {
+        let usage = |e: String| Exit {
+            code: 2,
+            error: anyhow::anyhow!(e),
+        };
+        let mut plan = gpuscope_model::KernelPlan::for_adapter(gpu);
+        if let Some(fuse) = &self.fuse {
+            plan.fusions =
+                gpuscope_model::Fusions::parse(fuse).map_err(|e| usage(format!("--fuse: {e}")))?;
+        }
+        for k in &self.kernels {
+            plan.set_kernel(k)
+                .map_err(|e| usage(format!("--kernel {e}")))?;
+        }
+        plan.check(gpu).map_err(|e| Exit {
+            code: GPU_UNAVAILABLE,
+            error: anyhow::anyhow!("--kernel: {e}"),
+        })?;
+        Ok(plan)
     }
 }
 
@@ -125,6 +275,12 @@ pub struct RunArgs {
     /// steps count first), decoded again dispatch by dispatch after the run.
     #[arg(long, value_name = "A..B", requires = "capture_data", value_parser = parse_range)]
     pub capture_tokens: Option<std::ops::Range<u32>>,
+    /// Replace an existing capture at the --capture directory (one that holds nothing
+    /// but a gpuscope capture).
+    #[arg(long, requires = "capture")]
+    pub force: bool,
+    #[command(flatten)]
+    pub kernels: KernelArgs,
     #[command(flatten)]
     pub device: DeviceArgs,
 }
@@ -136,6 +292,11 @@ pub struct ProfileArgs {
     /// With a model file: a prompt, fed first to measure prompt processing (pp).
     #[arg(long, requires = "model")]
     pub prompt: Option<String>,
+    /// Without a model file: this many synthetic prompt tokens go through batched prefill
+    /// first (timed apart as pp, e.g. 512 for llama-bench's pp512); the decoded tokens
+    /// continue from their KV cache.
+    #[arg(long, value_name = "N", conflicts_with = "model")]
+    pub prompt_tokens: Option<u32>,
     /// Model shape to synthesize: tiny, smollm2-135m, llama-1b, llama-8b.
     #[arg(long, default_value = "smollm2-135m")]
     pub preset: String,
@@ -166,6 +327,14 @@ pub struct ProfileArgs {
     /// Write the full profile (versioned JSON) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write the full profile in the compact binary encoding here (a tenth of the
+    /// JSON's size, read much faster; `gpuscope report` reads both).
+    #[arg(long, value_name = "FILE")]
+    pub compact: Option<PathBuf>,
+    /// Also write a Perfetto trace here (open it at ui.perfetto.dev); the same as
+    /// `report PROFILE --format perfetto -o FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Record every GPU command of the recorded tokens to this capture directory
     /// (`gpuscope inspect` / `gpuscope replay` read it).
     #[arg(long, value_name = "DIR")]
@@ -177,8 +346,32 @@ pub struct ProfileArgs {
     /// decoded again dispatch by dispatch after the timed run.
     #[arg(long, value_name = "A..B", requires = "capture_data", value_parser = parse_range)]
     pub capture_tokens: Option<std::ops::Range<u32>>,
+    /// Replace an existing capture at the --capture directory (one that holds nothing
+    /// but a gpuscope capture).
+    #[arg(long, requires = "capture")]
+    pub force: bool,
+    /// Test-only: extra GPU work in one gemv of every layer, `TARGET=PASSES` (e.g.
+    /// `ffn_down=12`), to check that `diff`'s gate catches a slowdown.
+    #[arg(long, hide = true, value_name = "TARGET=PASSES", value_parser = gpuscope_model::PlantedSlowdown::parse)]
+    pub plant_slowdown: Option<gpuscope_model::PlantedSlowdown>,
+    /// Test hook: provoke a GPU fault mid-run, `device-lost-after=N` (the device is
+    /// destroyed once N tokens are measured) or `oom-after=N` (Linux: an allocation over
+    /// a lowered address-space budget), to check that the run keeps what it measured
+    /// and exits 4.
+    #[arg(long, hide = true, value_name = "FAULT", value_parser = crate::watch::Fault::parse)]
+    pub fault: Option<crate::watch::Fault>,
+    #[command(flatten)]
+    pub kernels: KernelArgs,
     #[command(flatten)]
     pub device: DeviceArgs,
+}
+
+/// `--force`: whether an existing capture may be replaced.
+pub fn on_existing(force: bool) -> gpuscope_trace::capture::OnExisting {
+    match force {
+        true => gpuscope_trace::capture::OnExisting::Replace,
+        false => gpuscope_trace::capture::OnExisting::Refuse,
+    }
 }
 
 fn parse_range(s: &str) -> Result<std::ops::Range<u32>, String> {
@@ -200,6 +393,113 @@ fn parse_range(s: &str) -> Result<std::ops::Range<u32>, String> {
 }
 
 #[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// A GGUF model file (Llama family); without one, a synthetic model (--preset).
+    pub model: Option<PathBuf>,
+    /// What to compare with: `cpu`, `serial` (this GPU, a submit and a wait per
+    /// dispatch), a backend (`vulkan`, `gl`, `metal`, `dx12`) or an adapter name substring.
+    #[arg(long, default_value = "cpu")]
+    pub against: String,
+    /// The CPU reference's arithmetic: f32 (the kernels' own) or f64 (exact arithmetic
+    /// over the same dequantized weights).
+    #[arg(long, default_value = "f32", value_parser = ["f32", "f64"])]
+    pub precision: String,
+    /// Tokens (steps) to check.
+    #[arg(long, default_value_t = 4)]
+    pub tokens: u32,
+    /// With a model file: text whose tokens are fed first.
+    #[arg(long, requires = "model")]
+    pub prompt: Option<String>,
+    /// Without a prompt: the token fed at position 0.
+    #[arg(long, default_value_t = 1)]
+    pub first_token: u32,
+    /// Synthetic model shape: tiny, smollm2-135m, llama-1b, llama-8b.
+    #[arg(long, default_value = "tiny")]
+    pub preset: String,
+    /// Synthetic weight format: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k.
+    #[arg(long, default_value = "q8_0")]
+    pub weights: String,
+    /// Seed of the synthetic weights.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Override a threshold: nmse=, max=, chained.nmse=, chained.max=, OP=NMSE, OP.nmse=,
+    /// OP.max= (repeatable; OP is an op or its family, e.g. rope, gemv).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub threshold: Vec<String>,
+    /// Run the tested GPU serially: a submit and a wait after every dispatch.
+    #[arg(long)]
+    pub serial: bool,
+    /// Write each selected dispatch's inputs, outputs and expected outputs as .npy files
+    /// plus index.json into this new directory.
+    #[arg(long, value_name = "DIR")]
+    pub trace_tensors: Option<PathBuf>,
+    /// Dispatches to trace: op=NAME, label=LABEL, layer=N|A..B, token=N|A..B, comma-separated.
+    #[arg(long, requires = "trace_tensors")]
+    pub filter: Option<String>,
+    /// Stop after this dispatch (`N`, the report's seq, or `token=T,label=L`); writes its
+    /// tensors and a one-dispatch capture (for `gpuscope replay`) into --trace-tensors DIR.
+    #[arg(long, value_name = "N|token=T,label=L", requires = "trace_tensors")]
+    pub break_at: Option<String>,
+    /// Write the full comparison (JSON) here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Plant a fault to see the check find it: `corrupt=N` changes dispatch N's output.
+    #[arg(long, hide = true)]
+    pub inject_fault: Option<String>,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OpsMode {
+    /// Run each case once, compare with the CPU executor, check the guard regions.
+    Test(OpsArgs),
+    /// Time each case with GPU timestamps: µs per run, GB/s, GFLOP/s, % of the ceiling.
+    Perf(OpsArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OutputFormat {
+    Table,
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct OpsArgs {
+    /// Only kernels whose name contains this (repeatable), e.g. gemv, rope, attention.
+    #[arg(long)]
+    pub op: Vec<String>,
+    /// Only this weight format (repeatable): f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k.
+    #[arg(long = "format")]
+    pub formats: Vec<String>,
+    /// Only shapes whose name contains this (repeatable), e.g. smollm2, one_row, odd.
+    #[arg(long)]
+    pub shape: Vec<String>,
+    /// Also Llama-3-8B shapes and a weight matrix as large as the device's largest binding.
+    #[arg(long)]
+    pub all_shapes: bool,
+    /// How stdout shows the results.
+    #[arg(long, value_enum, default_value = "table")]
+    pub output: OutputFormat,
+    /// Also write the results as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Override a threshold (as for `check`): nmse=, max=, OP=NMSE, OP.max=.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub threshold: Vec<String>,
+    /// perf: the copy bandwidth (GB/s) that % of ceiling is taken of; by default the
+    /// copy bandwidth `gpuscope peak` measured and cached for this adapter.
+    #[arg(long, value_name = "GB/S")]
+    pub ceiling: Option<String>,
+    /// Plant a kernel bug: rope-theta, oob-write.
+    #[arg(long, hide = true)]
+    pub inject_fault: Option<String>,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct ReplayArgs {
     /// The capture directory.
     pub dir: PathBuf,
@@ -216,6 +516,221 @@ pub struct ReplayArgs {
     /// Write the replayed profile (or, with --per-command, the benchmark) as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Refuse a capture whose replay would hold more than this much memory (buffers,
+    /// uploads, blobs, compared outputs), e.g. `64GiB`.
+    // The default has room for a capture of an 8B-parameter model at 8 bits with its
+    // KV cache, and is far short of what a hostile capture can claim.
+    #[arg(long, value_name = "SIZE", default_value = "16GiB", value_parser = parse_size)]
+    pub max_memory: u64,
+    /// Watchdog: stop (exit 4) when one unit of GPU work (a step, one command's
+    /// benchmark, the output comparison) runs longer than this many seconds, naming
+    /// the dispatch most likely stuck (a substituted kernel that never finishes); 0
+    /// waits forever.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_seconds)]
+    pub timeout: f64,
     #[command(flatten)]
     pub device: DeviceArgs,
+}
+
+/// A duration in seconds, 0 or more.
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a number of seconds (0 or more, e.g. 60)"
+        )),
+    }
+}
+
+/// A size in bytes: a plain number or with a unit (`512MiB`, `16GiB`, `2GB`).
+fn parse_size(s: &str) -> Result<u64, String> {
+    s.parse::<bytesize::ByteSize>()
+        .map(|b| b.as_u64())
+        .map_err(|e| format!("`{s}`: {e} (e.g. 16GiB)"))
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Md,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The base profile (`profile --json`), e.g. the stored baseline.
+    pub base: PathBuf,
+    /// The new profile, compared against the base.
+    pub new: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: DiffFormat,
+    /// Gate: fail (exit 5) when the wall time per token is significantly slower by more
+    /// than this, e.g. `5%`.
+    #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
+    pub max_regress: Option<f64>,
+    /// Gate: fail when this op (e.g. `gemv_q4_1`) or label (e.g. `L3.ffn_down`) is
+    /// significantly slower per token by more than the given percent. Repeatable.
+    #[arg(long, value_name = "OP=PERCENT", value_parser = parse_op_limit)]
+    pub max_regress_op: Vec<(String, f64)>,
+    /// Gate: fail when any per-token counter (dispatches, syncs, resources created,
+    /// bytes moved, ...) grows by more than this (0: any increase fails).
+    #[arg(long, value_name = "N")]
+    pub max_counter_increase: Option<u64>,
+    /// Smallest change that counts as slower or faster (smaller ones are noise).
+    #[arg(long, value_name = "PERCENT", default_value = "2%", value_parser = parse_percent)]
+    pub min_effect: f64,
+    /// Significance level of the Mann-Whitney test.
+    #[arg(long, default_value_t = 0.01, value_parser = parse_alpha)]
+    pub alpha: f64,
+    /// Refuse (exit 1) to compare profiles of different models or adapters instead of
+    /// warning.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// `5%`, `5` (percent) or `0.5%`, as a fraction (0.05).
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let number = s.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v / 100.0),
+        _ => Err(format!(
+            "`{s}` is not a percentage (a number of 0 or more, e.g. 5%)"
+        )),
+    }
+}
+
+fn parse_op_limit(s: &str) -> Result<(String, f64), String> {
+    let (op, pct) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected OP=PERCENT, e.g. gemv_q4_1=3%"))?;
+    if op.trim().is_empty() {
+        return Err(format!("`{s}`: the op name is empty"));
+    }
+    Ok((op.trim().to_string(), parse_percent(pct)?))
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!("`{s}` is not a significance level between 0 and 1")),
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum BenchFormat {
+    Md,
+    Csv,
+    Json,
+    Jsonl,
+    /// A page with a bar chart per experiment (sweeps only).
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A GGUF model file (Llama family); without one, a synthetic model of `--preset`.
+    #[arg(short = 'm', long)]
+    pub model: Option<PathBuf>,
+    /// Model shape to synthesize: tiny, smollm2-135m, llama-1b, llama-8b.
+    #[arg(long, default_value = "smollm2-135m", conflicts_with = "model")]
+    pub preset: String,
+    /// Weight format of a synthetic model (see `profile --weights`).
+    #[arg(long, default_value = "q8_0", conflicts_with = "model")]
+    pub weights: String,
+    /// Prompt lengths to test (pp): `512`, `128,512`, `64-512*2`; 0 for none.
+    #[arg(short = 'p', long = "n-prompt", value_name = "N", value_parser = parse_int_list)]
+    pub n_prompt: Vec<Vec<u32>>,
+    /// Generation lengths to test (tg); 0 for none.
+    #[arg(short = 'n', long = "n-gen", value_name = "N", value_parser = parse_int_list)]
+    pub n_gen: Vec<Vec<u32>>,
+    /// Prompt then generation in one test (`-pg 512,128`; repeatable).
+    #[arg(long = "pg", value_name = "PP,TG", value_parser = parse_pg)]
+    pub pg: Vec<(u32, u32)>,
+    /// Repetitions of each test.
+    #[arg(short = 'r', long = "repetitions", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Output format on stdout.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "md")]
+    pub output: BenchFormat,
+    /// Skip the warm-up run before each test.
+    #[arg(long)]
+    pub no_warmup: bool,
+    /// Seed of the synthetic weights and of the prompt tokens.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Time gemv configurations instead of llama-bench's tests: AXIS=V1,V2 (repeatable),
+    /// every combination of the axes at each shape. Axes: shape (ROWSxCOLS; default: the
+    /// model's gemv shapes), format, variant, lanes (per row), rows (per lane), wg
+    /// (threads per workgroup), fuse (on,off: rms_norm folded into the gemv or its own
+    /// dispatch). -r sets the timed steps (10 runs each).
+    #[arg(long, value_name = "AXIS=LIST")]
+    pub sweep: Vec<String>,
+    /// A built-in gemv experiment at one shape (the first --sweep shape, else the FFN up
+    /// projection): memory-vs-compute, quant-overhead, workgroup, tile, or all.
+    #[arg(long, value_name = "NAME")]
+    pub experiment: Vec<String>,
+    #[command(flatten)]
+    pub kernels: KernelArgs,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+/// llama-bench's integer lists: `a`, `a,b`, `first-last`, `first-last+step`,
+/// `first-last*factor`.
+pub fn parse_int_list(s: &str) -> Result<Vec<u32>, String> {
+    let bad = |why: &str| format!("`{s}`: {why} (e.g. 512, 128,512 or 64-512*2)");
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let number = |t: &str| t.trim().parse::<u32>().map_err(|_| bad("not a number"));
+        let Some((first, rest)) = part.split_once('-') else {
+            out.push(number(part)?);
+            continue;
+        };
+        let (last, op, step) = match rest.find(['+', '*']) {
+            Some(i) => (&rest[..i], &rest[i..i + 1], number(&rest[i + 1..])?),
+            None => (rest, "+", 1),
+        };
+        let (mut i, last) = (number(first)?, number(last)?);
+        while i <= last {
+            out.push(i);
+            let next = if op == "+" {
+                i.checked_add(step)
+            } else {
+                i.checked_mul(step)
+            };
+            match next {
+                Some(n) if n > i => i = n,
+                _ => return Err(bad("the range does not advance")),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn parse_pg(s: &str) -> Result<(u32, u32), String> {
+    let (p, g) = s
+        .split_once(',')
+        .ok_or_else(|| format!("`{s}`: expected PP,TG, e.g. 512,128"))?;
+    let n = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("`{s}`: `{t}` is not a number of tokens"))
+    };
+    Ok((n(p)?, n(g)?))
+}
+
+/// llama-bench spells its prompt+generation option `-pg`, which clap would read as `-p g`:
+/// within `bench`, a lone `-pg` becomes `--pg`.
+pub fn llama_bench_spellings(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let is_bench = args.get(1).is_some_and(|a| a == "bench");
+    args.into_iter()
+        .map(|a| {
+            if is_bench && a == "-pg" {
+                "--pg".into()
+            } else {
+                a
+            }
+        })
+        .collect()
 }

@@ -4,15 +4,26 @@
 //! |---|---|
 //! | 0 | success (a closed stdout pipe counts as success) |
 //! | 1 | error (bad input, I/O, GPU validation) |
-//! | 2 | usage error (from clap) |
+//! | 2 | usage error (from clap; `report`: an unknown `--format`, or `html`/`perfetto` without `-o`) |
 //! | 3 | no usable GPU: no adapter, a missing feature, a device limit exceeded |
 //! | 4 | the run failed part-way; what was measured was still printed and written |
+//! | 5 | a verdict was negative: the `diff` gate found a significant regression beyond a limit or a counter increase; `check` or `ops test` found a result past its threshold |
+//! | 130, 143 | interrupted by SIGINT, SIGTERM (`crate::interrupt`); what was measured was still printed and written |
 
+use gpuscope_model::check::CheckError;
 use gpuscope_model::ModelError;
 use gpuscope_runtime::GpuError;
+use gpuscope_trace::capture::OverBudget;
 
+/// A usage error found after parsing (clap exits with the same code for its own).
+pub const USAGE: i32 = 2;
 pub const GPU_UNAVAILABLE: i32 = 3;
 pub const PARTIAL_RUN: i32 = 4;
+/// `check` / `ops test`: a result past its threshold. Shares 5 with [`GATE_FAILED`]:
+/// one code for "the tool ran and its verdict was negative", as CI scripts test it.
+pub const CHECK_FAILED: i32 = 5;
+/// `diff` with limits: a regression.
+pub const GATE_FAILED: i32 = 5;
 
 /// An error that carries its exit code.
 #[derive(Debug)]
@@ -29,14 +40,28 @@ impl<E: Into<anyhow::Error>> From<E> for Exit {
     }
 }
 
+fn model_gpu(m: &ModelError) -> Option<&GpuError> {
+    match m {
+        ModelError::Gpu(g) => Some(g),
+        _ => None,
+    }
+}
+
 fn classify(error: &anyhow::Error) -> i32 {
-    let gpu =
-        error
-            .downcast_ref::<GpuError>()
-            .or_else(|| match error.downcast_ref::<ModelError>() {
-                Some(ModelError::Gpu(g)) => Some(g),
-                _ => None,
-            });
+    if let Some(o) = error.downcast_ref::<OverBudget>() {
+        return if o.device_limit { GPU_UNAVAILABLE } else { 1 };
+    }
+    if let Some(ModelError::KvCacheTooLarge { .. }) = error.downcast_ref::<ModelError>() {
+        return GPU_UNAVAILABLE;
+    }
+    let gpu = error
+        .downcast_ref::<GpuError>()
+        .or_else(|| error.downcast_ref::<ModelError>().and_then(model_gpu))
+        .or_else(|| match error.downcast_ref::<CheckError>() {
+            Some(CheckError::Gpu(g)) => Some(g),
+            Some(CheckError::Model(m)) => model_gpu(m),
+            _ => None,
+        });
     match gpu {
         Some(
             GpuError::NoAdapter { .. }
@@ -52,10 +77,25 @@ pub fn code(result: Result<(), Exit>) -> i32 {
         Ok(()) => 0,
         Err(e) if is_broken_pipe(&e.error) => 0,
         Err(e) => {
-            eprintln!("error: {:#}", e.error);
+            eprintln!("error: {}", one_line(&e.error));
             e.code
         }
     }
+}
+
+/// The error and its causes on one line, each cause shown once: library errors often
+/// quote their source in their own message (`cannot write x: Is a directory`), and
+/// anyhow's `{:#}` would then print it again.
+pub fn one_line(error: &anyhow::Error) -> String {
+    let mut line = error.to_string();
+    for cause in error.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -1,2 +1,13 @@
 //! The CLI test binary: the `gpuscope` executable run as a user would.
+mod bench;
+mod check;
 mod cli;
+mod common;
+mod diff;
+mod errors;
+mod example;
+#[cfg(unix)]
+mod faults;
+mod peak;
+mod sweep;
+mod viewers;

@@ -122,6 +122,28 @@ impl LlamaConfig {
         self.n_kv_heads * self.head_dim
     }
 
+    /// The rope op of this shape over a KV cache of `max_ctx` rows.
+    pub fn rope(&self, max_ctx: u32) -> gpuscope_ops::rope::Rope {
+        gpuscope_ops::rope::Rope {
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+            head_dim: self.head_dim,
+            rope_dims: self.rope_dims,
+            base: self.rope_base,
+            max_ctx,
+        }
+    }
+
+    /// The fused attention op of this shape over a KV cache of `max_ctx` rows.
+    pub fn attention(&self, max_ctx: u32) -> gpuscope_ops::attention::AttnFused {
+        gpuscope_ops::attention::AttnFused {
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+            head_dim: self.head_dim,
+            max_ctx,
+        }
+    }
+
     /// Parameters in the weight matrices, embeddings and norms.
     pub fn params(&self) -> u64 {
         let (d, q, kv, f, v) = (

@@ -7,7 +7,6 @@ use gpuscope_ops::attention::{AttnScores, AttnValues};
 use gpuscope_ops::embedding::Embedding;
 use gpuscope_ops::gemv::Gemv;
 use gpuscope_ops::rms_norm::RmsNorm;
-use gpuscope_ops::rope::Rope;
 use gpuscope_ops::silu_mul::SiluMul;
 use gpuscope_ops::softmax::Softmax;
 
@@ -34,6 +33,7 @@ fn gemv(t: &Tensor, x: &[f32], y: &mut [f32]) {
         cols: t.cols,
         format: t.format,
         out_offset: 0,
+        layout: gpuscope_ops::gemv::WeightLayout::Gguf,
     }
     .cpu(&t.data, x, y);
 }
@@ -42,7 +42,17 @@ impl<'w> CpuDecoder<'w> {
     pub fn new(weights: &'w ModelWeights, max_ctx: u32) -> Result<CpuDecoder<'w>, ModelError> {
         let c = &weights.config;
         c.validate().map_err(ModelError::Config)?;
-        let kv = (c.kv_dim() * max_ctx) as usize;
+        // The CPU ops index the cache with u32 (as the kernels do).
+        let kv = c
+            .kv_dim()
+            .checked_mul(max_ctx)
+            .ok_or(ModelError::KvCacheTooLarge {
+                positions: max_ctx,
+                bytes: u64::from(c.kv_dim()) * 4 * u64::from(max_ctx),
+                limit: u64::from(u32::MAX) * 4,
+                limit_name: "the CPU reference's 32-bit indexing",
+                fits: u64::from(u32::MAX / c.kv_dim().max(1)),
+            })? as usize;
         Ok(CpuDecoder {
             weights,
             max_ctx,
@@ -91,14 +101,7 @@ impl<'w> CpuDecoder<'w> {
             n: c.dim,
             eps: c.rms_eps,
         };
-        let rope = Rope {
-            n_heads: c.n_heads,
-            n_kv_heads: c.n_kv_heads,
-            head_dim: c.head_dim,
-            rope_dims: c.rope_dims,
-            base: c.rope_base,
-            max_ctx: self.max_ctx,
-        };
+        let rope = c.rope(self.max_ctx);
         let scores_op = AttnScores {
             n_heads: c.n_heads,
             n_kv_heads: c.n_kv_heads,

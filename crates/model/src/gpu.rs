@@ -8,21 +8,20 @@
 //! Prompts can instead go through a second, batched graph ([`GpuDecoder::enable_prefill`],
 //! [`GpuDecoder::prefill`]; see `prefill.rs`) that shares these weights and KV cache.
 
-use gpuscope_ops::argmax::Argmax;
-use gpuscope_ops::attention::AttnFused;
+use std::collections::BTreeMap;
+
+use gpuscope_ops::attention::AttnVariant;
 use gpuscope_ops::embedding::Embedding;
-use gpuscope_ops::gemv::Gemv;
-use gpuscope_ops::rms_norm::RmsNorm;
-use gpuscope_ops::rope::Rope;
-use gpuscope_ops::silu_mul::SiluMul;
+use gpuscope_ops::gemv::{Gemv, GemvBuffers, GemvEpilogue, GemvFused, WeightLayout};
 use gpuscope_runtime::{
-    Dispatch, Gpu, GpuBuffer, Graph, PendingStep, Section, StepOutput, StepRunner,
-    STEP_BUFFER_BYTES,
+    Dispatch, Gpu, GpuBuffer, Graph, PendingStep, StepOutput, StepRunner, STEP_BUFFER_BYTES,
 };
-use gpuscope_trace::TimingMode;
+use gpuscope_trace::{MemoryKind, TimingMode};
 
 use crate::config::LlamaConfig;
 use crate::error::ModelError;
+use crate::graph::AttnCost;
+use crate::plan::{Fusion, KernelPlan};
 use crate::weights::{ModelWeights, Tensor};
 
 /// Decoder options.
@@ -47,9 +46,14 @@ pub(crate) struct GpuMatrix {
     pub(crate) chunks: Vec<(GpuBuffer, u32, u32)>, // (buffer, first row, rows)
     pub(crate) tensor_format: gpuscope_ops::WeightFormat,
     pub(crate) cols: u32,
+    /// How the chunks hold the weights (every chunk alike).
+    pub(crate) layout: WeightLayout,
 }
 
-fn upload_matrix(gpu: &Gpu, t: &Tensor) -> Result<GpuMatrix, ModelError> {
+/// Uploads `t` in `layout` where its format has that layout, else as GGUF bytes; each
+/// row chunk is packed on its own (a chunk is a matrix to its kernels).
+fn upload_matrix(gpu: &Gpu, t: &Tensor, layout: WeightLayout) -> Result<GpuMatrix, ModelError> {
+    let layout = layout.for_format(t.format);
     let max_binding = gpu.limits().max_storage_buffer_binding_size as u64;
     let row_bytes = t.row_bytes() as u64;
     let rows_per_chunk = (max_binding / row_bytes).min(t.rows as u64).max(1) as u32;
@@ -64,44 +68,96 @@ fn upload_matrix(gpu: &Gpu, t: &Tensor) -> Result<GpuMatrix, ModelError> {
         } else {
             format!("{}[{}..{}]", t.name, first, first + rows)
         };
-        chunks.push((gpu.create_buffer_init(&label, bytes)?, first, rows));
+        let stored = match layout {
+            WeightLayout::Gguf => std::borrow::Cow::Borrowed(bytes),
+            _ => std::borrow::Cow::Owned(layout.pack(t.format, bytes)),
+        };
+        chunks.push((
+            gpu.create_buffer_init_as(MemoryKind::Weights, &label, &stored)?,
+            first,
+            rows,
+        ));
         first += rows;
     }
     Ok(GpuMatrix {
         chunks,
         tensor_format: t.format,
         cols: t.cols,
+        layout,
     })
 }
 
 impl GpuMatrix {
-    /// y = W·x, or y += W·x with `accumulate`, one dispatch per row chunk.
-    pub(crate) fn gemv(
+    /// One [`GemvFused`] dispatch per row chunk: `norm` folds rms_norm (its eps) into the
+    /// input, `epilogue` says where rows go. Buffers other than the weights in `io`
+    /// (its `w` is replaced per chunk). `extra_passes` plants a slowdown (see
+    /// [`crate::PlantedSlowdown`]), 0 for none.
+    pub(crate) fn gemv_fused(
         &self,
         gpu: &Gpu,
-        x: &GpuBuffer,
-        y: &GpuBuffer,
-        accumulate: bool,
+        plan: &KernelPlan,
+        norm: Option<f32>,
+        epilogue: GemvEpilogue,
+        io: GemvBuffers,
+        extra_passes: u32,
     ) -> Result<Vec<Dispatch>, ModelError> {
         self.chunks
             .iter()
             .map(|(buf, first, rows)| {
-                let op = Gemv {
+                let gemv = Gemv {
                     rows: *rows,
                     cols: self.cols,
                     format: self.tensor_format,
                     out_offset: *first,
+                    layout: self.layout,
                 };
-                Ok(if accumulate {
-                    op.dispatch_accumulate(gpu, buf, x, y)?
-                } else {
-                    op.dispatch(gpu, buf, x, y)?
-                })
+                let op = GemvFused {
+                    gemv,
+                    norm,
+                    epilogue,
+                };
+                let tuning = op.fit_tuning(gemv.tuning_with(plan.gemv, plan.gemv_shape, gpu));
+                let io = GemvBuffers { w: buf, ..io };
+                Ok(op.dispatch_planted(gpu, tuning, &io, extra_passes)?)
             })
             .collect()
     }
 
-    fn embedding(
+    /// y = W·x, or y += W·x with `accumulate`, one dispatch per row chunk (`extra_passes`
+    /// as in [`Self::gemv_fused`]).
+    pub(crate) fn gemv(
+        &self,
+        gpu: &Gpu,
+        plan: &KernelPlan,
+        x: &GpuBuffer,
+        y: &GpuBuffer,
+        accumulate: bool,
+        extra_passes: u32,
+    ) -> Result<Vec<Dispatch>, ModelError> {
+        let epilogue = if accumulate {
+            GemvEpilogue::Accumulate
+        } else {
+            GemvEpilogue::Store
+        };
+        self.gemv_fused(
+            gpu,
+            plan,
+            None,
+            epilogue,
+            GemvBuffers::new(x, x, y),
+            extra_passes,
+        )
+    }
+
+    /// Whether every row chunk starts on an even row and holds whole row pairs (what the
+    /// rope epilogue needs).
+    pub(crate) fn whole_pairs(&self) -> bool {
+        self.chunks
+            .iter()
+            .all(|(_, first, rows)| first % 2 == 0 && rows % 2 == 0)
+    }
+
+    pub(crate) fn embedding(
         &self,
         gpu: &Gpu,
         token: &GpuBuffer,
@@ -130,37 +186,25 @@ fn upload_stacked(
     gpu: &Gpu,
     name: &str,
     parts: &[(&Tensor, u32)],
+    layout: WeightLayout,
 ) -> Result<Vec<GpuMatrix>, ModelError> {
     let first = parts[0].0;
     if parts
         .iter()
         .all(|(t, _)| t.format == first.format && t.cols == first.cols)
     {
-        return Ok(vec![upload_matrix(gpu, &concat_rows(name, parts))?]);
+        return Ok(vec![upload_matrix(gpu, &concat_rows(name, parts), layout)?]);
     }
     parts
         .iter()
         .map(|(t, start)| {
-            let mut m = upload_matrix(gpu, t)?;
+            let mut m = upload_matrix(gpu, t, layout)?;
             for chunk in &mut m.chunks {
                 chunk.1 += start;
             }
             Ok(m)
         })
         .collect()
-}
-
-fn gemv_stacked(
-    gpu: &Gpu,
-    parts: &[GpuMatrix],
-    x: &GpuBuffer,
-    y: &GpuBuffer,
-) -> Result<Vec<Dispatch>, ModelError> {
-    let mut out = Vec::new();
-    for m in parts {
-        out.extend(m.gemv(gpu, x, y, false)?);
-    }
-    Ok(out)
 }
 
 /// Stacks matrices of one width and format into one, each part starting at the given row; rows
@@ -217,61 +261,44 @@ pub(crate) struct Activations {
     pub(crate) logits: GpuBuffer,
     pub(crate) k_cache: Vec<GpuBuffer>,
     pub(crate) v_cache: Vec<GpuBuffer>,
+    /// A projection's output before the residual add, when that fusion is off.
+    pub(crate) delta: Option<GpuBuffer>,
+    /// Attention scores (`n_heads × max_ctx`), when attention is not fused.
+    pub(crate) scores: Option<GpuBuffer>,
+    /// Split-K attention's partials, with that variant.
+    pub(crate) attn_scratch: Option<GpuBuffer>,
 }
 
-pub struct GpuDecoder {
-    pub(crate) config: LlamaConfig,
-    pub(crate) options: DecoderOptions,
-    pub(crate) graph: Graph,
-    pub(crate) runner: StepRunner,
-    pub(crate) acts: Activations,
-    /// (section, dispatch) of the attention dispatches, whose cost depends on the position.
-    pub(crate) attention_dispatches: Vec<(usize, usize)>,
-    pub(crate) position: u32,
-    /// The uploaded weights, kept for graphs built later ([`GpuDecoder::enable_prefill`]).
-    pub(crate) weights: GpuWeights,
-    /// The batched prompt-processing graph, when enabled.
-    pub(crate) prefill: Option<crate::prefill::Prefill>,
-}
-
-/// Weight buffers of one layer, as uploaded by [`GpuDecoder::new`].
-pub(crate) struct GpuLayer {
-    pub(crate) attn_norm: GpuBuffer,
-    pub(crate) ffn_norm: GpuBuffer,
-    pub(crate) wqkv: Vec<GpuMatrix>,
-    pub(crate) wo: GpuMatrix,
-    pub(crate) w_gate_up: Vec<GpuMatrix>,
-    pub(crate) w_down: GpuMatrix,
-}
-
-/// Every weight buffer on the GPU: shared by the decode and prefill graphs (uploaded once).
-pub(crate) struct GpuWeights {
-    pub(crate) token_embd: GpuMatrix,
-    pub(crate) output: GpuMatrix,
-    pub(crate) output_norm: GpuBuffer,
-    pub(crate) layers: Vec<GpuLayer>,
-}
-
-impl GpuDecoder {
-    /// Uploads `weights` and builds the per-token graph. All resources are created here.
-    pub fn new(
+impl Activations {
+    fn new(
         gpu: &Gpu,
-        weights: &ModelWeights,
-        options: DecoderOptions,
-    ) -> Result<GpuDecoder, ModelError> {
-        let _span = tracing::info_span!("gpu_decoder_new").entered();
-        let c = weights.config.clone();
-        c.validate().map_err(ModelError::Config)?;
+        c: &LlamaConfig,
+        max_ctx: u32,
+        plan: &KernelPlan,
+    ) -> Result<Activations, ModelError> {
         let f32s = |n: u32| n as u64 * 4;
-        let buf = |label: &str, bytes: u64| gpu.create_buffer(label, bytes);
-        let kv_bytes = f32s(c.kv_dim()) * options.max_ctx as u64;
+        let buf =
+            |label: &str, bytes: u64| gpu.create_buffer_as(MemoryKind::Activations, label, bytes);
+        let kv_cache = |name: &str| {
+            let bytes = f32s(c.kv_dim()) * max_ctx as u64;
+            (0..c.n_layers)
+                .map(|i| gpu.create_buffer_as(MemoryKind::KvCache, &format!("L{i}.{name}"), bytes))
+                .collect::<Result<Vec<_>, _>>()
+        };
         let qkv_rows = c.q_dim() + 2 * c.kv_dim();
         let up_row = up_start_row(gpu, c.ffn_dim);
         let qkv = buf("qkv", f32s(qkv_rows))?;
         let gate_up = buf("ffn_gate_up", f32s(up_row + c.ffn_dim))?;
-        let acts = Activations {
-            step: buf("step", STEP_BUFFER_BYTES)?,
-            token: buf("token", 4)?,
+        let attn = c.attention(max_ctx);
+        let fused = |f| plan.fusions.has(f);
+        let split = fused(Fusion::Attention)
+            && plan
+                .attention
+                .unwrap_or_else(|| AttnVariant::for_adapter(gpu, &attn))
+                == AttnVariant::Split;
+        Ok(Activations {
+            step: gpu.create_buffer_as(MemoryKind::Other, "step", STEP_BUFFER_BYTES)?,
+            token: gpu.create_buffer_as(MemoryKind::Other, "token", 4)?,
             x: buf("x", f32s(c.dim))?,
             xn: buf("x_norm", f32s(c.dim))?,
             q: qkv.view("q", 0, f32s(c.q_dim()))?,
@@ -282,182 +309,235 @@ impl GpuDecoder {
             gate_up,
             hidden: buf("ffn_hidden", f32s(c.ffn_dim))?,
             logits: buf("logits", f32s(c.vocab))?,
-            k_cache: (0..c.n_layers)
-                .map(|i| buf(&format!("L{i}.k_cache"), kv_bytes))
-                .collect::<Result<_, _>>()?,
-            v_cache: (0..c.n_layers)
-                .map(|i| buf(&format!("L{i}.v_cache"), kv_bytes))
-                .collect::<Result<_, _>>()?,
-        };
-        let a = &acts;
-        let token_embd = upload_matrix(gpu, &weights.token_embd)?;
+            k_cache: kv_cache("k_cache")?,
+            v_cache: kv_cache("v_cache")?,
+            delta: (!fused(Fusion::Residual))
+                .then(|| buf("delta", f32s(c.dim)))
+                .transpose()?,
+            scores: (!fused(Fusion::Attention))
+                .then(|| buf("attn_scores", f32s(c.n_heads) * max_ctx as u64))
+                .transpose()?,
+            attn_scratch: split
+                .then(|| buf("attn_partials", attn.split_scratch_bytes()))
+                .transpose()?,
+        })
+    }
+}
+
+pub struct GpuDecoder {
+    pub(crate) config: LlamaConfig,
+    pub(crate) options: DecoderOptions,
+    pub(crate) plan: KernelPlan,
+    pub(crate) graph: Graph,
+    pub(crate) runner: StepRunner,
+    pub(crate) acts: Activations,
+    /// (section, dispatch, kind) of the attention dispatches, whose cost depends on the
+    /// position.
+    pub(crate) attention_dispatches: Vec<(usize, usize, AttnCost)>,
+    /// The kernel choices as built, for profiles.
+    pub(crate) settings: BTreeMap<String, String>,
+    pub(crate) position: u32,
+    /// The uploaded weights, kept for graphs built later ([`GpuDecoder::enable_prefill`]).
+    pub(crate) weights: GpuWeights,
+    /// The batched prompt-processing graph, when enabled.
+    pub(crate) prefill: Option<crate::prefill::Prefill>,
+    /// Prompts of up to this many tokens go through decode steps instead (adapters whose
+    /// kernel plan is CPU-style; see [`GpuDecoder::enable_prefill`]).
+    pub(crate) prefill_steps: Option<u32>,
+    /// Positions of the steps submitted and not yet finished, oldest first.
+    pub(crate) in_flight_positions: std::collections::VecDeque<u32>,
+    /// Whether decode steps go into the recorder's profile ([`Self::set_recorded`]).
+    pub(crate) recorded: bool,
+}
+
+/// Weight buffers of one layer.
+pub(crate) struct GpuLayer {
+    pub(crate) attn_norm: GpuBuffer,
+    pub(crate) ffn_norm: GpuBuffer,
+    pub(crate) wqkv: Vec<GpuMatrix>,
+    pub(crate) wo: GpuMatrix,
+    pub(crate) w_gate_up: Vec<GpuMatrix>,
+    pub(crate) w_down: GpuMatrix,
+}
+
+/// Refuses a KV cache (one buffer per layer for K and one for V, each bound whole by
+/// attention) over the device's limits before anything is created, naming the token
+/// count, which is what sizes it.
+fn check_kv_cache(gpu: &Gpu, positions: u32, bytes_per_position: u64) -> Result<(), ModelError> {
+    let l = gpu.limits();
+    let (limit, limit_name) = if l.max_buffer_size < l.max_storage_buffer_binding_size as u64 {
+        (l.max_buffer_size, "max_buffer_size")
+    } else {
+        (
+            l.max_storage_buffer_binding_size as u64,
+            "max_storage_buffer_binding_size",
+        )
+    };
+    let bytes = bytes_per_position * u64::from(positions);
+    if bytes > limit {
+        return Err(ModelError::KvCacheTooLarge {
+            positions,
+            bytes,
+            limit,
+            limit_name,
+            fits: limit / bytes_per_position.max(1),
+        });
+    }
+    Ok(())
+}
+
+/// Every weight buffer on the GPU: shared by the decode and prefill graphs (uploaded once).
+pub(crate) struct GpuWeights {
+    pub(crate) token_embd: GpuMatrix,
+    pub(crate) output: GpuMatrix,
+    pub(crate) output_norm: GpuBuffer,
+    pub(crate) layers: Vec<GpuLayer>,
+    /// First row of `up` in each stacked gate/up matrix ([`up_start_row`]).
+    pub(crate) up_row: u32,
+}
+
+impl GpuWeights {
+    /// Uploads every tensor once: q/k/v and gate/up stacked where they share a format.
+    /// Matrices go up in `layout` where their format has it; the embedding table stays
+    /// GGUF bytes (the embedding kernels read those).
+    fn upload(
+        gpu: &Gpu,
+        weights: &ModelWeights,
+        layout: WeightLayout,
+    ) -> Result<GpuWeights, ModelError> {
+        let c = &weights.config;
+        let up_row = up_start_row(gpu, c.ffn_dim);
+        let token_embd = upload_matrix(gpu, &weights.token_embd, WeightLayout::Gguf)?;
         let output = match &weights.output {
-            Some(t) => upload_matrix(gpu, t)?,
-            None => upload_matrix(gpu, &weights.token_embd)?,
-        };
-        let output = if weights.output.is_none() {
+            Some(t) => upload_matrix(gpu, t, layout)?,
+            // Tied, in another layout: the head gets its own copy of the table.
+            None if layout.for_format(token_embd.tensor_format) != WeightLayout::Gguf => {
+                let head = Tensor {
+                    name: "output (token_embd repacked)".into(),
+                    ..weights.token_embd.clone()
+                };
+                upload_matrix(gpu, &head, layout)?
+            }
             // Tied: reuse the embedding table's buffers rather than uploading them twice.
-            drop(output);
-            GpuMatrix {
+            None => GpuMatrix {
                 chunks: token_embd.chunks.clone(),
                 tensor_format: token_embd.tensor_format,
                 cols: token_embd.cols,
-            }
-        } else {
-            output
+                layout: token_embd.layout,
+            },
         };
-
-        let mut sections = Vec::new();
-        let embed = token_embd
-            .embedding(gpu, &a.token, &a.x)?
-            .into_iter()
-            .map(|d| d.labelled("token_embd", None))
-            .collect();
-        sections.push(Section::new("embed", None, embed));
-
-        let mut attention_dispatches = Vec::new();
-        let mut gpu_layers = Vec::new();
-        let rms = RmsNorm {
-            n: c.dim,
-            eps: c.rms_eps,
+        let norm = |name: &str, w: &[f32]| {
+            gpu.create_buffer_init_as(MemoryKind::Weights, name, bytemuck::cast_slice(w))
         };
-        let attn_shape = (c.n_heads, c.n_kv_heads, c.head_dim, options.max_ctx);
-        for (i, layer) in weights.layers.iter().enumerate() {
-            let li = i as u32;
-            let l = |name: &str| format!("L{li}.{name}");
-            let mut ds: Vec<Dispatch> = Vec::new();
-            let attn_norm =
-                gpu.create_buffer_init(&l("attn_norm"), bytemuck::cast_slice(&layer.attn_norm))?;
-            let ffn_norm =
-                gpu.create_buffer_init(&l("ffn_norm"), bytemuck::cast_slice(&layer.ffn_norm))?;
-            // One gemv for q, k and v, one for gate and up: fewer dispatches, same math.
-            let wqkv = upload_stacked(
-                gpu,
-                &l("attn_qkv"),
-                &[
-                    (&layer.wq, 0),
-                    (&layer.wk, c.q_dim()),
-                    (&layer.wv, c.q_dim() + c.kv_dim()),
-                ],
-            )?;
-            let wo = upload_matrix(gpu, &layer.wo)?;
-            let w_gate_up = upload_stacked(
-                gpu,
-                &l("ffn_gate_up"),
-                &[(&layer.w_gate, 0), (&layer.w_up, up_row)],
-            )?;
-            let w_down = upload_matrix(gpu, &layer.w_down)?;
-            let push = |ds: &mut Vec<Dispatch>, name: &str, list: Vec<Dispatch>| {
-                ds.extend(list.into_iter().map(|d| d.labelled(l(name), Some(li))));
-            };
-            push(
-                &mut ds,
-                "attn_norm",
-                vec![rms.dispatch(gpu, &a.x, &attn_norm, &a.xn)?],
-            );
-            push(
-                &mut ds,
-                "attn_qkv",
-                gemv_stacked(gpu, &wqkv, &a.xn, &a.qkv)?,
-            );
-            let rope = Rope {
-                n_heads: c.n_heads,
-                n_kv_heads: c.n_kv_heads,
-                head_dim: c.head_dim,
-                rope_dims: c.rope_dims,
-                base: c.rope_base,
-                max_ctx: options.max_ctx,
-            };
-            let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
-            let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
-            push(
-                &mut ds,
-                "rope",
-                vec![rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
-            );
-            let (h, kvh, hd, ctx) = attn_shape;
-            let attention = AttnFused {
-                n_heads: h,
-                n_kv_heads: kvh,
-                head_dim: hd,
-                max_ctx: ctx,
-            };
-            attention_dispatches.push((sections.len(), ds.len()));
-            push(
-                &mut ds,
-                "attention",
-                vec![attention.dispatch(gpu, &a.step, &a.q, kc, vc, &a.attn)?],
-            );
-            // x += Wo·attn: the residual add fused into the projection.
-            push(&mut ds, "attn_output", wo.gemv(gpu, &a.attn, &a.x, true)?);
-            push(
-                &mut ds,
-                "ffn_norm",
-                vec![rms.dispatch(gpu, &a.x, &ffn_norm, &a.xn)?],
-            );
-            push(
-                &mut ds,
-                "ffn_gate_up",
-                gemv_stacked(gpu, &w_gate_up, &a.xn, &a.gate_up)?,
-            );
-            let silu = SiluMul { n: c.ffn_dim };
-            push(
-                &mut ds,
-                "ffn_silu_mul",
-                vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?],
-            );
-            push(
-                &mut ds,
-                "ffn_down",
-                w_down.gemv(gpu, &a.hidden, &a.x, true)?,
-            );
-            sections.push(Section::new(format!("L{li}"), Some(li), ds));
-            gpu_layers.push(GpuLayer {
-                attn_norm,
-                ffn_norm,
-                wqkv,
-                wo,
-                w_gate_up,
-                w_down,
-            });
-        }
+        let layers = weights
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, layer)| {
+                let l = |name: &str| format!("L{i}.{name}");
+                Ok(GpuLayer {
+                    attn_norm: norm(&l("attn_norm"), &layer.attn_norm)?,
+                    ffn_norm: norm(&l("ffn_norm"), &layer.ffn_norm)?,
+                    // One gemv for q, k and v, one for gate and up: fewer dispatches.
+                    wqkv: upload_stacked(
+                        gpu,
+                        &l("attn_qkv"),
+                        &[
+                            (&layer.wq, 0),
+                            (&layer.wk, c.q_dim()),
+                            (&layer.wv, c.q_dim() + c.kv_dim()),
+                        ],
+                        layout,
+                    )?,
+                    wo: upload_matrix(gpu, &layer.wo, layout)?,
+                    w_gate_up: upload_stacked(
+                        gpu,
+                        &l("ffn_gate_up"),
+                        &[(&layer.w_gate, 0), (&layer.w_up, up_row)],
+                        layout,
+                    )?,
+                    w_down: upload_matrix(gpu, &layer.w_down, layout)?,
+                })
+            })
+            .collect::<Result<_, ModelError>>()?;
+        Ok(GpuWeights {
+            token_embd,
+            output,
+            output_norm: norm("output_norm", &weights.output_norm)?,
+            layers,
+            up_row,
+        })
+    }
+}
 
-        let output_norm =
-            gpu.create_buffer_init("output_norm", bytemuck::cast_slice(&weights.output_norm))?;
-        let mut head = vec![rms
-            .dispatch(gpu, &a.x, &output_norm, &a.xn)?
-            .labelled("output_norm", None)];
-        head.extend(
-            output
-                .gemv(gpu, &a.xn, &a.logits, false)?
-                .into_iter()
-                .map(|d| d.labelled("output", None)),
-        );
-        head.push(
-            Argmax { n: c.vocab }
-                .dispatch(gpu, &a.logits, &a.token)?
-                .labelled("argmax", None),
-        );
-        sections.push(Section::new("head", None, head));
+impl GpuDecoder {
+    /// Uploads `weights` and builds the per-token graph with the adapter's kernel plan
+    /// ([`KernelPlan::for_adapter`]). All resources are created here.
+    pub fn new(
+        gpu: &Gpu,
+        weights: &ModelWeights,
+        options: DecoderOptions,
+    ) -> Result<GpuDecoder, ModelError> {
+        Self::with_plan(gpu, weights, options, KernelPlan::for_adapter(gpu))
+    }
 
-        let graph = Graph { sections };
-        let runner = Self::make_runner(gpu, &graph, &acts, options.read_logits, gpu.timing())?;
+    /// Like [`Self::new`] with the given kernel variants and fusions.
+    pub fn with_plan(
+        gpu: &Gpu,
+        weights: &ModelWeights,
+        options: DecoderOptions,
+        plan: KernelPlan,
+    ) -> Result<GpuDecoder, ModelError> {
+        Self::with_planted_slowdown(gpu, weights, options, plan, None)
+    }
+
+    /// [`GpuDecoder::with_plan`] with extra GPU work planted in one gemv of every layer
+    /// (for tests of the regression gate; `None` is `with_plan`).
+    pub fn with_planted_slowdown(
+        gpu: &Gpu,
+        weights: &ModelWeights,
+        options: DecoderOptions,
+        plan: KernelPlan,
+        planted: Option<&crate::PlantedSlowdown>,
+    ) -> Result<GpuDecoder, ModelError> {
+        let _span = tracing::info_span!("gpu_decoder_new").entered();
+        let c = weights.config.clone();
+        c.validate().map_err(ModelError::Config)?;
+        plan.check(gpu).map_err(ModelError::Kernel)?;
+        // The KV cache is sized from the token count: say so before any allocation.
+        check_kv_cache(gpu, options.max_ctx, c.kv_dim() as u64 * 4)?;
+        let acts = Activations::new(gpu, &c, options.max_ctx, &plan)?;
+        let uploaded = GpuWeights::upload(gpu, weights, plan.weights)?;
+        let built =
+            crate::graph::build_decode(gpu, &c, options.max_ctx, &plan, &uploaded, &acts, planted)?;
+        let runner = Self::make_runner(gpu, &built.graph, &acts, options.read_logits)?;
         Ok(GpuDecoder {
             config: c,
             options,
-            graph,
+            plan,
+            graph: built.graph,
             runner,
             acts,
-            attention_dispatches,
+            attention_dispatches: built.attention,
+            settings: built.settings,
             position: 0,
-            weights: GpuWeights {
-                token_embd,
-                output,
-                output_norm,
-                layers: gpu_layers,
-            },
+            weights: uploaded,
             prefill: None,
+            prefill_steps: None,
+            in_flight_positions: Default::default(),
+            recorded: true,
         })
+    }
+
+    /// The kernel variants and fusions the graph was built with, resolved (what
+    /// profiles record in [`gpuscope_trace::WorkloadDesc::settings`]).
+    pub fn settings(&self) -> &BTreeMap<String, String> {
+        &self.settings
+    }
+
+    /// The plan the decoder was built with.
+    pub fn plan(&self) -> &KernelPlan {
+        &self.plan
     }
 
     pub(crate) fn make_runner(
@@ -465,29 +545,26 @@ impl GpuDecoder {
         graph: &Graph,
         acts: &Activations,
         read_logits: bool,
-        timing: TimingMode,
     ) -> Result<StepRunner, ModelError> {
         let mut readbacks = vec![&acts.token];
         if read_logits {
             readbacks.push(&acts.logits);
         }
-        Ok(StepRunner::with_timing(gpu, graph, &readbacks, timing)?)
+        Ok(StepRunner::new(gpu, graph, &readbacks)?)
     }
 
-    /// Switches the timing mode (rebuilds the step runner's query set; setup-time only).
+    /// Switches the device's timing mode (between steps; the recorder times every step
+    /// of the device the same way).
     pub fn set_timing(&mut self, gpu: &Gpu, timing: TimingMode) -> Result<(), ModelError> {
-        self.runner = Self::make_runner(
-            gpu,
-            &self.graph,
-            &self.acts,
-            self.options.read_logits,
-            timing,
-        )?;
-        if let Some(p) = &mut self.prefill {
-            p.runner =
-                Self::make_runner(gpu, &p.graph, &self.acts, self.options.read_logits, timing)?;
-        }
+        gpu.set_timing(gpuscope_runtime::TimingRequest::Exactly(timing))?;
         Ok(())
+    }
+
+    /// Whether decode steps from now on go into the recorder's profile (warm-up steps
+    /// do not). Prefill steps never do: the profile's tokens are decoded ones.
+    pub fn set_recorded(&mut self, recorded: bool) {
+        self.recorded = recorded;
+        self.runner.set_recorded(recorded);
     }
 
     pub fn graph(&self) -> &Graph {
@@ -505,6 +582,7 @@ impl GpuDecoder {
     /// Clears the KV cache position (the cache contents are overwritten as it refills).
     pub fn reset(&mut self) {
         self.position = 0;
+        self.in_flight_positions.clear();
     }
 
     /// Decodes one token at the next position and waits for it. `input` feeds a given
@@ -542,13 +620,20 @@ impl GpuDecoder {
             uploads.push((&self.acts.token, 0, &token_bytes));
         }
         let pending = self.runner.submit(gpu, &self.graph, &uploads)?;
+        self.in_flight_positions.push_back(self.position);
         self.position += 1;
         Ok(pending)
     }
 
     /// Waits for a submitted token and reads its results.
     pub fn finish(&mut self, gpu: &Gpu, pending: PendingStep) -> Result<GpuStep, ModelError> {
-        let output = self.runner.finish(gpu, &self.graph, pending)?;
+        let position = self.in_flight_positions.pop_front();
+        let output = self
+            .runner
+            .finish_tagged(gpu, &self.graph, pending, |readbacks| {
+                let token = u32::from_le_bytes(readbacks[0][..4].try_into().ok()?);
+                position.map(|p| (p, token))
+            })?;
         let token = u32::from_le_bytes(output.readbacks[0][..4].try_into().unwrap());
         let logits = self.options.read_logits.then(|| {
             bytemuck::pod_collect_to_vec::<u8, f32>(&output.readbacks[1])
@@ -565,15 +650,9 @@ impl GpuDecoder {
     /// Attention's bytes and FLOPs grow with the context; keep the declared costs exact.
     fn update_attention_costs(&mut self, n_ctx: u32) {
         let c = &self.config;
-        let op = AttnFused {
-            n_heads: c.n_heads,
-            n_kv_heads: c.n_kv_heads,
-            head_dim: c.head_dim,
-            max_ctx: self.options.max_ctx,
-        };
-        let cost = op.cost_at(n_ctx);
-        for &(s, d) in &self.attention_dispatches {
-            self.graph.sections[s].dispatches[d].cost = cost;
+        let op = c.attention(self.options.max_ctx);
+        for &(s, d, kind) in &self.attention_dispatches {
+            self.graph.sections[s].dispatches[d].cost = kind.at(&op, n_ctx);
         }
     }
 }

@@ -5,16 +5,28 @@
 //!   mapping to weights; [`tokenizer`]: the file's tokenizer; [`test_model`]: the real
 //!   model the tests fetch.
 //! - [`synthetic`]: seeded random weights of a preset's shape, in any weight format.
-//! - [`gpu`]: the GPU decoder (one graph, one submit and one readback per token).
+//! - [`gpu`]: the GPU decoder (one graph, one submit and one readback per token); [`plan`]:
+//!   its kernel variants and fusions, per adapter and overridable.
 //! - [`cpu`]: the CPU reference decoder, built from the ops' oracles.
+//! - [`generate`]: the generation loop (prompt, steps in flight, end of text,
+//!   interrupts) that `run`, `profile`, `check` and `bench` share.
+//! - [`check`]: every dispatch of the GPU graph compared with a reference path
+//!   (`gpuscope check`).
 //! - [`profile`]: a decode run recorded into a [`gpuscope_trace::Profile`].
+//! - [`bench`]: llama-bench's pp / tg / pg tests, timed on the wall clock.
 
+pub mod bench;
+pub mod check;
 pub mod config;
 pub mod cpu;
 pub mod error;
+pub mod generate;
 pub mod gguf;
 pub mod gpu;
+mod graph;
 pub mod load;
+pub mod plan;
+mod planted;
 mod prefill;
 pub mod profile;
 pub mod synthetic;
@@ -22,11 +34,15 @@ pub mod test_model;
 pub mod tokenizer;
 pub mod weights;
 
+pub use bench::{bench_decoder, run_bench_test, BenchTest, BENCH_MAX_BATCH};
 pub use config::{LlamaConfig, Preset};
 pub use cpu::CpuDecoder;
 pub use error::ModelError;
+pub use generate::{Ended, Flow, GenerateOptions, Generator, PromptDone, Step};
 pub use gpu::{DecoderOptions, GpuDecoder};
 pub use load::{load_gguf, load_model, LoadError, LoadedModel, ModelInfo};
+pub use plan::{Fusion, Fusions, KernelPlan};
+pub use planted::PlantedSlowdown;
 pub use profile::{
     profile_decode, profile_decode_captured, CaptureRequest, CapturedRun, ProfileOptions,
     ProfileRun,

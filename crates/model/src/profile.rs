@@ -1,19 +1,20 @@
 //! Profiling a decode run: the decoder built, N tokens decoded, every step recorded.
 
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use gpuscope_runtime::capture::{CaptureRecorder, RecordError, StepRecord};
-use gpuscope_runtime::{step_events, Gpu, StepOutput, MAX_IN_FLIGHT};
-use gpuscope_trace::{
-    Overhead, Profile, PromptRecord, TimingInfo, TimingMode, TokenRecord, WorkloadDesc,
-    PROFILE_FORMAT,
-};
+use gpuscope_runtime::{Gpu, StepOutput, TimingRequest};
+use gpuscope_trace::{Overhead, Profile, PromptRecord, TimingMode, WorkloadDesc, PROFILE_FORMAT};
 
 use crate::error::ModelError;
-use crate::gpu::{DecoderOptions, GpuDecoder, GpuStep};
+use crate::generate::{Ended, Flow, GenerateOptions, Generator};
+use crate::gpu::{DecoderOptions, GpuDecoder};
+use crate::plan::KernelPlan;
 use crate::weights::ModelWeights;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ProfileOptions {
     /// Tokens to decode.
     pub tokens: u32,
@@ -27,14 +28,24 @@ pub struct ProfileOptions {
     /// Tokens in flight at once: 1 waits for each token before encoding the next; 2
     /// encodes token N+1 while the GPU runs token N.
     pub in_flight: usize,
-    /// Prompt tokens fed (one per step, timed as prompt processing) before the recorded
-    /// tokens, which then continue from the prompt's KV cache and last argmax. Empty:
-    /// the recorded run starts from `first_token` at position 0.
+    /// Prompt tokens fed (through batched prefill, timed as prompt processing) before
+    /// the recorded tokens, which then continue from the prompt's KV cache and last
+    /// argmax. Empty: the recorded run starts from `first_token` at position 0.
     pub prompt: Vec<u32>,
+    /// Set (e.g. by a signal handler) to stop at the next token: the profile keeps the
+    /// tokens measured and says it is incomplete.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Counts the recorded tokens as they finish (progress shown by another thread).
+    pub progress: Option<Arc<AtomicU32>>,
+    /// Test-only extra GPU work in one gemv of every layer (recorded in the profile's
+    /// `workload.settings`); `None` for a normal run.
+    pub planted_slowdown: Option<crate::PlantedSlowdown>,
+    /// Kernel variants and fusions; `None`: the adapter's ([`KernelPlan::for_adapter`]).
+    pub plan: Option<KernelPlan>,
 }
 
 /// Most prompt rows one prefill submit takes (the prefill graph's buffers are sized so).
-const PREFILL_BATCH: u32 = 256;
+pub const PREFILL_BATCH: u32 = 256;
 
 impl ProfileOptions {
     /// The input of the first recorded token: `first_token`, or none after a prompt
@@ -43,24 +54,17 @@ impl ProfileOptions {
         self.prompt.is_empty().then_some(self.first_token)
     }
 
-    /// Rows per prefill submit for this prompt.
-    fn prefill_batch(&self) -> u32 {
-        (self.prompt.len() as u32).clamp(1, PREFILL_BATCH)
-    }
-
-    /// Feeds the prompt through batched prefill (`prefill_batch` rows per submit, the
-    /// decoder's prefill enabled at setup); returns the wall time.
-    fn feed_prompt(&self, gpu: &Gpu, decoder: &mut GpuDecoder) -> Result<u64, ModelError> {
-        let start = Instant::now();
-        for chunk in self.prompt.chunks(self.prefill_batch() as usize) {
-            decoder.prefill(gpu, chunk)?;
+    fn generate_options(&self) -> GenerateOptions {
+        GenerateOptions {
+            in_flight: self.in_flight,
+            prefill_batch: PREFILL_BATCH,
+            stop: self.stop.clone(),
         }
-        Ok(start.elapsed().as_nanos() as u64)
     }
 }
 
 /// A profile and, when the run stopped early, why. The profile holds everything measured
-/// before the error.
+/// before the error (and says so in `incomplete`).
 pub struct ProfileRun {
     pub profile: Profile,
     pub error: Option<ModelError>,
@@ -72,13 +76,14 @@ fn median(mut v: Vec<u64>) -> Option<u64> {
 }
 
 /// Median wall time of the tokens after the first (the first pays one-time warm-up).
-fn steady_median_wall(tokens: &[TokenRecord]) -> Option<u64> {
-    let walls: Vec<u64> = tokens
-        .iter()
-        .skip(usize::from(tokens.len() > 1))
-        .map(|t| t.wall_ns)
-        .collect();
-    median(walls)
+fn steady_median_wall(walls: &[u64]) -> Option<u64> {
+    median(
+        walls
+            .iter()
+            .skip(usize::from(walls.len() > 1))
+            .copied()
+            .collect(),
+    )
 }
 
 /// What `--capture` asks for.
@@ -108,138 +113,173 @@ pub fn profile_decode(
     profile_decode_captured(gpu, weights, opts, None).map(|c| c.run)
 }
 
+/// The decoded tokens of one recorded run: (index, position, token id, output).
+type Recorded = Vec<(u32, u32, u32, StepOutput)>;
+
 /// [`profile_decode`], also recording a capture of the recorded tokens (not of the
 /// warm-up or `--overhead` ones).
+///
+/// The profile is the recorder's ([`gpuscope_record::Recorder::take_profile`]): the
+/// decoder's steps go through the same public instrumentation API as any program's.
+/// This adds what only the model knows: the workload, setup counters and time, the
+/// prompt, the timing-off comparison.
 pub fn profile_decode_captured(
     gpu: &Gpu,
     weights: &ModelWeights,
     opts: &ProfileOptions,
     capture: Option<&CaptureRequest>,
 ) -> Result<CapturedRun, ModelError> {
+    let rec = gpu.recorder();
+    rec.restart_profile();
     let setup_start = Instant::now();
     let before_setup = gpu.counters();
-    let max_ctx = (opts.prompt.len() as u32 + opts.tokens)
+    let max_ctx = (opts.prompt.len() as u32)
+        .saturating_add(opts.tokens)
         .max(opts.warmup)
         .max(1);
-    let mut decoder = GpuDecoder::new(
+    let decoder = GpuDecoder::with_planted_slowdown(
         gpu,
         weights,
         DecoderOptions {
             max_ctx,
             read_logits: false,
         },
+        opts.plan
+            .clone()
+            .unwrap_or_else(|| KernelPlan::for_adapter(gpu)),
+        opts.planted_slowdown.as_ref(),
     )?;
-    if !opts.prompt.is_empty() {
-        decoder.enable_prefill(gpu, opts.prefill_batch())?;
-    }
+    let mut gen = Generator::from_decoder(
+        gpu,
+        decoder,
+        opts.generate_options(),
+        opts.prompt.len() as u32,
+    )?;
     let setup = gpu.counters().since(&before_setup);
     let setup_wall_ns = setup_start.elapsed().as_nanos() as u64;
-    let graph = decoder.graph();
+    let graph = gen.decoder().graph();
     let c = &weights.config;
-    let mut profile = Profile {
-        format: PROFILE_FORMAT,
-        tool: format!("gpuscope {}", env!("CARGO_PKG_VERSION")),
-        adapter: gpu.adapter_desc(),
-        timing: TimingInfo {
-            mode: gpu.timing(),
-            reason: gpu.timing_reason().to_string(),
-            timestamp_period_ns: gpu.queue().get_timestamp_period() as f64,
-        },
-        workload: WorkloadDesc {
-            name: weights.name.clone(),
-            architecture: "llama".into(),
-            weights: weights.format_summary(),
-            params: c.params(),
-            weight_bytes: weights.weight_bytes(),
-            layers: c.n_layers,
-            graph_dispatches_per_token: graph.dispatch_count() as u32,
-            graph_passes_per_token: graph.sections.len() as u32,
-        },
-        setup,
-        setup_wall_ns,
-        tokens: Vec::new(),
-        dispatches: Vec::new(),
-        passes: Vec::new(),
-        overhead: None,
-        prompt: None,
+    let workload = WorkloadDesc {
+        name: weights.name.clone(),
+        architecture: "llama".into(),
+        weights: weights.format_summary(),
+        params: c.params(),
+        weight_bytes: weights.weight_bytes(),
+        layers: c.n_layers,
+        graph_dispatches_per_token: graph.dispatch_count() as u32,
+        graph_passes_per_token: graph.sections.len() as u32,
+        // The kernel choices as built, and a planted slowdown when there is one.
+        settings: gen
+            .decoder()
+            .settings()
+            .clone()
+            .into_iter()
+            .chain(
+                opts.planted_slowdown
+                    .iter()
+                    .map(|p| (crate::PlantedSlowdown::SETTING.to_string(), p.to_string())),
+            )
+            .collect(),
     };
-    // Steps are recorded first and turned into events after the loop, so building
-    // strings for thousands of events does not land inside the measured tokens.
-    let mut outputs = Vec::with_capacity(opts.tokens as usize);
-    let mut error = None;
-    for i in 0..opts.warmup {
-        if let Err(e) = decoder.step(gpu, (i == 0).then_some(opts.first_token)) {
-            error = Some(e);
-            break;
-        }
-    }
-    decoder.reset();
+    let mut error = gen.warm_up(opts.warmup, opts.first_token).err();
+    let mut prompt = None;
     if error.is_none() && !opts.prompt.is_empty() {
-        match opts.feed_prompt(gpu, &mut decoder) {
-            Ok(wall_ns) => {
-                profile.prompt = Some(PromptRecord {
-                    tokens: opts.prompt.len() as u32,
-                    wall_ns,
-                    method: format!(
-                        "batched prefill, up to {} tokens per submit",
-                        opts.prefill_batch()
-                    ),
+        match gen.prompt(&opts.prompt, |_| Ok(())) {
+            Ok(done) => {
+                prompt = Some(PromptRecord {
+                    tokens: done.tokens,
+                    wall_ns: done.wall_ns,
+                    method: done.method,
                 })
             }
             Err(e) => error = Some(e),
         }
     }
+    // Warm-up and prompt steps are not the profile's: it starts with the first token.
+    rec.restart_profile();
     let mut recorder = match capture {
         Some(req) if error.is_none() => Some(
-            CaptureRecorder::new(gpu, decoder.graph(), &req.name, profile.workload.clone())
+            CaptureRecorder::new(gpu, gen.decoder().graph(), &req.name, workload.clone())
                 .and_then(|mut r| r.begin(gpu, req.data).map(|()| r)),
         ),
         _ => None,
     };
+    let mut recorded: Recorded = Vec::with_capacity(opts.tokens as usize);
+    let mut interrupted = false;
     if error.is_none() {
-        if let Err(e) = decode_recorded(gpu, &mut decoder, opts, &mut profile, &mut outputs) {
-            error = Some(e);
+        let ended = gen.decode(opts.first_input(), opts.tokens, |s| {
+            recorded.push((s.index, s.position, s.token, s.output.clone()));
+            if let Some(p) = &opts.progress {
+                p.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Flow::Continue)
+        });
+        match ended {
+            Ok(Ended::Interrupted) => interrupted = true,
+            Ok(_) => {}
+            Err(e) => error = Some(e),
         }
     }
-    if let Some(Ok(rec)) = &mut recorder {
-        let steps: Vec<StepRecord> = profile
-            .tokens
+    let mut profile = match rec.take_profile() {
+        Ok(p) => p,
+        Err(e) => {
+            return Err(ModelError::Gpu(e.into()));
+        }
+    };
+    profile.format = PROFILE_FORMAT;
+    profile.tool = format!("gpuscope {}", env!("CARGO_PKG_VERSION"));
+    profile.workload = workload;
+    profile.setup = setup;
+    profile.setup_wall_ns = setup_wall_ns;
+    profile.prompt = prompt;
+    profile.graph = Some(gpuscope_runtime::graph_desc(gen.decoder().graph()));
+    profile.warmup_tokens = Some(opts.warmup);
+    if let Some(Ok(r)) = &mut recorder {
+        let steps: Vec<StepRecord> = recorded
             .iter()
-            .zip(&outputs)
-            .map(|(t, output)| StepRecord {
-                index: t.index,
-                position: t.position,
-                token_id: t.token_id,
+            .map(|(index, position, token_id, output)| StepRecord {
+                index: *index,
+                position: *position,
+                token_id: *token_id,
                 output,
             })
             .collect();
-        if let Err(e) = rec.end(gpu, &steps) {
+        if let Err(e) = r.end(gpu, &steps) {
             recorder = Some(Err(e));
         }
     }
-    for (i, out) in outputs.iter().enumerate() {
-        let (d, p) = step_events(decoder.graph(), i as u32, out);
-        profile.dispatches.extend(d);
-        profile.passes.extend(p);
-    }
-    if opts.overhead && error.is_none() && profile.timing.mode != TimingMode::Off {
-        match measure_untimed(gpu, &mut decoder, opts) {
+    if opts.overhead && error.is_none() && !interrupted && profile.timing.mode != TimingMode::Off {
+        let walls: Vec<u64> = profile.tokens.iter().map(|t| t.wall_ns).collect();
+        match measure_untimed(gpu, &mut gen, opts) {
             Ok(off_wall) => {
                 let rate = |ns: Option<u64>| ns.map(|n| 1e9 / n as f64).unwrap_or(0.0);
                 profile.overhead = Some(Overhead {
                     mode: profile.timing.mode,
-                    tok_per_s_profiled: rate(steady_median_wall(&profile.tokens)),
+                    tok_per_s_profiled: rate(steady_median_wall(&walls)),
                     tok_per_s_off: rate(off_wall),
                 });
             }
             Err(e) => error = Some(e),
         }
     }
+    if interrupted {
+        profile.incomplete = Some(format!(
+            "interrupted after {} of {} tokens",
+            profile.tokens.len(),
+            opts.tokens
+        ));
+    } else if let Some(e) = &error {
+        profile.incomplete = Some(format!(
+            "stopped after {} of {} tokens: {e}",
+            profile.tokens.len(),
+            opts.tokens
+        ));
+    }
     // After everything timed: the chosen tokens decoded again, dispatch by dispatch.
-    if let (Some(Ok(rec)), Some(range)) =
+    if let (Some(Ok(r)), Some(range)) =
         (&mut recorder, capture.and_then(|c| c.output_tokens.clone()))
     {
-        if let Err(e) = rec.capture_outputs(gpu, range.start as usize..range.end as usize) {
+        if let Err(e) = r.capture_outputs(gpu, range.start as usize..range.end as usize) {
             recorder = Some(Err(e));
         }
     }
@@ -249,72 +289,31 @@ pub fn profile_decode_captured(
     })
 }
 
-/// Decodes `opts.tokens` tokens with up to `opts.in_flight` in flight, calling `record`
-/// with each finished token's index, position and step, in order.
-fn decode_tokens(
-    gpu: &Gpu,
-    decoder: &mut GpuDecoder,
-    opts: &ProfileOptions,
-    mut record: impl FnMut(u32, u32, GpuStep),
-) -> Result<(), ModelError> {
-    let depth = opts.in_flight.clamp(1, MAX_IN_FLIGHT);
-    let mut pending = std::collections::VecDeque::new();
-    for i in 0..opts.tokens {
-        let position = decoder.position();
-        pending.push_back((
-            i,
-            position,
-            decoder.submit(gpu, if i == 0 { opts.first_input() } else { None })?,
-        ));
-        if pending.len() >= depth {
-            let (index, position, p) = pending.pop_front().unwrap();
-            record(index, position, decoder.finish(gpu, p)?);
-        }
-    }
-    while let Some((index, position, p)) = pending.pop_front() {
-        record(index, position, decoder.finish(gpu, p)?);
-    }
-    Ok(())
-}
-
-/// The recorded run: every token's record into `profile`, its samples into `outputs`.
-fn decode_recorded(
-    gpu: &Gpu,
-    decoder: &mut GpuDecoder,
-    opts: &ProfileOptions,
-    profile: &mut Profile,
-    outputs: &mut Vec<StepOutput>,
-) -> Result<(), ModelError> {
-    decode_tokens(gpu, decoder, opts, |index, position, step| {
-        profile.tokens.push(TokenRecord {
-            index,
-            position,
-            token_id: step.token,
-            wall_ns: step.output.wall_ns,
-            gpu_busy_ns: step.output.gpu_busy_ns,
-            counters: step.output.counters,
-            cpu: step.output.cpu,
-        });
-        outputs.push(step.output);
-    })
-}
-
-/// Decodes the same number of tokens again with timing off; returns the steady median wall.
+/// Decodes the same tokens again with timing off (not recorded); returns the steady
+/// median wall.
 fn measure_untimed(
     gpu: &Gpu,
-    decoder: &mut GpuDecoder,
+    gen: &mut Generator,
     opts: &ProfileOptions,
 ) -> Result<Option<u64>, ModelError> {
-    let mode = gpu.timing();
-    decoder.set_timing(gpu, TimingMode::Off)?;
-    decoder.reset();
-    opts.feed_prompt(gpu, decoder)?;
-    let mut walls = Vec::new();
-    decode_tokens(gpu, decoder, opts, |index, _, step| {
-        if index > 0 || opts.tokens == 1 {
-            walls.push(step.output.wall_ns);
+    let restore: TimingRequest = gpu.timing_request();
+    gpu.set_timing(TimingRequest::Exactly(TimingMode::Off))?;
+    let result = (|| {
+        gen.decoder_mut().set_recorded(false);
+        gen.decoder_mut().reset();
+        if !opts.prompt.is_empty() {
+            gen.prompt(&opts.prompt, |_| Ok(()))?;
         }
-    })?;
-    decoder.set_timing(gpu, mode)?;
-    Ok(median(walls))
+        let mut walls = Vec::new();
+        gen.decode(opts.first_input(), opts.tokens, |s| {
+            if !s.after_stop {
+                walls.push(s.output.wall_ns);
+            }
+            Ok(Flow::Continue)
+        })?;
+        Ok(steady_median_wall(&walls))
+    })();
+    gen.decoder_mut().set_recorded(true);
+    gpu.set_timing(restore)?;
+    result
 }

@@ -25,9 +25,10 @@ fn steady_state_creates_nothing_and_submits_once() {
     .unwrap();
     let dispatches = d.graph().dispatch_count() as u64;
     let passes = d.graph().sections.len() as u64;
-    // Per layer: norm, qkv, rope, attention, o (+ residual), norm, gate_up, silu_mul,
-    // down (+ residual) = 9; plus embedding, and the head's norm, output, argmax.
-    assert_eq!(dispatches, 9 * w.config.n_layers as u64 + 4);
+    // Every fusion (the default): per layer rms_norm+qkv+rope, attention, o (+ residual),
+    // rms_norm+gate_up+silu_mul, down (+ residual) = 5; plus embedding, and the head's
+    // rms_norm+output and argmax.
+    assert_eq!(dispatches, 5 * w.config.n_layers as u64 + 3);
     assert_eq!(passes, w.config.n_layers as u64 + 2);
     let before = gpu.counters();
     for i in 0..6 {
@@ -70,6 +71,50 @@ fn barrier_count_follows_buffer_hazards() {
     // In a layer every dispatch reads what the one before it wrote (the first one starts
     // the pass), so each but the first waits on a barrier.
     let layer = &d.graph().sections[1];
-    assert_eq!(layer.dispatches.len(), 9);
-    assert_eq!(layer.barriers(), 8);
+    assert_eq!(layer.dispatches.len(), 5);
+    assert_eq!(layer.barriers(), 4);
+}
+
+/// Each fusion, switched off alone, adds the dispatches (and barriers) it saves: norm 2
+/// per layer and 1 in the head, rope 1, silu 1, residual 2 (the adds), attention 2
+/// (scores, softmax, values instead of one kernel). With none, a layer is 13 dispatches.
+#[test]
+fn each_fusion_saves_its_dispatches_and_barriers() {
+    use gpuscope_model::{Fusion, Fusions, KernelPlan};
+    let Some(gpu) = gpu() else { return };
+    let w = weights(Preset::Tiny, WeightFormat::Q8_0);
+    let layers = w.config.n_layers as usize;
+    let build = |fusions: Fusions| {
+        let plan = KernelPlan {
+            fusions,
+            ..KernelPlan::for_adapter(gpu)
+        };
+        let d = GpuDecoder::with_plan(
+            gpu,
+            &w,
+            DecoderOptions {
+                max_ctx: 4,
+                read_logits: false,
+            },
+            plan,
+        )
+        .unwrap();
+        assert_eq!(d.settings()["fuse"], fusions.describe());
+        (d.graph().dispatch_count(), d.graph().barriers() as usize)
+    };
+    let (all_d, all_b) = build(Fusions::all());
+    for (fusion, per_layer, head) in [
+        (Fusion::Norm, 2, 1),
+        (Fusion::Rope, 1, 0),
+        (Fusion::Silu, 1, 0),
+        (Fusion::Residual, 2, 0),
+        (Fusion::Attention, 2, 0),
+    ] {
+        let (d, b) = build(Fusions::all().without(fusion));
+        let more = per_layer * layers + head;
+        assert_eq!(d, all_d + more, "{fusion:?}: dispatches");
+        assert_eq!(b, all_b + more, "{fusion:?}: barriers");
+    }
+    let (none_d, _) = build(Fusions::none());
+    assert_eq!(none_d, 13 * layers + 4);
 }

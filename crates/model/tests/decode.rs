@@ -5,6 +5,24 @@ use gpuscope_ops::WeightFormat;
 
 use crate::common::{gpu, weights};
 
+/// The GPU's logits match the CPU's within 2e-3 of the largest CPU logit (+1e-4).
+fn assert_logits_close(what: &str, gpu: &[f32], cpu: &[f32]) {
+    assert!(
+        gpu.iter().all(|v| v.is_finite()),
+        "{what}: non-finite GPU logit"
+    );
+    let scale = cpu.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let worst = gpu
+        .iter()
+        .zip(cpu)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        worst <= 2e-3 * scale + 1e-4,
+        "{what}: logits differ by {worst} (max |logit| {scale})"
+    );
+}
+
 /// Decodes `tokens` greedily on both backends, each feeding itself, and compares.
 fn gpu_matches_cpu(preset: Preset, format: WeightFormat, tokens: u32) {
     let Some(gpu) = gpu() else { return };
@@ -24,21 +42,10 @@ fn gpu_matches_cpu(preset: Preset, format: WeightFormat, tokens: u32) {
     for i in 0..tokens {
         let gs = g.step(gpu, (i == 0).then_some(g_in)).unwrap();
         let cs = c.step(c_in).unwrap();
-        let gl = gs.logits.unwrap();
-        assert!(
-            gl.iter().all(|v| v.is_finite()),
-            "{format:?} step {i}: non-finite GPU logit"
-        );
-        let scale = cs.logits.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let worst = gl
-            .iter()
-            .zip(&cs.logits)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        assert!(
-            worst <= 2e-3 * scale + 1e-4,
-            "{} {format:?} step {i}: logits differ by {worst} (max |logit| {scale})",
-            preset.name()
+        assert_logits_close(
+            &format!("{} {format:?} step {i}", preset.name()),
+            &gs.logits.unwrap(),
+            &cs.logits,
         );
         assert_eq!(
             gs.token,
@@ -87,16 +94,7 @@ fn forced_tokens_give_the_same_logits() {
     for (i, t) in [5u32, 17, 300, 2, 2, 511, 0, 42].into_iter().enumerate() {
         let gl = g.step(gpu, Some(t)).unwrap().logits.unwrap();
         let cl = c.step(t).unwrap().logits;
-        let scale = cl.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let worst = gl
-            .iter()
-            .zip(&cl)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        assert!(
-            worst <= 2e-3 * scale + 1e-4,
-            "step {i}: logits differ by {worst}"
-        );
+        assert_logits_close(&format!("step {i}"), &gl, &cl);
     }
 }
 
@@ -211,15 +209,79 @@ fn mixed_formats_in_one_layer_still_match_cpu() {
     for t in [3u32, 40, 7, 300, 1, 2] {
         let gl = g.step(gpu, Some(t)).unwrap().logits.unwrap();
         let cl = cpu.step(t).unwrap().logits;
-        let scale = cl.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let worst = gl
-            .iter()
-            .zip(&cl)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        assert!(
-            worst <= 2e-3 * scale + 1e-4,
-            "token {t}: logits differ by {worst}"
-        );
+        assert_logits_close(&format!("token {t}"), &gl, &cl);
+    }
+}
+
+/// Every gemv and attention variant this adapter runs, with every fusion and with none,
+/// over GGUF and packed weights (the tiny preset's tied head then gets a packed copy),
+/// decodes the CPU reference's tokens and logits (tiny preset: q4_1, whose fused norm
+/// path rewrites sums the most, and f16, whose x is read as scalars).
+#[test]
+fn every_kernel_variant_and_fusion_set_matches_cpu() {
+    use gpuscope_model::{Fusions, KernelPlan};
+    use gpuscope_ops::attention::AttnVariant;
+    use gpuscope_ops::gemv::{GemvVariant, WeightLayout};
+    let Some(gpu) = gpu() else { return };
+    for format in [WeightFormat::Q4_1, WeightFormat::F16] {
+        let w = weights(Preset::Tiny, format);
+        let c = &w.config;
+        let attn = gpuscope_ops::attention::AttnFused {
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            head_dim: c.head_dim,
+            max_ctx: 6,
+        };
+        for gemv in GemvVariant::ALL {
+            if gemv.supported(gpu).is_err() {
+                continue;
+            }
+            for attention in AttnVariant::ALL {
+                if attention.supported(gpu, &attn).is_err() {
+                    continue;
+                }
+                // Packed weights only where the format has them (q4_1 here; f16 would
+                // run on GGUF bytes, the same case again).
+                let layouts: &[WeightLayout] = if WeightLayout::Packed.supports(format) {
+                    &WeightLayout::ALL
+                } else {
+                    &[WeightLayout::Gguf]
+                };
+                for (fusions, &weights_layout) in [Fusions::all(), Fusions::none()]
+                    .into_iter()
+                    .flat_map(|f| layouts.iter().map(move |l| (f, l)))
+                {
+                    let plan = KernelPlan {
+                        gemv,
+                        gemv_shape: None,
+                        weights: weights_layout,
+                        attention: Some(attention),
+                        fusions,
+                    };
+                    let what = format!("{format:?} {plan:?}");
+                    let mut g = GpuDecoder::with_plan(
+                        gpu,
+                        &w,
+                        DecoderOptions {
+                            max_ctx: 6,
+                            read_logits: true,
+                        },
+                        plan,
+                    )
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert_eq!(g.settings()["gemv"].split(',').next(), Some(gemv.name()));
+                    assert_eq!(g.settings()["attention"], attention.name());
+                    assert_eq!(g.settings()["weights"], weights_layout.name());
+                    let mut cpu = CpuDecoder::new(&w, 6).unwrap();
+                    for t in [3u32, 40, 7, 300, 1, 2] {
+                        let gs = g.step(gpu, Some(t)).unwrap();
+                        let cs = cpu.step(t).unwrap();
+                        let at = format!("{what} token {t}");
+                        assert_logits_close(&at, &gs.logits.unwrap(), &cs.logits);
+                        assert_eq!(gs.token, cs.token, "{what} token {t}");
+                    }
+                }
+            }
+        }
     }
 }

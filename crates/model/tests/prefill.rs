@@ -1,7 +1,8 @@
 //! Prompt processing in batches gives the same next-token logits, and the same greedy
 //! continuation, as feeding the prompt one token at a time.
 
-use gpuscope_model::{DecoderOptions, GpuDecoder, ModelWeights, Preset};
+use gpuscope_model::{DecoderOptions, GpuDecoder, KernelPlan, ModelWeights, Preset};
+use gpuscope_ops::gemv::{GemvVariant, WeightLayout};
 use gpuscope_ops::WeightFormat;
 
 use crate::common::{gpu, weights};
@@ -29,6 +30,20 @@ fn prefill_matches_per_token(
     rel: f32,
     what: &str,
 ) {
+    prefill_matches_per_token_in(w, prompt, max_batch, gen, rel, what, WeightLayout::Gguf);
+}
+
+/// [`prefill_matches_per_token`] with the batched decoder's weights in `layout` (the
+/// per-token one keeps GGUF bytes).
+fn prefill_matches_per_token_in(
+    w: &ModelWeights,
+    prompt: &[u32],
+    max_batch: u32,
+    gen: u32,
+    rel: f32,
+    what: &str,
+    layout: WeightLayout,
+) {
     let Some(gpu) = gpu() else { return };
     let max_ctx = prompt.len() as u32 + gen + 1;
     let opts = DecoderOptions {
@@ -36,8 +51,20 @@ fn prefill_matches_per_token(
         read_logits: true,
     };
     let mut one = GpuDecoder::new(gpu, w, opts.clone()).unwrap();
-    let mut batched = GpuDecoder::new(gpu, w, opts).unwrap();
+    // The batched graph is not built with the CPU-style gemv (`rows`, lavapipe's default:
+    // prompts go through decode steps there); these tests are about the batched kernels.
+    let mut plan = KernelPlan::for_adapter(gpu);
+    if plan.gemv == GemvVariant::Rows {
+        plan.gemv = GemvVariant::Shared;
+    }
+    plan.weights = layout;
+    let mut batched = GpuDecoder::with_plan(gpu, w, opts, plan).unwrap();
     batched.enable_prefill(gpu, max_batch).unwrap();
+    assert!(
+        batched.prefill_graph().is_some(),
+        "{what}: no batched graph"
+    );
+    assert!(batched.prefill_method().starts_with("batched prefill"));
     let mut one_last = None;
     for &t in prompt {
         one_last = Some(one.step(gpu, Some(t)).unwrap());
@@ -87,6 +114,17 @@ fn tiny_preset_every_format_prefill_matches_per_token() {
         prefill_matches_per_token(&w, &PROMPT, 16, 6, 2e-3, &format!("{format:?} batch 16"));
         // ... and chunks of 4, 4, 3 (later chunks start past position 0).
         prefill_matches_per_token(&w, &PROMPT, 4, 6, 2e-3, &format!("{format:?} batch 4"));
+    }
+}
+
+/// The batched kernels over packed weights (q4_0, q4_1, q8_0; the tied head's packed
+/// copy), in chunks of 4, 4 and 3.
+#[test]
+fn packed_weights_prefill_matches_per_token() {
+    for format in [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0] {
+        let w = weights(Preset::Tiny, format);
+        let what = format!("{format:?} packed batch 4");
+        prefill_matches_per_token_in(&w, &PROMPT, 4, 6, 2e-3, &what, WeightLayout::Packed);
     }
 }
 
@@ -145,4 +183,54 @@ fn real_model_prefill_matches_per_token() {
         "the prompt should span more than one 8-row gemv chunk"
     );
     prefill_matches_per_token(&m.weights, &prompt, 64, 8, 2e-3, "SmolLM2 Q4_1");
+}
+
+/// With the CPU-style gemv (`rows`) a prompt goes through decode steps: same position,
+/// same next token and logits as stepping it by hand, and the method says so.
+#[test]
+fn rows_plan_prefills_through_decode_steps() {
+    let Some(gpu) = gpu() else { return };
+    let w = weights(Preset::Tiny, WeightFormat::Q4_1);
+    let opts = DecoderOptions {
+        max_ctx: 16,
+        read_logits: true,
+    };
+    let plan = KernelPlan {
+        gemv: GemvVariant::Rows,
+        ..KernelPlan::for_adapter(gpu)
+    };
+    let mut one = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
+    let mut stepped = GpuDecoder::with_plan(gpu, &w, opts, plan).unwrap();
+    stepped.enable_prefill(gpu, 4).unwrap();
+    assert!(stepped.prefill_graph().is_none());
+    assert_eq!(stepped.prefill_max_batch(), 4);
+    assert!(
+        stepped.prefill_method().contains("decode step per token"),
+        "{}",
+        stepped.prefill_method()
+    );
+    assert!(
+        stepped.prefill(gpu, &PROMPT[..5]).is_err(),
+        "5 > max batch 4"
+    );
+    let mut last = None;
+    for chunk in PROMPT.chunks(4) {
+        last = Some(stepped.prefill(gpu, chunk).unwrap());
+    }
+    let mut want = None;
+    for &t in &PROMPT {
+        want = Some(one.step(gpu, Some(t)).unwrap());
+    }
+    let (last, want) = (last.unwrap(), want.unwrap());
+    assert_eq!(stepped.position(), PROMPT.len() as u32);
+    assert_eq!(last.token, want.token);
+    assert_eq!(
+        last.logits, want.logits,
+        "the same graph must give the same bits"
+    );
+    // Generation continues from the GPU's own argmax.
+    assert_eq!(
+        stepped.step(gpu, None).unwrap().token,
+        one.step(gpu, None).unwrap().token
+    );
 }

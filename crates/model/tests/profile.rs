@@ -6,9 +6,17 @@ use gpuscope_trace::TimingMode;
 
 use crate::common::{gpu, weights};
 
+/// A device of the test's own: a profile is the recorder's, and tests running beside
+/// this one on the shared device would record steps into it.
+fn own_gpu() -> Option<gpuscope_runtime::Gpu> {
+    gpu()?;
+    Some(gpuscope_runtime::Gpu::new(&Default::default()).unwrap())
+}
+
 #[test]
 fn profile_records_every_dispatch_and_round_trips() {
-    let Some(gpu) = gpu() else { return };
+    let Some(own) = own_gpu() else { return };
+    let gpu = &own;
     let w = weights(Preset::Tiny, WeightFormat::Q4_1);
     let opts = ProfileOptions {
         tokens: 4,
@@ -17,6 +25,7 @@ fn profile_records_every_dispatch_and_round_trips() {
         warmup: 2,
         in_flight: 2,
         prompt: Vec::new(),
+        ..Default::default()
     };
     let run = profile_decode(gpu, &w, &opts).unwrap();
     assert!(run.error.is_none());
@@ -64,7 +73,8 @@ fn profile_records_every_dispatch_and_round_trips() {
 
 #[test]
 fn a_prompt_is_timed_apart_and_generation_continues_from_its_cache() {
-    let Some(gpu) = gpu() else { return };
+    let Some(own) = own_gpu() else { return };
+    let gpu = &own;
     let w = weights(Preset::Tiny, WeightFormat::Q8_0);
     let prompt = vec![5u32, 17, 300, 2];
     let opts = ProfileOptions {
@@ -74,6 +84,7 @@ fn a_prompt_is_timed_apart_and_generation_continues_from_its_cache() {
         warmup: 1,
         in_flight: 2,
         prompt: prompt.clone(),
+        ..Default::default()
     };
     let p = profile_decode(gpu, &w, &opts).unwrap().profile;
     let pr = p.prompt.as_ref().expect("prompt record");

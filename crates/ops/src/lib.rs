@@ -8,17 +8,30 @@
 //! - `dispatch(gpu, buffers...)`: a [`gpuscope_runtime::Dispatch`] built once, at graph-build
 //!   time, which the runtime then encodes, times and counts on every token.
 //!
-//! The CPU code is an oracle, not a second engine: it favours clarity over speed.
+//! The CPU code is an oracle, not a second engine: it favours clarity over speed. Oracles
+//! are generic over [`Real`] (f32 like the kernels, f64 for exact arithmetic).
+//!
+//! Around the ops:
+//!
+//! - [`exec`]: each op's `exec.rs` runs its oracle for one *dispatch* (parameters from the
+//!   pipeline's override constants, inputs from the bindings); a registry finds it by
+//!   shader name. `gpuscope check` and the harness use it.
+//! - [`harness`]: `gpuscope ops test | perf`, every op × weight format × shape against its
+//!   executor with guard regions around every output, or timed.
 
 pub mod add;
 pub mod argmax;
 pub mod attention;
 pub mod embedding;
+pub mod exec;
 pub mod gemv;
+pub mod harness;
 pub mod quant;
+pub mod real;
 pub mod rms_norm;
 pub mod rope;
 pub mod silu_mul;
 pub mod softmax;
 
 pub use quant::WeightFormat;
+pub use real::Real;

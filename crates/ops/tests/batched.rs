@@ -49,6 +49,7 @@ fn gemv_batched_every_format_matches_oracle() {
                 cols,
                 format,
                 out_offset,
+                layout: gpuscope_ops::gemv::WeightLayout::Gguf,
             },
             max_batch,
             y_stride,

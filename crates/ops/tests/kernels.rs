@@ -740,46 +740,62 @@ fn rope_qkv_matches_rope_on_separate_buffers() {
     assert_eq!(download(gpu, &vcb), wvc, "rope_qkv: v_cache");
 }
 
+/// Every fused attention variant this adapter runs against the three-op oracle:
+/// `workgroup` (n_ctx past 256 takes its chunked online-softmax path), `subgroup` (lanes
+/// over head dims), `split` (split-K partials merged by a second dispatch; 600 positions
+/// are 3 splits, the last partly filled, and 257 leaves the third split empty). Rows past
+/// n_ctx hold NaN (a read of one poisons the head).
 #[test]
-fn fused_attention_matches_the_three_op_oracle() {
-    // Rows past n_ctx hold NaN (a read of one poisons the head); n_ctx past 256 takes
-    // the kernel's chunked online-softmax path.
+fn fused_attention_variants_match_the_three_op_oracle() {
+    use gpuscope_ops::attention::{AttnFused, AttnVariant};
     let Some(gpu) = common::gpu() else { return };
-    let mut rng = common::rng(31);
+    let mut rng = common::rng(32);
     let cases: Vec<(Heads, u32, Vec<u32>)> = vec![
         (SMOLLM2, 600, vec![1, 2, 17, 256, 257, 600]),
         (LLAMA8B, 300, vec![1, 100, 300]),
-        (MHA, 64, vec![1, 64]),
+        (MHA, 64, vec![1, 3, 64]),
         (GROUP8, 64, vec![5]),
     ];
-    for ((n_heads, n_kv_heads, head_dim), max_ctx, n_ctxs) in cases {
-        let op = gpuscope_ops::attention::AttnFused {
-            n_heads,
-            n_kv_heads,
-            head_dim,
-            max_ctx,
-        };
-        let row = (n_kv_heads * head_dim) as usize;
-        for n_ctx in n_ctxs {
-            let what = format!("{op:?} n_ctx={n_ctx}");
-            let q = randn(&mut rng, (n_heads * head_dim) as usize, 0.0, 1.0);
-            // Scores of a few units, as trained models give, so the softmax is peaked.
-            let kc = cache(&mut rng, row, max_ctx as usize, n_ctx as usize)
-                .iter()
-                .map(|v| v * 3.0)
-                .collect::<Vec<_>>();
-            let vc = cache(&mut rng, row, max_ctx as usize, n_ctx as usize);
-            let step = step_buffer(gpu, n_ctx - 1);
-            let (qb, kb, vb) = (
-                upload(gpu, "q", &q),
-                upload(gpu, "k_cache", &kc),
-                upload(gpu, "v_cache", &vc),
-            );
-            let out = upload(gpu, "out", &vec![f32::NAN; q.len()]);
-            run(gpu, op.dispatch(gpu, &step, &qb, &kb, &vb, &out).unwrap());
-            let mut want = vec![0f32; q.len()];
-            op.cpu(n_ctx, &q, &kc, &vc, &mut want);
-            assert_close(&what, &download(gpu, &out), &want, 1e-5, 1e-4);
+    for variant in AttnVariant::ALL {
+        for ((n_heads, n_kv_heads, head_dim), max_ctx, n_ctxs) in cases.clone() {
+            let op = AttnFused {
+                n_heads,
+                n_kv_heads,
+                head_dim,
+                max_ctx,
+            };
+            if let Err(why) = variant.supported(gpu, &op) {
+                eprintln!("skipping attention {} for {op:?}: {why}", variant.name());
+                continue;
+            }
+            let row = (n_kv_heads * head_dim) as usize;
+            for n_ctx in n_ctxs {
+                let what = format!("{op:?} {} n_ctx={n_ctx}", variant.name());
+                let q = randn(&mut rng, (n_heads * head_dim) as usize, 0.0, 1.0);
+                let kc = cache(&mut rng, row, max_ctx as usize, n_ctx as usize)
+                    .iter()
+                    .map(|v| v * 3.0)
+                    .collect::<Vec<_>>();
+                let vc = cache(&mut rng, row, max_ctx as usize, n_ctx as usize);
+                let step = step_buffer(gpu, n_ctx - 1);
+                let (qb, kb, vb) = (
+                    upload(gpu, "q", &q),
+                    upload(gpu, "k_cache", &kc),
+                    upload(gpu, "v_cache", &vc),
+                );
+                let out = upload(gpu, "out", &vec![f32::NAN; q.len()]);
+                let scratch = gpu
+                    .create_buffer("scratch", op.split_scratch_bytes())
+                    .unwrap();
+                let ds = op
+                    .dispatch_variant(gpu, variant, [&step, &qb, &kb, &vb, &out], Some(&scratch))
+                    .unwrap();
+                assert_eq!(ds.len(), if variant == AttnVariant::Split { 2 } else { 1 });
+                common::run(gpu, ds);
+                let mut want = vec![0f32; q.len()];
+                op.cpu(n_ctx, &q, &kc, &vc, &mut want);
+                assert_close(&what, &download(gpu, &out), &want, 1e-5, 1e-4);
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 //! the quantizer and the dequantizer (which would round-trip fine) still fails here.
 
 use gpuscope_ops::embedding::Embedding;
-use gpuscope_ops::gemv::{Gemv, GemvTuning, MAX_ROWS_PER_THREAD, WORKGROUP_SIZE};
+use gpuscope_ops::gemv::{Gemv, GemvTuning, GemvVariant, MAX_ROWS_PER_THREAD, WORKGROUP_SIZE};
 use gpuscope_ops::quant::{QuantError, WeightFormat};
 
 use crate::common;
@@ -441,6 +441,7 @@ fn gemv_k_formats_every_tuning() {
                 case.check(
                     gpu,
                     Some(GemvTuning {
+                        variant: GemvVariant::Shared,
                         threads_per_row,
                         rows_per_thread,
                     }),
@@ -473,6 +474,7 @@ fn gemv_q6_k_more_than_65535_workgroups() {
     let mut rng = common::rng(113);
     let case = GemvCase::new(&mut rng, Q6_K, 70_001, 256);
     let one_row = GemvTuning {
+        variant: GemvVariant::Shared,
         threads_per_row: WORKGROUP_SIZE,
         rows_per_thread: 1,
     };
@@ -518,6 +520,7 @@ fn gemv_k_formats_chunks_accumulate() {
                 cols,
                 format,
                 out_offset: lead + start,
+                layout: gpuscope_ops::gemv::WeightLayout::Gguf,
             };
             let bytes = &full.w[start as usize * rb..][..n as usize * rb];
             let wb = gpu.create_buffer_init("w chunk", bytes).unwrap();
@@ -562,6 +565,7 @@ fn gemv_k_formats_reject_ragged_rows() {
         cols: 576,
         format: Q4_K,
         out_offset: 0,
+        layout: gpuscope_ops::gemv::WeightLayout::Gguf,
     };
     let w = gpu.create_buffer("w", 4 * 3 * 144).unwrap();
     let x = gpu.create_buffer("x", 576 * 4).unwrap();

@@ -2,7 +2,7 @@
 //! every format × a spread of shapes.
 
 use gpuscope_ops::embedding::Embedding;
-use gpuscope_ops::gemv::{Gemv, GemvTuning, MAX_ROWS_PER_THREAD, WORKGROUP_SIZE};
+use gpuscope_ops::gemv::{Gemv, GemvTuning, GemvVariant, MAX_ROWS_PER_THREAD, WORKGROUP_SIZE};
 use gpuscope_ops::quant::{QuantError, WeightFormat};
 use gpuscope_runtime::Gpu;
 use half::f16;
@@ -96,6 +96,7 @@ impl GemvCase {
                 cols,
                 format,
                 out_offset: 0,
+                layout: gpuscope_ops::gemv::WeightLayout::Gguf,
             },
             w,
             x,
@@ -114,7 +115,9 @@ impl GemvCase {
     /// Runs on the GPU with `tuning` (None = the default) and checks against the oracle.
     pub(crate) fn check(&self, gpu: &Gpu, tuning: Option<GemvTuning>) {
         let g = self.gemv;
-        let wb = gpu.create_buffer_init("w", &self.w).unwrap();
+        // `w` holds the GGUF bytes; the buffer (and the oracle) get them in g's layout.
+        let stored = g.layout.pack(g.format, &self.w);
+        let wb = gpu.create_buffer_init("w", &stored).unwrap();
         let xb = gpu.create_buffer_init("x", &f32_bytes(&self.x)).unwrap();
         let yb = gpu.create_buffer("y", u64::from(g.rows) * 4).unwrap();
         let d = match tuning {
@@ -125,7 +128,7 @@ impl GemvCase {
         run(gpu, vec![d]);
         let got = read_f32(gpu, &yb);
         let mut want = vec![0.0f32; g.rows as usize];
-        g.cpu(&self.w, &self.x, &mut want);
+        g.cpu(&stored, &self.x, &mut want);
         let scale = abs_dots(g.format, &self.w, g.rows as usize, g.cols as usize, &self.x);
         let what = format!("{} ({tuning:?})", self.name());
         assert_close(&what, g.format, &got[..g.rows as usize], &want, &scale);
@@ -342,6 +345,7 @@ fn gemv_names_and_cost() {
         cols: 1536,
         format: WeightFormat::Q4_1,
         out_offset: 0,
+        layout: gpuscope_ops::gemv::WeightLayout::Gguf,
     };
     assert_eq!(g.op_name(), "gemv_q4_1");
     let c = g.cost();
@@ -369,6 +373,7 @@ fn gemv_cpu_oracle_by_hand() {
         cols: 32,
         format: WeightFormat::Q8_0,
         out_offset: 1,
+        layout: gpuscope_ops::gemv::WeightLayout::Gguf,
     };
     let mut y = [9.0f32; 4];
     g.cpu(&bytes, &x, &mut y);
@@ -426,6 +431,7 @@ fn gemv_every_tuning() {
                     case.check(
                         gpu,
                         Some(GemvTuning {
+                            variant: GemvVariant::Shared,
                             threads_per_row,
                             rows_per_thread,
                         }),
@@ -463,12 +469,14 @@ fn gemv_rejects_bad_threads_per_row_and_small_buffers() {
         cols: 64,
         format: WeightFormat::Q4_0,
         out_offset: 2,
+        layout: gpuscope_ops::gemv::WeightLayout::Gguf,
     };
     let w = gpu.create_buffer("w", g.weight_bytes()).unwrap();
     let x = gpu.create_buffer("x", 64 * 4).unwrap();
     let y = gpu.create_buffer("y", 6 * 4).unwrap();
     assert!(g.dispatch(gpu, &w, &x, &y).is_ok());
     let tuned = |threads_per_row, rows_per_thread| GemvTuning {
+        variant: GemvVariant::Shared,
         threads_per_row,
         rows_per_thread,
     };
@@ -499,6 +507,7 @@ fn gemv_more_than_65535_workgroups_uses_2d_grid() {
     let wb = gpu.create_buffer_init("w", &case.w).unwrap();
     let xb = gpu.create_buffer_init("x", &f32_bytes(&case.x)).unwrap();
     let one_row = GemvTuning {
+        variant: GemvVariant::Shared,
         threads_per_row: WORKGROUP_SIZE,
         rows_per_thread: 1,
     };
@@ -551,6 +560,7 @@ fn gemv_out_offset_chunks_write_one_vector() {
                 cols,
                 format,
                 out_offset: lead + start,
+                layout: gpuscope_ops::gemv::WeightLayout::Gguf,
             };
             let bytes = &full.w[start as usize * rb..][..n as usize * rb];
             let wb = gpu.create_buffer_init("w chunk", bytes).unwrap();
@@ -669,6 +679,7 @@ fn gemv_accumulate_adds_into_y() {
             cols,
             format,
             out_offset: 0,
+            layout: gpuscope_ops::gemv::WeightLayout::Gguf,
         };
         let mut want = vec![0f32; rows as usize];
         op.cpu(&w, &x, &mut want);

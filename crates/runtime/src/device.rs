@@ -8,13 +8,7 @@ use gpuscope_trace::{AdapterDesc, Counters, TimingMode};
 use crate::error::GpuError;
 use crate::resources::PipelineCache;
 
-/// Which timing the caller wants. `Auto` takes the finest the adapter offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TimingRequest {
-    #[default]
-    Auto,
-    Exactly(TimingMode),
-}
+pub use gpuscope_record::TimingRequest;
 
 /// How to pick and open the device.
 #[derive(Debug, Clone, Default)]
@@ -24,9 +18,15 @@ pub struct GpuOptions {
     /// `vulkan`, `metal`, `dx12` or `gl`; `GPUSCOPE_BACKEND` when `None`.
     pub backend: Option<String>,
     pub timing: TimingRequest,
+    /// Turn on the backend's validation (the Vulkan validation layer when installed) and
+    /// collect its messages ([`crate::validation`]).
+    pub validate: bool,
 }
 
-/// Counters kept with atomics so that `&Gpu` can be shared; each bump is one relaxed add.
+/// Counters of the work the runtime's tools (per-command benchmarks, output walks,
+/// readbacks for tests) do with plain wgpu, outside the recorder; kept with atomics so
+/// that `&Gpu` can be shared; each bump is one relaxed add. Everything a decoder does
+/// goes through the recorder and is counted there.
 #[derive(Default)]
 pub(crate) struct AtomicCounters {
     pub dispatches: AtomicU64,
@@ -70,16 +70,14 @@ pub struct Gpu {
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) features: wgpu::Features,
     pub(crate) limits: wgpu::Limits,
-    pub(crate) timing: TimingMode,
-    pub(crate) timing_reason: String,
+    /// The instrumentation every decoder step goes through (the public API).
+    pub(crate) rec: gpuscope_record::Recorder,
     pub(crate) counters: AtomicCounters,
     pub(crate) pipelines: PipelineCache,
     pub(crate) next_buffer_id: AtomicU64,
     pub(crate) staging: crate::pool::SharedPool,
     /// Errors wgpu reports outside any error scope (device loss, late validation).
     pub(crate) uncaptured: Arc<Mutex<Option<String>>>,
-    /// Records each step's uploads while a capture is being made (off: one atomic load).
-    pub(crate) tap: crate::capture::StepTap,
 }
 
 fn backend_rank(b: wgpu::Backend) -> u32 {
@@ -122,7 +120,8 @@ fn env_nonempty(name: &str) -> Option<String> {
 impl Gpu {
     /// Picks the best adapter matching `opts` (discrete before integrated before
     /// software; Vulkan before Metal, DX12, GL) and opens it with the adapter's own limits
-    /// (wgpu's defaults are lower) and the timestamp features the timing mode needs.
+    /// (wgpu's defaults are lower), the timestamp features the timing mode needs, and
+    /// SUBGROUP and SHADER_F16 when offered (kernel variants use them).
     pub fn new(opts: &GpuOptions) -> Result<Gpu, GpuError> {
         let _span = tracing::info_span!("gpu_open").entered();
         let adapter_filter = opts
@@ -137,7 +136,10 @@ impl Gpu {
             Some(name) => parse_backend(name)?,
             None => wgpu::Backends::all(),
         };
-        let adapters = enumerate(backends);
+        if opts.validate {
+            crate::validation::install();
+        }
+        let adapters = enumerate(backends, opts.validate);
         let describe = |a: &wgpu::Adapter| {
             let i = a.get_info();
             format!("\"{}\" ({:?}, {:?})", i.name, i.backend, i.device_type)
@@ -176,17 +178,24 @@ impl Gpu {
         };
         let info = adapter.get_info();
         let offered = adapter.features();
-        let (timing, timing_reason) = choose_timing(opts.timing, offered, &info.name)?;
-        let mut features = wgpu::Features::empty();
-        match timing {
+        // The mode is checked against what the adapter offers first, so a missing feature
+        // names the adapter; the recorder then picks the same mode on the device.
+        let timing = gpuscope_record::choose_timing(opts.timing, offered, &info)
+            .map_err(|e| missing_feature(e, &info.name))?;
+        let mut features = match timing.mode {
+            TimingMode::Off => wgpu::Features::empty(),
+            TimingMode::Pass => wgpu::Features::TIMESTAMP_QUERY,
             TimingMode::Dispatch => {
-                features |= wgpu::Features::TIMESTAMP_QUERY
-                    | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
-                    | (offered & wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
+                wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
             }
-            TimingMode::Pass => features |= wgpu::Features::TIMESTAMP_QUERY,
-            TimingMode::Off => {}
+        };
+        if timing.mode != TimingMode::Off {
+            features |= offered & wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
         }
+        // f16 arithmetic where offered (`peak` measures its FMA rate); subgroups where
+        // offered: kernels pick subgroup variants where the device has them (the ops crate
+        // reads `Gpu::features`); asking costs nothing when they go unused.
+        features |= offered & (wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP);
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("gpuscope"),
@@ -198,19 +207,36 @@ impl Gpu {
             adapter: info.name.clone(),
             message: e.to_string(),
         })?;
+        let rec = gpuscope_record::Recorder::new(
+            &device,
+            &queue,
+            gpuscope_record::RecorderOptions {
+                timing: opts.timing,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| missing_feature(e, &info.name))?;
         let uncaptured: Arc<Mutex<Option<String>>> = Arc::default();
         let sink = uncaptured.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             let mut slot = sink.lock().unwrap();
             if slot.is_none() {
-                *slot = Some(e.to_string());
+                *slot = Some(match e {
+                    wgpu::Error::OutOfMemory { .. } => format!("{OUT_OF_MEMORY}: {e}"),
+                    e => e.to_string(),
+                });
             }
         }));
         let lost = uncaptured.clone();
+        // `Destroyed` counts too: a device destroyed while the Gpu still uses it (the
+        // `--fault device-lost-after` test hook) fails the next step like any loss.
         device.set_device_lost_callback(move |reason, message| {
-            if reason != wgpu::DeviceLostReason::Destroyed {
-                *lost.lock().unwrap() = Some(format!("device lost ({reason:?}): {message}"));
-            }
+            let message = if message.is_empty() {
+                String::new()
+            } else {
+                format!(": {message}")
+            };
+            *lost.lock().unwrap() = Some(format!("device lost ({reason:?}){message}"));
         });
         Ok(Gpu {
             device,
@@ -218,14 +244,12 @@ impl Gpu {
             info,
             features,
             limits,
-            timing,
-            timing_reason,
+            rec,
             counters: AtomicCounters::default(),
             pipelines: PipelineCache::default(),
             next_buffer_id: AtomicU64::new(1),
             staging: Default::default(),
             uncaptured,
-            tap: Default::default(),
         })
     }
 
@@ -251,34 +275,56 @@ impl Gpu {
 
     /// The timing mode this device was opened for.
     pub fn timing(&self) -> TimingMode {
-        self.timing
+        self.rec.timing()
     }
 
-    pub fn timing_reason(&self) -> &str {
-        &self.timing_reason
+    /// Why this timing mode, in words.
+    pub fn timing_reason(&self) -> String {
+        self.rec.timing_reason()
+    }
+
+    /// The timing as the profile records it (mode, reason, timestamp period, sampling).
+    pub fn timing_info(&self) -> gpuscope_trace::TimingInfo {
+        gpuscope_trace::TimingInfo {
+            mode: self.rec.timing(),
+            reason: self.rec.timing_reason(),
+            timestamp_period_ns: self.queue.get_timestamp_period() as f64,
+            sampling: self.rec.sampling(),
+        }
+    }
+
+    /// Switches the timing mode between steps (the device must have been opened with
+    /// the features the mode needs).
+    pub fn set_timing(&self, request: TimingRequest) -> Result<(), GpuError> {
+        self.rec
+            .set_timing(request)
+            .map_err(|e| missing_feature(e, &self.info.name))
+    }
+
+    /// The request that gives the timing in use again (to restore it after a switch).
+    pub fn timing_request(&self) -> TimingRequest {
+        match self.rec.sampling() {
+            Some(s) => TimingRequest::Sampled { stride: s.stride },
+            None => TimingRequest::Exactly(self.rec.timing()),
+        }
+    }
+
+    /// The recorder every step of this device goes through: the same public
+    /// instrumentation API any wgpu program uses.
+    pub fn recorder(&self) -> &gpuscope_record::Recorder {
+        &self.rec
     }
 
     /// Plain-data description of the adapter for profiles.
     pub fn adapter_desc(&self) -> AdapterDesc {
-        AdapterDesc {
-            name: self.info.name.clone(),
-            backend: format!("{:?}", self.info.backend),
-            device_type: format!("{:?}", self.info.device_type),
-            driver: self.info.driver.clone(),
-            driver_info: self.info.driver_info.clone(),
-            features: self
-                .features
-                .iter_names()
-                .map(|(n, _)| n.to_string())
-                .collect(),
-            max_storage_buffer_binding_size: self.limits.max_storage_buffer_binding_size as u64,
-            max_buffer_size: self.limits.max_buffer_size,
-        }
+        self.rec.adapter_desc()
     }
 
-    /// All counters since the device was opened.
+    /// All counters since the device was opened: the recorder's and the tools'.
     pub fn counters(&self) -> Counters {
-        self.counters.snapshot()
+        let (a, b) = (self.rec.counters(), self.counters.snapshot());
+        let (a, b) = (a.fields(), b.fields());
+        Counters::from_values(std::array::from_fn(|i| a[i].1 + b[i].1))
     }
 
     /// Returns (and clears) an error wgpu reported outside an error scope, such as a
@@ -291,6 +337,9 @@ impl Gpu {
         match self.take_uncaptured() {
             None => Ok(()),
             Some(m) if m.contains("lost") => Err(GpuError::DeviceLost { message: m }),
+            Some(m) if m.starts_with(OUT_OF_MEMORY) => Err(GpuError::OutOfMemory {
+                what: what.to_string(),
+            }),
             Some(m) => Err(GpuError::Validation {
                 what: what.to_string(),
                 message: m,
@@ -304,8 +353,7 @@ impl Gpu {
         if let Some(b) = self.staging.take(size) {
             return b;
         }
-        AtomicCounters::add(&self.counters.buffers_created, 1);
-        self.device.create_buffer(&wgpu::BufferDescriptor {
+        self.rec.create_buffer(&wgpu::BufferDescriptor {
             label: Some("gpuscope.staging"),
             size,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
@@ -321,8 +369,7 @@ impl Gpu {
     /// Blocks until all submitted work is done; counts one sync.
     pub fn wait_idle(&self) -> Result<(), GpuError> {
         let _span = tracing::info_span!("gpu_wait").entered();
-        AtomicCounters::add(&self.counters.syncs, 1);
-        self.device
+        self.rec
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| GpuError::Poll {
                 message: e.to_string(),
@@ -331,71 +378,32 @@ impl Gpu {
     }
 }
 
-fn choose_timing(
-    request: TimingRequest,
-    offered: wgpu::Features,
-    adapter: &str,
-) -> Result<(TimingMode, String), GpuError> {
-    let has_ts = offered.contains(wgpu::Features::TIMESTAMP_QUERY);
-    let has_inside = has_ts && offered.contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
-    let missing = |mode: TimingMode, feature, instead: &str| GpuError::MissingFeature {
-        mode: mode.to_string(),
-        feature,
-        adapter: adapter.to_string(),
-        instead: instead.to_string(),
-    };
-    Ok(match request {
-        TimingRequest::Auto if has_inside => (
-            TimingMode::Dispatch,
-            "per-dispatch GPU timestamps: TIMESTAMP_QUERY_INSIDE_PASSES offered".into(),
-        ),
-        TimingRequest::Auto if has_ts => (
-            TimingMode::Pass,
-            "per-pass GPU timestamps: TIMESTAMP_QUERY offered, TIMESTAMP_QUERY_INSIDE_PASSES not"
-                .into(),
-        ),
-        TimingRequest::Auto => (
-            TimingMode::Off,
-            "wall-clock with a sync per token: the adapter offers no TIMESTAMP_QUERY".into(),
-        ),
-        TimingRequest::Exactly(TimingMode::Dispatch) if has_inside => (
-            TimingMode::Dispatch,
-            "per-dispatch GPU timestamps (requested)".into(),
-        ),
-        TimingRequest::Exactly(TimingMode::Dispatch) => {
-            let feature = if has_ts {
-                "TIMESTAMP_QUERY_INSIDE_PASSES"
-            } else {
-                "TIMESTAMP_QUERY"
-            };
-            return Err(missing(
-                TimingMode::Dispatch,
-                feature,
-                if has_ts {
-                    "--timing pass"
-                } else {
-                    "--timing off"
-                },
-            ));
-        }
-        TimingRequest::Exactly(TimingMode::Pass) if has_ts => (
-            TimingMode::Pass,
-            "per-pass GPU timestamps (requested)".into(),
-        ),
-        TimingRequest::Exactly(TimingMode::Pass) => {
-            return Err(missing(TimingMode::Pass, "TIMESTAMP_QUERY", "--timing off"))
-        }
-        TimingRequest::Exactly(TimingMode::Off) => (
-            TimingMode::Off,
-            "wall-clock with a sync per token: GPU timing off (requested)".into(),
-        ),
-    })
+/// How an out-of-memory error reported outside an error scope is marked, so the next
+/// check reports it as one (a run that fails this way keeps what it measured).
+const OUT_OF_MEMORY: &str = "out of memory";
+
+/// The recorder's timing error as the runtime's, naming the adapter.
+fn missing_feature(e: gpuscope_record::RecordError, adapter: &str) -> GpuError {
+    match e {
+        gpuscope_record::RecordError::MissingFeature {
+            mode,
+            feature,
+            instead,
+            ..
+        } => GpuError::MissingFeature {
+            mode,
+            feature,
+            adapter: adapter.to_string(),
+            instead: format!("--timing {instead}"),
+        },
+        other => GpuError::Invalid(other.to_string()),
+    }
 }
 
 /// One line per adapter wgpu can see (GL only when nothing else answers): name,
 /// backend, type, driver, finest timing mode.
 pub fn list_adapters() -> Vec<String> {
-    enumerate(wgpu::Backends::all())
+    enumerate(wgpu::Backends::all(), false)
         .iter()
         .map(|a| {
             let i = a.get_info();
@@ -420,10 +428,13 @@ pub fn list_adapters() -> Vec<String> {
 /// Adapters on `backends`. GL is asked only when nothing else answers or it is named:
 /// enumerating it starts EGL, which on headless Linux prints noise on stderr and is
 /// never the best choice when Vulkan, Metal or DX12 is there.
-fn enumerate(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
+fn enumerate(backends: wgpu::Backends, validate: bool) -> Vec<wgpu::Adapter> {
     let query = |b: wgpu::Backends| {
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         desc.backends = b;
+        if validate {
+            desc.flags |= wgpu::InstanceFlags::VALIDATION;
+        }
         let instance = wgpu::Instance::new(desc);
         pollster::block_on(instance.enumerate_adapters(b))
     };
@@ -443,46 +454,20 @@ fn enumerate(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
 mod tests {
     use super::*;
 
-    const ALL_TS: wgpu::Features =
-        wgpu::Features::TIMESTAMP_QUERY.union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
-
     #[test]
-    fn auto_takes_the_finest_offered_and_says_why() {
-        let (m, why) = choose_timing(TimingRequest::Auto, ALL_TS, "a").unwrap();
-        assert_eq!(m, TimingMode::Dispatch);
-        assert!(why.contains("TIMESTAMP_QUERY_INSIDE_PASSES"));
-        let (m, _) =
-            choose_timing(TimingRequest::Auto, wgpu::Features::TIMESTAMP_QUERY, "a").unwrap();
-        assert_eq!(m, TimingMode::Pass);
-        let (m, why) = choose_timing(TimingRequest::Auto, wgpu::Features::empty(), "a").unwrap();
-        assert_eq!(m, TimingMode::Off);
-        assert!(why.contains("wall-clock"));
-    }
-
-    #[test]
-    fn a_requested_mode_without_its_feature_names_the_feature_and_the_way_out() {
-        let err = choose_timing(
+    fn a_missing_timing_feature_names_the_adapter_the_feature_and_the_way_out() {
+        let info = wgpu::AdapterInfo::new(wgpu::DeviceType::Cpu, wgpu::Backend::Vulkan);
+        let e = gpuscope_record::choose_timing(
             TimingRequest::Exactly(TimingMode::Dispatch),
             wgpu::Features::TIMESTAMP_QUERY,
-            "GPU X",
+            &info,
         )
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+        let err = missing_feature(e, "GPU X").to_string();
         assert!(
             err.contains("TIMESTAMP_QUERY_INSIDE_PASSES")
                 && err.contains("--timing pass")
                 && err.contains("GPU X"),
-            "{err}"
-        );
-        let err = choose_timing(
-            TimingRequest::Exactly(TimingMode::Pass),
-            wgpu::Features::empty(),
-            "GPU X",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains("TIMESTAMP_QUERY") && err.contains("--timing off"),
             "{err}"
         );
     }

@@ -9,11 +9,7 @@ use std::collections::HashSet;
 use crate::resources::{BindGroup, BufferId, GpuBuffer, Pipeline};
 
 /// The bytes a dispatch must move and the FLOPs it must do, as the op declares them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Cost {
-    pub bytes: u64,
-    pub flops: u64,
-}
+pub use gpuscope_record::Cost;
 
 /// One compute dispatch, ready to encode.
 #[derive(Debug, Clone)]

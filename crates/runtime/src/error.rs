@@ -46,4 +46,7 @@ pub enum GpuError {
     Readback { label: String, message: String },
     #[error("{0}")]
     Invalid(String),
+    /// The recorder refused (a step left open, a timing mode the device cannot do).
+    #[error(transparent)]
+    Record(#[from] gpuscope_record::RecordError),
 }

@@ -23,16 +23,19 @@ pub mod capture;
 mod device;
 mod dispatch;
 mod error;
+mod graph_desc;
 mod peak;
 mod pool;
 mod resources;
 mod step;
 pub mod testing;
+pub mod validation;
 
 pub use device::{list_adapters, parse_backend, Gpu, GpuOptions, TimingRequest};
 pub use dispatch::{grid_2d, Cost, Dispatch, Graph, Section};
 pub use error::GpuError;
-pub use peak::{measure_peak, PeakReport};
+pub use graph_desc::graph_desc;
+pub use peak::{measure_ceilings, read_only_dispatch, PeakOptions};
 pub use resources::{BindGroup, BufferId, GpuBuffer, Pipeline, ShaderSource};
 pub use step::{
     step_events, DispatchSample, PassSample, PendingStep, StepOutput, StepRunner, MAX_IN_FLIGHT,

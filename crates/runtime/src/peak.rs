@@ -1,10 +1,38 @@
-//! Measured device peaks: the bandwidth a plain copy kernel reaches, and the cost of a
-//! dependent tiny dispatch. Rooflines use these, never datasheet figures.
+//! Measured device ceilings (`gpuscope peak`): what the device reaches on kernels that
+//! do nothing but move bytes, do FMAs or dispatch, timed with GPU timestamps around
+//! each pass, repeated, and summarised as median, p10–p90 and count. Rooflines use
+//! these, never datasheet figures. The result is plain data ([`Ceilings`]).
+//!
+//! - copy, read-only and write-only bandwidth: a grid-stride loop over `bytes`
+//!   (capped by the binding limit) of `vec4<f32>`; bytes counted are those the kernel
+//!   must move (read + write for the copy, plus the read kernel's one f32 per
+//!   invocation that keeps its sum alive)
+//! - f32 and f16 FMA rates: 8 independent `vec4` FMA chains per invocation, unrolled
+//!   twice, with the iteration count read from a buffer (one pipeline) and doubled
+//!   until a repetition takes `target_ns`; f16 only where SHADER_F16 is offered
+//! - dependent dispatch: a chain of tiny dispatches in one pass, each reading what
+//!   the previous wrote (so each waits for the one before); GPU time per dispatch
+//! - CPU encode + submit per dispatch: the same chain with timing off, CPU time of
+//!   encoding and submitting it over its length
+//! - fill: a kernel with a fixed amount of work per workgroup, dispatched with 1, 2,
+//!   4, ... workgroups; the smallest count that reaches 90% of the best throughput
+//!   (workgroups per ns) measured is the number a dispatch needs to keep the device
+//!   busy. Doubling stops once throughput has stopped growing for two steps.
+//!
+//! Without GPU timestamps every GPU figure falls back to wall-clock with a sync per
+//! repetition, and `method` says so.
+
+use std::collections::BTreeMap;
+
+use gpuscope_trace::ceilings::{
+    Ceilings, CeilingsIdentity, FillWorkgroups, Measured, CEILINGS_FORMAT,
+};
+use gpuscope_trace::TimingMode;
 
 use crate::device::Gpu;
 use crate::dispatch::{Cost, Dispatch, Graph, Section};
 use crate::error::GpuError;
-use crate::resources::ShaderSource;
+use crate::resources::{GpuBuffer, ShaderSource};
 use crate::step::StepRunner;
 
 const COPY: ShaderSource = ShaderSource {
@@ -24,6 +52,101 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 "#,
 };
 
+const READ: ShaderSource = ShaderSource {
+    name: "peak_read",
+    wgsl: r#"
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> sums: array<f32>;
+override N: u32;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let stride = nwg.x * 256u;
+    var acc = vec4<f32>(0.0);
+    for (var i = gid.x; i < N; i += stride) {
+        acc += src[i];
+    }
+    // One write per invocation keeps the reads from being optimised away.
+    sums[gid.x] = acc.x + acc.y + acc.z + acc.w;
+}
+"#,
+};
+
+const WRITE: ShaderSource = ShaderSource {
+    name: "peak_write",
+    wgsl: r#"
+@group(0) @binding(0) var<storage, read_write> dst: array<vec4<f32>>;
+override N: u32;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let stride = nwg.x * 256u;
+    for (var i = gid.x; i < N; i += stride) {
+        dst[i] = vec4<f32>(f32(i), 1.0, 2.0, 3.0);
+    }
+}
+"#,
+};
+
+/// The FMA kernel body, for `T` = `f32` or `f16`: 8 chains of `a = a * b + c`, which
+/// converge (b < 1) so no value overflows or turns denormal.
+macro_rules! fma_kernel {
+    ($enable:literal, $t:literal) => {
+        concat!(
+            $enable,
+            r#"
+@group(0) @binding(0) var<storage, read> params: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let iters = params[0];
+    let s = "#,
+            $t,
+            r#"(gid.x % 7u) * "#,
+            $t,
+            r#"(0.001);
+    let b = vec4<"#,
+            $t,
+            r#">("#,
+            $t,
+            r#"(0.5) + s);
+    let c = vec4<"#,
+            $t,
+            r#">(s);
+    var a0 = c; var a1 = c + b; var a2 = c - s; var a3 = b;
+    var a4 = c * "#,
+            $t,
+            r#"(2.0); var a5 = b * "#,
+            $t,
+            r#"(0.5); var a6 = c + s; var a7 = b - s;
+    for (var i = 0u; i < iters; i++) {
+        a0 = fma(a0, b, c); a1 = fma(a1, b, c); a2 = fma(a2, b, c); a3 = fma(a3, b, c);
+        a4 = fma(a4, b, c); a5 = fma(a5, b, c); a6 = fma(a6, b, c); a7 = fma(a7, b, c);
+        a0 = fma(a0, b, c); a1 = fma(a1, b, c); a2 = fma(a2, b, c); a3 = fma(a3, b, c);
+        a4 = fma(a4, b, c); a5 = fma(a5, b, c); a6 = fma(a6, b, c); a7 = fma(a7, b, c);
+    }
+    let sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+    out[gid.x] = f32(sum.x + sum.y + sum.z + sum.w);
+}
+"#
+        )
+    };
+}
+
+const FMA_F32: ShaderSource = ShaderSource {
+    name: "peak_fma_f32",
+    wgsl: fma_kernel!("", "f32"),
+};
+
+const FMA_F16: ShaderSource = ShaderSource {
+    name: "peak_fma_f16",
+    wgsl: fma_kernel!("enable f16;\n", "f16"),
+};
+
+/// FLOPs per invocation per loop iteration: 16 vec4 FMAs of 2 FLOPs per lane.
+const FMA_FLOPS_PER_ITER: u64 = 16 * 4 * 2;
+const FMA_WORKGROUP: u32 = 64;
+/// Workgroups of the FMA kernel: 262 144 invocations, more than any GPU holds at once.
+const FMA_WORKGROUPS: u32 = 4096;
+
 const TINY: ShaderSource = ShaderSource {
     name: "peak_tiny",
     wgsl: r#"
@@ -35,26 +158,176 @@ fn main() {
 "#,
 };
 
-/// What `peak` measured.
+/// A fixed amount of work per workgroup: 64 invocations, each `params[0]` dependent
+/// FMAs.
+const FILL: ShaderSource = ShaderSource {
+    name: "peak_fill",
+    wgsl: r#"
+@group(0) @binding(0) var<storage, read> params: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    var a = f32(li) * 0.001;
+    for (var i = 0u; i < params[0]; i++) {
+        a = fma(a, 0.999, 0.001);
+    }
+    if (a == 12345.0) {
+        out[0] = a;
+    }
+}
+"#,
+};
+const FILL_WORKGROUP: u32 = 64;
+/// Throughput within this share of the best counts as filling the device.
+const FILL_SHARE: f64 = 0.9;
+
+/// What to measure with.
 #[derive(Debug, Clone)]
-pub struct PeakReport {
-    pub copy_bytes: u64,
-    /// Read + write bytes per second of the copy kernel, median of the repetitions, GB/s.
-    pub copy_gbps_median: f64,
-    pub copy_gbps_max: f64,
-    /// GPU time of one dependent tiny dispatch (a chain of them in one pass), µs.
-    pub tiny_dispatch_us: Option<f64>,
+pub struct PeakOptions {
+    /// Bytes the bandwidth kernels move per repetition (capped by the device's
+    /// binding limit).
+    pub bytes: u64,
+    /// Timed repetitions per figure (after 2 warm-ups).
     pub repetitions: usize,
-    /// How the times were measured: GPU timestamps or wall-clock.
-    pub method: String,
+    /// The FMA and fill kernels grow until one repetition takes this long, ns.
+    pub target_ns: u64,
+    /// Dispatches in the dependent chain.
+    pub chain: usize,
+    /// Who measured, e.g. `gpuscope 0.1.0` (goes into the identity).
+    pub tool: String,
 }
 
-/// Measures copy bandwidth over `bytes` (capped by the device's binding limit) and the
-/// cost of a dependent tiny dispatch.
-pub fn measure_peak(gpu: &Gpu, bytes: u64, repetitions: usize) -> Result<PeakReport, GpuError> {
-    let max_binding = gpu.limits().max_storage_buffer_binding_size as u64;
-    let bytes = bytes.min(max_binding).min(gpu.limits().max_buffer_size) / 16 * 16;
+impl Default for PeakOptions {
+    fn default() -> PeakOptions {
+        PeakOptions {
+            bytes: 1 << 30,
+            repetitions: 20,
+            target_ns: 5_000_000,
+            chain: 1000,
+            tool: format!("gpuscope {}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+/// Times single-dispatch graphs, one step each, with GPU timestamps around the pass
+/// when the device has them.
+struct Timer {
+    runner: StepRunner,
+    timed: bool,
+}
+
+impl Timer {
+    fn new(gpu: &Gpu, graph: &Graph) -> Result<Timer, GpuError> {
+        if gpu.timing() != TimingMode::Off {
+            if let Ok(runner) = StepRunner::with_timing(gpu, graph, &[], TimingMode::Pass) {
+                return Ok(Timer {
+                    runner,
+                    timed: true,
+                });
+            }
+        }
+        Ok(Timer {
+            runner: StepRunner::with_timing(gpu, graph, &[], TimingMode::Off)?,
+            timed: false,
+        })
+    }
+
+    /// One step of `graph`; its GPU time (or wall time without timestamps), ns.
+    fn once(
+        &mut self,
+        gpu: &Gpu,
+        graph: &Graph,
+        uploads: &[(&GpuBuffer, u64, &[u8])],
+    ) -> Result<Option<u64>, GpuError> {
+        let out = self.runner.step(gpu, graph, uploads)?;
+        Ok(if self.timed {
+            out.gpu_busy_ns
+        } else {
+            Some(out.wall_ns)
+        }
+        .filter(|&ns| ns > 0))
+    }
+
+    /// 2 warm-ups, then `reps` timed steps; `work / ns` of each.
+    fn rates(
+        &mut self,
+        gpu: &Gpu,
+        graph: &Graph,
+        uploads: &[(&GpuBuffer, u64, &[u8])],
+        reps: usize,
+        work: f64,
+    ) -> Result<Option<Measured>, GpuError> {
+        let mut v = Vec::with_capacity(reps);
+        for i in 0..reps + 2 {
+            let ns = self.once(gpu, graph, uploads)?;
+            if i >= 2 {
+                v.extend(ns.map(|ns| work / ns as f64));
+            }
+        }
+        Ok(Measured::of(&v))
+    }
+}
+
+fn one(name: &str, d: Dispatch) -> Graph {
+    Graph {
+        sections: vec![Section::new(name, None, vec![d])],
+    }
+}
+
+/// Measures every ceiling (see the module docs); `progress` hears what is being
+/// measured, for a status line.
+/// The read-only bandwidth kernel over the first `bytes` (rounded down to 16) of `src`,
+/// and the bytes one run moves (the reads plus its one f32 per invocation). Also the
+/// "read-only" variant of `bench --experiment memory-vs-compute`.
+pub fn read_only_dispatch(
+    gpu: &Gpu,
+    src: &GpuBuffer,
+    bytes: u64,
+) -> Result<(Dispatch, f64), GpuError> {
+    let n = (bytes / 16).max(1) as u32;
+    // One f32 written per invocation: few enough invocations that the writes are a
+    // small share of the bytes, enough to fill any device.
+    let grid = n.div_ceil(256).clamp(1, 4096);
+    let sums = gpu.create_buffer("peak.sums", grid as u64 * 256 * 4)?;
+    let p = gpu.pipeline(&READ, "main", &[("N", n as f64)])?;
+    let b = gpu.bind_group(&p, &[src, &sums])?;
+    let moved = n as f64 * 16.0 + grid as f64 * 256.0 * 4.0;
+    Ok((
+        Dispatch::new(
+            "peak_read",
+            p,
+            b,
+            [grid, 1, 1],
+            Cost {
+                bytes: moved as u64,
+                ..Cost::default()
+            },
+            &[src],
+            &[&sums],
+        ),
+        moved,
+    ))
+}
+
+pub fn measure_ceilings(
+    gpu: &Gpu,
+    opts: &PeakOptions,
+    mut progress: impl FnMut(&str),
+) -> Result<Ceilings, GpuError> {
+    let reps = opts.repetitions.max(1);
+    let mut settings = BTreeMap::new();
+    progress("bandwidth");
+    let limits = gpu.limits();
+    let bytes = opts
+        .bytes
+        .min(limits.max_storage_buffer_binding_size as u64)
+        .min(limits.max_buffer_size)
+        / 16
+        * 16;
+    let bytes = bytes.max(16);
     let n = (bytes / 16) as u32;
+    settings.insert("bandwidth_bytes".into(), bytes.to_string());
+    settings.insert("repetitions".into(), reps.to_string());
     let src = gpu.create_buffer("peak.src", bytes)?;
     let dst = gpu.create_buffer("peak.dst", bytes)?;
     // Never benchmark on zeros: fill the source with a pattern.
@@ -67,88 +340,263 @@ pub fn measure_peak(gpu: &Gpu, bytes: u64, repetitions: usize) -> Result<PeakRep
         gpu.write_buffer(&src, off, &pattern[..len]);
         off += len as u64;
     }
-    let pipeline = gpu.pipeline(&COPY, "main", &[("N", n as f64)])?;
-    let bind = gpu.bind_group(&pipeline, &[&src, &dst])?;
-    let workgroups = n.div_ceil(256).clamp(1, 65535);
-    let copy = Dispatch::new(
-        "peak_copy",
-        pipeline,
-        bind,
-        [workgroups, 1, 1],
-        Cost {
-            bytes: 2 * bytes,
-            flops: 0,
-        },
-        &[&src],
-        &[&dst],
-    );
-    let graph = Graph {
-        sections: vec![Section::new("copy", None, vec![copy])],
+    let grid = n.div_ceil(256).clamp(1, 65535);
+    let copy = {
+        let p = gpu.pipeline(&COPY, "main", &[("N", n as f64)])?;
+        let b = gpu.bind_group(&p, &[&src, &dst])?;
+        one(
+            "copy",
+            Dispatch::new(
+                "peak_copy",
+                p,
+                b,
+                [grid, 1, 1],
+                Cost::default(),
+                &[&src],
+                &[&dst],
+            ),
+        )
     };
-    let mut runner = StepRunner::new(gpu, &graph, &[])?;
-    let timed = gpu.timing() != gpuscope_trace::TimingMode::Off;
-    let mut rates = Vec::new();
-    for i in 0..repetitions + 3 {
-        let out = runner.step(gpu, &graph, &[])?;
-        let ns = if timed {
-            out.gpu_busy_ns
-        } else {
-            Some(out.wall_ns)
-        };
-        if i >= 3 {
-            if let Some(ns) = ns.filter(|&n| n > 0) {
-                rates.push(2.0 * bytes as f64 / ns as f64);
-            }
-        }
-    }
-    rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let tiny_dispatch_us = if gpu.timing() != gpuscope_trace::TimingMode::Off {
-        let v = gpu.create_buffer("peak.tiny", 16)?;
-        let p = gpu.pipeline(&TINY, "main", &[])?;
-        let b = gpu.bind_group(&p, &[&v])?;
-        const CHAIN: usize = 1000;
-        let chain: Vec<Dispatch> = (0..CHAIN)
-            .map(|_| {
-                Dispatch::new(
-                    "peak_tiny",
-                    p.clone(),
-                    b.clone(),
-                    [1, 1, 1],
-                    Cost::default(),
-                    &[&v],
-                    &[&v],
-                )
-            })
-            .collect();
-        let g = Graph {
-            sections: vec![Section::new("tiny", None, chain)],
-        };
-        let mut r = StepRunner::with_timing(gpu, &g, &[], gpuscope_trace::TimingMode::Pass)
-            .or_else(|_| StepRunner::new(gpu, &g, &[]))?;
-        let mut per = Vec::new();
-        for i in 0..8 {
-            let out = r.step(gpu, &g, &[])?;
-            if i >= 2 {
-                if let Some(ns) = out.gpu_busy_ns {
-                    per.push(ns as f64 / CHAIN as f64 / 1000.0);
-                }
-            }
-        }
-        per.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        per.get(per.len() / 2).copied()
+    let mut timer = Timer::new(gpu, &copy)?;
+    let copy_gbps = timer.rates(gpu, &copy, &[], reps, 2.0 * bytes as f64)?;
+    let (read_dispatch, read_bytes) = read_only_dispatch(gpu, &src, bytes)?;
+    let read = one("read", read_dispatch);
+    let read_gbps = timer.rates(gpu, &read, &[], reps, read_bytes)?;
+    let write = {
+        let p = gpu.pipeline(&WRITE, "main", &[("N", n as f64)])?;
+        let b = gpu.bind_group(&p, &[&dst])?;
+        one(
+            "write",
+            Dispatch::new(
+                "peak_write",
+                p,
+                b,
+                [grid, 1, 1],
+                Cost::default(),
+                &[],
+                &[&dst],
+            ),
+        )
+    };
+    let write_gbps = timer.rates(gpu, &write, &[], reps, bytes as f64)?;
+
+    progress("FMA rate");
+    let params = gpu.create_buffer("peak.params", 16)?;
+    let out = gpu.create_buffer("peak.out", FMA_WORKGROUPS as u64 * FMA_WORKGROUP as u64 * 4)?;
+    let fma = |source: &ShaderSource| -> Result<Graph, GpuError> {
+        let p = gpu.pipeline(source, "main", &[])?;
+        let b = gpu.bind_group(&p, &[&params, &out])?;
+        Ok(one(
+            source.name,
+            Dispatch::new(
+                source.name,
+                p,
+                b,
+                [FMA_WORKGROUPS, 1, 1],
+                Cost::default(),
+                &[&params],
+                &[&out],
+            ),
+        ))
+    };
+    let invocations = FMA_WORKGROUPS as u64 * FMA_WORKGROUP as u64;
+    let f32_gflops = fma_rate(gpu, &mut timer, &fma(&FMA_F32)?, &params, opts, reps)?;
+    settings.insert("fma_invocations".into(), invocations.to_string());
+    let f16_gflops = if gpu.features().contains(wgpu::Features::SHADER_F16) {
+        fma_rate(gpu, &mut timer, &fma(&FMA_F16)?, &params, opts, reps)?
     } else {
+        settings.insert(
+            "f16".into(),
+            "not measured: the device was not opened with SHADER_F16".into(),
+        );
         None
     };
-    Ok(PeakReport {
-        copy_bytes: bytes,
-        copy_gbps_median: rates.get(rates.len() / 2).copied().unwrap_or(0.0),
-        copy_gbps_max: rates.last().copied().unwrap_or(0.0),
-        tiny_dispatch_us,
-        repetitions: rates.len(),
-        method: if timed {
-            "GPU timestamps around the pass".into()
-        } else {
-            "wall-clock with a sync".into()
-        },
+
+    progress("dispatch cost");
+    let chain = opts.chain.max(1);
+    settings.insert("chain".into(), chain.to_string());
+    let tiny = gpu.create_buffer("peak.tiny", 16)?;
+    let chain_graph = {
+        let p = gpu.pipeline(&TINY, "main", &[])?;
+        let b = gpu.bind_group(&p, &[&tiny])?;
+        Graph {
+            sections: vec![Section::new(
+                "tiny",
+                None,
+                (0..chain)
+                    .map(|_| {
+                        Dispatch::new(
+                            "peak_tiny",
+                            p.clone(),
+                            b.clone(),
+                            [1, 1, 1],
+                            Cost::default(),
+                            &[&tiny],
+                            &[&tiny],
+                        )
+                    })
+                    .collect(),
+            )],
+        }
+    };
+    let mut chain_timer = Timer::new(gpu, &chain_graph)?;
+    let per_dispatch = chain_timer
+        .rates(gpu, &chain_graph, &[], reps, chain as f64)?
+        .map(invert);
+    let mut cpu = StepRunner::with_timing(gpu, &chain_graph, &[], TimingMode::Off)?;
+    let mut cpu_ns = Vec::with_capacity(reps);
+    for i in 0..reps + 2 {
+        let o = cpu.step(gpu, &chain_graph, &[])?;
+        if i >= 2 {
+            cpu_ns.push((o.cpu.encode_ns + o.cpu.submit_ns) as f64 / chain as f64);
+        }
+    }
+    progress("workgroups that fill the device");
+    let fill_graph = {
+        let p = gpu.pipeline(&FILL, "main", &[])?;
+        let b = gpu.bind_group(&p, &[&params, &out])?;
+        one(
+            "fill",
+            Dispatch::new(
+                "peak_fill",
+                p,
+                b,
+                [1, 1, 1],
+                Cost::default(),
+                &[&params],
+                &[&out],
+            ),
+        )
+    };
+    let floor_ns = per_dispatch.map_or(0.0, |m| m.median);
+    let fill = fill_workgroups(gpu, &mut timer, fill_graph, &params, opts, floor_ns)?;
+
+    let method = if timer.timed {
+        "GPU timestamps around each pass"
+    } else {
+        "wall-clock with a sync per repetition (the device offers no GPU timestamps)"
+    };
+    Ok(Ceilings {
+        format: CEILINGS_FORMAT,
+        identity: CeilingsIdentity::now(&gpu.adapter_desc(), &opts.tool),
+        method: method.into(),
+        copy_gbps,
+        read_gbps,
+        write_gbps,
+        f32_gflops,
+        f16_gflops,
+        dispatch_ns: per_dispatch,
+        cpu_dispatch_ns: Measured::of(&cpu_ns),
+        fill,
+        settings,
     })
+}
+
+/// A rate measured as work per ns turned into ns per unit of work.
+fn invert(m: Measured) -> Measured {
+    Measured {
+        median: 1.0 / m.median,
+        p10: 1.0 / m.p90,
+        p90: 1.0 / m.p10,
+        n: m.n,
+    }
+}
+
+/// Iterations of the FMA loop doubled until one run takes `target_ns`, then the rate.
+fn fma_rate(
+    gpu: &Gpu,
+    timer: &mut Timer,
+    graph: &Graph,
+    params: &GpuBuffer,
+    opts: &PeakOptions,
+    reps: usize,
+) -> Result<Option<Measured>, GpuError> {
+    let mut iters: u32 = 8;
+    loop {
+        let bytes = iters.to_le_bytes();
+        let ns = timer.once(gpu, graph, &[(params, 0, &bytes)])?.unwrap_or(0);
+        if ns >= opts.target_ns || iters >= 1 << 20 {
+            break;
+        }
+        // Jump close to the target in one step once a time is measurable.
+        let factor = if ns > 0 {
+            (opts.target_ns as f64 / ns as f64).clamp(2.0, 64.0)
+        } else {
+            2.0
+        };
+        iters = ((iters as f64 * factor) as u32).min(1 << 20);
+    }
+    let flops = (FMA_WORKGROUPS as u64 * FMA_WORKGROUP as u64) as f64
+        * iters as f64
+        * FMA_FLOPS_PER_ITER as f64;
+    let bytes = iters.to_le_bytes();
+    timer.rates(gpu, graph, &[(params, 0, &bytes)], reps, flops)
+}
+
+/// The median of 3 timed runs, ns.
+fn median_ns(
+    timer: &mut Timer,
+    gpu: &Gpu,
+    graph: &Graph,
+    uploads: &[(&GpuBuffer, u64, &[u8])],
+) -> Result<Option<f64>, GpuError> {
+    let mut v = Vec::with_capacity(3);
+    for _ in 0..3 {
+        v.extend(timer.once(gpu, graph, uploads)?.map(|n| n as f64));
+    }
+    Ok(Measured::of(&v).map(|m| m.median))
+}
+
+/// The smallest workgroup count within [`FILL_SHARE`] of the best throughput.
+fn fill_workgroups(
+    gpu: &Gpu,
+    timer: &mut Timer,
+    mut graph: Graph,
+    params: &GpuBuffer,
+    opts: &PeakOptions,
+    dispatch_floor_ns: f64,
+) -> Result<Option<FillWorkgroups>, GpuError> {
+    // Work per workgroup: enough that one workgroup alone runs for 20 dispatch floors
+    // (and a fiftieth of the target), so the cost of a dispatch does not hide the
+    // device's width.
+    let enough = (20.0 * dispatch_floor_ns).max(opts.target_ns as f64 / 50.0);
+    let mut iters: u32 = 64;
+    graph.sections[0].dispatches[0].workgroups = [1, 1, 1];
+    timer.once(gpu, &graph, &[(params, 0, &iters.to_le_bytes())])?;
+    loop {
+        let bytes = iters.to_le_bytes();
+        let ns = median_ns(timer, gpu, &graph, &[(params, 0, &bytes)])?.unwrap_or(0.0);
+        if ns >= enough || iters >= 1 << 24 {
+            break;
+        }
+        iters = iters.saturating_mul(2);
+    }
+    let bytes = iters.to_le_bytes();
+    let mut throughput: Vec<(u32, f64)> = Vec::new();
+    let mut flat = 0;
+    let mut w: u32 = 1;
+    while w <= 65535 {
+        graph.sections[0].dispatches[0].workgroups = [w, 1, 1];
+        let Some(t) = median_ns(timer, gpu, &graph, &[(params, 0, &bytes)])? else {
+            break;
+        };
+        let rate = w as f64 / t;
+        let best = throughput.iter().map(|x| x.1).fold(0.0, f64::max);
+        flat = if rate < best * 1.1 { flat + 1 } else { 0 };
+        throughput.push((w, rate));
+        tracing::debug!(workgroups = w, iters, ns = t, "peak fill");
+        // Past two doublings without gain, or a repetition over 8 targets: done.
+        if (flat >= 2 && w >= 8) || t > 8.0 * opts.target_ns as f64 {
+            break;
+        }
+        w *= 2;
+    }
+    let best = throughput.iter().map(|x| x.1).fold(0.0, f64::max);
+    Ok(throughput
+        .iter()
+        .find(|x| x.1 >= FILL_SHARE * best)
+        .map(|&(workgroups, _)| FillWorkgroups {
+            workgroups,
+            workgroup_size: FILL_WORKGROUP,
+        }))
 }

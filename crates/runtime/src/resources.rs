@@ -146,12 +146,13 @@ impl BindGroup {
     }
 }
 
-type PipelineKey = (&'static str, String, Vec<(String, u64)>);
+type PipelineKey = (&'static str, bool, String, Vec<(String, u64)>);
 
 /// Shader modules by name, pipelines by (shader, entry point, override constants).
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    modules: Mutex<HashMap<&'static str, (wgpu::ShaderModule, &'static str)>>,
+    /// By (name, trusted: built without naga's runtime checks).
+    modules: Mutex<HashMap<(&'static str, bool), (wgpu::ShaderModule, &'static str)>>,
     pipelines: Mutex<HashMap<PipelineKey, Pipeline>>,
 }
 
@@ -184,8 +185,20 @@ impl Gpu {
         Ok(value)
     }
 
-    /// Creates a zeroed storage buffer of `size` bytes (rounded up to 4).
+    /// Creates a zeroed storage buffer of `size` bytes (rounded up to 4), of memory kind
+    /// "other" (see [`Gpu::create_buffer_as`]).
     pub fn create_buffer(&self, label: &str, size: u64) -> Result<GpuBuffer, GpuError> {
+        self.create_buffer_as(gpuscope_trace::MemoryKind::Other, label, size)
+    }
+
+    /// Creates a zeroed storage buffer of `size` bytes (rounded up to 4) holding `kind`
+    /// (weights, KV cache, activations...: the profile's memory view groups by it).
+    pub fn create_buffer_as(
+        &self,
+        kind: gpuscope_trace::MemoryKind,
+        label: &str,
+        size: u64,
+    ) -> Result<GpuBuffer, GpuError> {
         let _span = tracing::info_span!("create_buffer", label).entered();
         let size = padded(size);
         if size > self.limits.max_buffer_size {
@@ -200,7 +213,7 @@ impl Gpu {
         let buffer = self.scoped(
             || format!("creating buffer \"{label}\" ({size} bytes)"),
             || {
-                self.device.create_buffer(&wgpu::BufferDescriptor {
+                self.rec.create_buffer(&wgpu::BufferDescriptor {
                     label: Some(label),
                     size,
                     usage: wgpu::BufferUsages::STORAGE
@@ -210,7 +223,7 @@ impl Gpu {
                 })
             },
         )?;
-        AtomicCounters::add(&self.counters.buffers_created, 1);
+        self.rec.set_memory_kind(&buffer, kind);
         Ok(GpuBuffer {
             id: BufferId(self.next_buffer_id.fetch_add(1, Ordering::Relaxed)),
             label: label.into(),
@@ -222,7 +235,17 @@ impl Gpu {
 
     /// Creates a storage buffer holding `contents` (zero-padded to 4 bytes).
     pub fn create_buffer_init(&self, label: &str, contents: &[u8]) -> Result<GpuBuffer, GpuError> {
-        let buf = self.create_buffer(label, contents.len() as u64)?;
+        self.create_buffer_init_as(gpuscope_trace::MemoryKind::Other, label, contents)
+    }
+
+    /// [`Gpu::create_buffer_init`] for a buffer of memory kind `kind`.
+    pub fn create_buffer_init_as(
+        &self,
+        kind: gpuscope_trace::MemoryKind,
+        label: &str,
+        contents: &[u8],
+    ) -> Result<GpuBuffer, GpuError> {
+        let buf = self.create_buffer_as(kind, label, contents.len() as u64)?;
         self.write_buffer(&buf, 0, contents);
         Ok(buf)
     }
@@ -232,14 +255,13 @@ impl Gpu {
         if data.is_empty() {
             return;
         }
-        AtomicCounters::add(&self.counters.bytes_uploaded, data.len() as u64);
         if data.len() % 4 == 0 {
-            self.queue
+            self.rec
                 .write_buffer(&buf.buffer, buf.offset + offset, data);
         } else {
             let mut padded_data = data.to_vec();
             padded_data.resize(padded(data.len() as u64) as usize, 0);
-            self.queue
+            self.rec
                 .write_buffer(&buf.buffer, buf.offset + offset, &padded_data);
         }
     }
@@ -306,8 +328,32 @@ impl Gpu {
         entry: &str,
         constants: &[(&str, f64)],
     ) -> Result<Pipeline, GpuError> {
+        self.build_pipeline(shader, entry, constants, false)
+    }
+
+    /// Like [`Self::pipeline`], with the shader module created without naga's runtime
+    /// checks (`wgpu::ShaderRuntimeChecks::unchecked`: no bounds checks added, loops not
+    /// bounded). Only for kernels whose every index is proven in range for the buffers
+    /// the caller checked, and whose loops end; the caller documents the proof.
+    pub fn pipeline_trusted(
+        &self,
+        shader: &ShaderSource,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<Pipeline, GpuError> {
+        self.build_pipeline(shader, entry, constants, true)
+    }
+
+    fn build_pipeline(
+        &self,
+        shader: &ShaderSource,
+        entry: &str,
+        constants: &[(&str, f64)],
+        trusted: bool,
+    ) -> Result<Pipeline, GpuError> {
         let key: PipelineKey = (
             shader.name,
+            trusted,
             entry.to_string(),
             constants
                 .iter()
@@ -325,7 +371,7 @@ impl Gpu {
         };
         let module = {
             let mut modules = self.pipelines.modules.lock().unwrap();
-            match modules.get(shader.name) {
+            match modules.get(&(shader.name, trusted)) {
                 // One name, one source: a replay with an edited kernel must not be
                 // handed the module built from the original.
                 Some((_, wgsl)) if *wgsl != shader.wgsl => {
@@ -336,23 +382,34 @@ impl Gpu {
                 }
                 Some((m, _)) => m.clone(),
                 None => {
+                    let desc = wgpu::ShaderModuleDescriptor {
+                        label: Some(shader.name),
+                        source: wgpu::ShaderSource::Wgsl(shader.wgsl.into()),
+                    };
                     let m = self
                         .scoped(String::new, || {
-                            self.device
-                                .create_shader_module(wgpu::ShaderModuleDescriptor {
-                                    label: Some(shader.name),
-                                    source: wgpu::ShaderSource::Wgsl(shader.wgsl.into()),
-                                })
+                            if trusted {
+                                // SAFETY: `pipeline_trusted`'s callers prove their
+                                // indexing in range and their loops finite.
+                                unsafe {
+                                    self.rec.create_shader_module_trusted(
+                                        desc,
+                                        wgpu::ShaderRuntimeChecks::unchecked(),
+                                    )
+                                }
+                            } else {
+                                self.rec.create_shader_module(desc)
+                            }
                         })
                         .map_err(|e| shader_error(error_message(e)))?;
-                    modules.insert(shader.name, (m.clone(), shader.wgsl));
+                    modules.insert((shader.name, trusted), (m.clone(), shader.wgsl));
                     m
                 }
             }
         };
         let raw = self
             .scoped(String::new, || {
-                self.device
+                self.rec
                     .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                         label: Some(shader.name),
                         layout: None,
@@ -366,7 +423,6 @@ impl Gpu {
                     })
             })
             .map_err(|e| shader_error(error_message(e)))?;
-        AtomicCounters::add(&self.counters.pipelines_created, 1);
         let mut name = format!("{}:{}", shader.name, entry);
         if !constants.is_empty() {
             let consts: Vec<String> = constants.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -438,14 +494,13 @@ impl Gpu {
         let raw = self.scoped(
             || format!("binding {} buffers to {}", buffers.len(), pipeline.name()),
             || {
-                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                self.rec.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some(pipeline.name()),
                     layout: &layout,
                     entries: &entries,
                 })
             },
         )?;
-        AtomicCounters::add(&self.counters.bind_groups_created, 1);
         Ok(BindGroup {
             raw,
             buffers: buffers.iter().map(|b| b.id()).collect(),

@@ -130,7 +130,8 @@ fn record(s: &Setup, dir: &Path, data: bool, outputs: Option<Range<usize>>) -> V
     if let Some(r) = outputs {
         rec.capture_outputs(gpu, r).unwrap();
     }
-    rec.write(dir).unwrap();
+    rec.write(dir, gpuscope_trace::capture::OnExisting::Refuse)
+        .unwrap();
     outs
 }
 
@@ -140,7 +141,7 @@ fn whole_stream_replay_has_the_live_runs_dispatches_and_counters() {
     let dir = tempfile::tempdir().unwrap();
     let live = record(&s, dir.path(), true, None);
     let cap = read_capture(dir.path()).unwrap();
-    let profile = replay_stream(&s.gpu, &cap, &[]).unwrap();
+    let profile = replay_stream(&s.gpu, &cap, &[], &Default::default()).unwrap();
     assert_eq!(profile.tokens.len(), live.len());
     assert_eq!(
         profile.dispatches.len(),
@@ -168,7 +169,7 @@ fn per_command_lists_each_unique_command_once_and_counts_sum_to_the_stream() {
         max_seconds: 0.5,
         ..Default::default()
     };
-    let report = bench_commands(&s.gpu, &cap, &[], &opts).unwrap();
+    let report = bench_commands(&s.gpu, &cap, &[], &opts, &Default::default()).unwrap();
     // scale×2 and acc (one pipeline and bind group for both sections: one command).
     assert_eq!(report.commands.len(), 3);
     let mut keys: Vec<_> = report
@@ -205,7 +206,7 @@ fn a_capture_with_data_replays_to_identical_outputs() {
     let dir = tempfile::tempdir().unwrap();
     record(&s, dir.path(), true, Some(1..3));
     let cap = read_capture(dir.path()).unwrap();
-    let cmp = compare_outputs(&s.gpu, &cap, &[], None).unwrap();
+    let cmp = compare_outputs(&s.gpu, &cap, &[], None, &Default::default()).unwrap();
     assert_eq!(cmp.steps, vec![1, 2]);
     assert_eq!(
         cmp.outputs_compared,
@@ -228,7 +229,7 @@ fn a_substituted_kernel_that_computes_something_else_is_caught_at_its_first_disp
     )
     .unwrap();
     let sub = Substitution::from_file("capture_test_acc", &file).unwrap();
-    let cmp = compare_outputs(&s.gpu, &cap, &[sub], None).unwrap();
+    let cmp = compare_outputs(&s.gpu, &cap, &[sub], None, &Default::default()).unwrap();
     let m = cmp.first_mismatch.expect("the edited kernel is caught");
     assert_eq!(
         (m.step, m.dispatch, m.label.as_str(), m.binding),
@@ -252,7 +253,7 @@ fn a_substituted_kernel_with_other_bindings_is_refused_before_running() {
     .unwrap();
     let before = s.gpu.counters();
     let sub = Substitution::from_file("capture_test_acc", &file).unwrap();
-    let err = compare_outputs(&s.gpu, &cap, &[sub], None).unwrap_err();
+    let err = compare_outputs(&s.gpu, &cap, &[sub], None, &Default::default()).unwrap_err();
     assert!(matches!(err, ReplayError::Substitute { .. }), "{err}");
     let msg = err.to_string();
     assert!(
@@ -272,6 +273,7 @@ fn a_substituted_kernel_with_other_bindings_is_refused_before_running() {
         &cap,
         &[Substitution::from_file("capture_test_acc", &file).unwrap()],
         None,
+        &Default::default(),
     )
     .unwrap_err()
     .to_string();
@@ -281,6 +283,7 @@ fn a_substituted_kernel_with_other_bindings_is_refused_before_running() {
         &cap,
         &[Substitution::from_file("nope", &file).unwrap()],
         None,
+        &Default::default(),
     )
     .unwrap_err()
     .to_string();

@@ -160,3 +160,54 @@ fn readback_staging_buffers_come_from_the_pool() {
     drop(StepRunner::with_timing(&gpu, &graph, &[&c], TimingMode::Off).unwrap());
     assert_eq!(gpu.counters().buffers_created, before);
 }
+
+#[test]
+fn graph_desc_records_what_each_dispatch_reads_and_writes() {
+    let Some(gpu) = gpuscope_runtime::testing::shared_gpu() else {
+        return;
+    };
+    let a = gpu.create_buffer("a", 256).unwrap();
+    let whole = gpu.create_buffer("pair", 512).unwrap();
+    let hi = whole.view("pair.hi", 256, 256).unwrap();
+    let p = gpu.pipeline(&INC, "main", &[]).unwrap();
+    let first = Dispatch::new(
+        "inc",
+        p.clone(),
+        gpu.bind_group(&p, &[&a, &hi]).unwrap(),
+        [1, 1, 1],
+        Cost::default(),
+        &[&a],
+        &[&hi],
+    );
+    let second = Dispatch::new(
+        "inc",
+        p.clone(),
+        gpu.bind_group(&p, &[&hi, &a]).unwrap(),
+        [1, 1, 1],
+        Cost::default(),
+        &[&hi],
+        &[&a],
+    );
+    let graph = Graph {
+        sections: vec![Section::new("s", None, vec![first, second])],
+    };
+    let d = gpuscope_runtime::graph_desc(&graph);
+    let labels: Vec<(&str, u64)> = d
+        .buffers
+        .iter()
+        .map(|b| (b.label.as_str(), b.bytes))
+        .collect();
+    // The view is named as first bound; its buffer's whole size is recorded.
+    assert_eq!(labels, [("a", 256), ("pair.hi", 512)]);
+    let at = |buffer, offset| gpuscope_trace::Binding {
+        buffer,
+        offset,
+        bytes: 256,
+    };
+    assert_eq!(d.dispatches.len(), 2);
+    assert_eq!(d.dispatches[0].reads, [at(0, 0)]);
+    assert_eq!(d.dispatches[0].writes, [at(1, 256)]);
+    assert_eq!(d.dispatches[1].reads, [at(1, 256)]);
+    assert_eq!(d.dispatches[1].writes, [at(0, 0)]);
+    assert!(d.dispatches[1].reads[0].overlaps(&d.dispatches[0].writes[0]));
+}

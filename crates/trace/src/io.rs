@@ -1,4 +1,5 @@
-//! Reading and writing profile files (JSON).
+//! Reading and writing profile files: JSON, or the compact encoding
+//! ([`crate::compact`]), told apart by their first bytes.
 //!
 //! Reading checks the version before anything else: only the `format` field is parsed
 //! first, so a file of another major version is refused with a message naming both
@@ -23,10 +24,10 @@ pub enum ProfileIoError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot write profile {}: {source}", path.display())]
+    #[error("cannot write the profile: {source}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        source: crate::atomic::OutputError,
     },
     #[error("cannot serialize profile for {}: {source}", path.display())]
     Serialize {
@@ -68,35 +69,75 @@ pub enum ProfileIoError {
         column: usize,
         message: String,
     },
+    /// Binary that is not the compact encoding.
+    #[error("{}: not a gpuscope profile: neither JSON text nor a compact profile (no `GPUPROF` magic bytes)", path.display())]
+    NotAProfile { path: PathBuf },
+    // The cause is part of the message and not a `source`, so it is printed once.
+    #[error("{}: invalid compact profile: {error}", path.display())]
+    Compact {
+        path: PathBuf,
+        error: crate::compact::CompactError,
+    },
+    /// Fields that parse but contradict each other ([`crate::consistency`]).
+    #[error("{}: inconsistent profile: {error}", path.display())]
+    Inconsistent {
+        path: PathBuf,
+        error: crate::consistency::Inconsistency,
+    },
 }
 
 /// The name used in errors for JSON that did not come from a file.
 const IN_MEMORY: &str = "<profile JSON>";
 
-/// Writes `p` as pretty-printed JSON.
+/// `p` as pretty-printed JSON, as [`save_profile`] writes it.
+pub fn profile_to_json(p: &Profile) -> Result<String, serde_json::Error> {
+    serde_json::to_string_pretty(p).map(|json| json + "\n")
+}
+
+/// Writes `p` as pretty-printed JSON, atomically ([`crate::atomic::write_atomic`]).
 pub fn save_profile(path: &Path, p: &Profile) -> Result<(), ProfileIoError> {
-    let json = serde_json::to_string_pretty(p).map_err(|source| ProfileIoError::Serialize {
+    let json = profile_to_json(p).map_err(|source| ProfileIoError::Serialize {
         path: path.to_path_buf(),
         source,
     })?;
-    std::fs::write(path, json + "\n").map_err(|source| ProfileIoError::Write {
+    crate::atomic::write_atomic(path, json.as_bytes()).map_err(|source| ProfileIoError::Write {
         path: path.to_path_buf(),
         source,
     })
 }
 
-/// Reads a profile written by [`save_profile`] (any minor version of the same major).
+/// Reads a profile written by [`save_profile`] or [`crate::compact::save`] (any minor
+/// version of the same major), and checks its consistency.
 pub fn load_profile(path: &Path) -> Result<Profile, ProfileIoError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ProfileIoError::Read {
+    let bytes = std::fs::read(path).map_err(|source| ProfileIoError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    parse(&text, path)
+    let p = if crate::compact::is_compact(&bytes) {
+        crate::compact::decode(&bytes).map_err(|error| ProfileIoError::Compact {
+            path: path.to_path_buf(),
+            error,
+        })?
+    } else {
+        let text = String::from_utf8(bytes).map_err(|_| ProfileIoError::NotAProfile {
+            path: path.to_path_buf(),
+        })?;
+        parse(&text, path)?
+    };
+    consistent(p, path)
 }
 
 /// Parses a profile from JSON text; errors name the source as `<profile JSON>`.
 pub fn profile_from_json(json: &str) -> Result<Profile, ProfileIoError> {
-    parse(json, Path::new(IN_MEMORY))
+    consistent(parse(json, Path::new(IN_MEMORY))?, Path::new(IN_MEMORY))
+}
+
+fn consistent(p: Profile, path: &Path) -> Result<Profile, ProfileIoError> {
+    crate::consistency::check(&p).map_err(|error| ProfileIoError::Inconsistent {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    Ok(p)
 }
 
 /// Just the version: every other field may have changed between major versions.

@@ -3,12 +3,21 @@
 //! Plain data and pure functions, no GPU dependency: a [`Profile`] made on one machine is
 //! read, analysed and rendered on any other.
 //!
-//! - [`profile`]: the data a run records (tokens, dispatch and pass events, counters).
-//! - [`analysis`]: one module per question (token statistics, per-op and per-layer
-//!   breakdowns, bottleneck).
-//! - [`render`]: text reports from analysis results (rendering is kept apart from
-//!   computing).
-//! - [`io`]: reading and writing versioned profile files.
+//! - [`profile`]: the data a run records (tokens, dispatch and pass events, counters,
+//!   CPU spans, buffers), with [`graph`] (the token graph's bindings) and
+//!   [`ceilings`] (what `gpuscope peak` measured, and its cache).
+//! - [`analysis`]: one module per question (steady state, token statistics, per-op and
+//!   per-layer breakdowns, roofline, timeline, memory, checklist, bottleneck, diff of two
+//!   profiles, the regression gate); formulas in `docs/analysis.md`.
+//! - [`render`]: reports from analysis results (rendering is kept apart from
+//!   computing): text, Markdown, a self-contained HTML page, and Perfetto traces.
+//! - [`check`]: the result of `gpuscope check` (every dispatch compared with a
+//!   reference).
+//! - [`opstest`]: results of `gpuscope ops test | perf`.
+//! - [`tensors`]: tensor traces (`.npy` files and their index).
+//! - [`io`]: reading and writing versioned profile files, JSON or [`compact`] (told
+//!   apart by content), checked by [`consistency`]; [`atomic`] writes files whole.
+//! - [`bench`]: benchmark results with llama-bench's field names.
 //! - [`capture`]: captures (every GPU command of a run), their reader, views and
 //!   inspection.
 //!
@@ -39,13 +48,25 @@
 //! ```
 
 pub mod analysis;
+pub mod atomic;
+pub mod bench;
 pub mod capture;
+pub mod ceilings;
+pub mod check;
+pub mod compact;
+pub mod consistency;
 pub mod counters;
+pub mod graph;
 pub mod io;
+pub mod opstest;
 pub mod profile;
 pub mod render;
+pub mod sweep;
+pub mod tensors;
 
+pub use ceilings::{Ceilings, CeilingsIdentity, Measured};
 pub use counters::Counters;
+pub use graph::{Binding, GraphBuffer, GraphDesc, GraphDispatch};
 pub use profile::*;
 
 use serde::{Deserialize, Serialize};
@@ -55,6 +76,13 @@ use serde::{Deserialize, Serialize};
 pub struct FormatVersion {
     pub major: u32,
     pub minor: u32,
+}
+
+/// The profile format this build writes (what a default [`Profile`] carries).
+impl Default for FormatVersion {
+    fn default() -> Self {
+        profile::PROFILE_FORMAT
+    }
 }
 
 impl std::fmt::Display for FormatVersion {

@@ -6,6 +6,19 @@
 //!   records with counters, per-dispatch and per-pass events.
 //! - 1.1: `TokenRecord::cpu`, the token's CPU time by phase (absent in 1.0: zeros).
 //! - 1.2: `Profile::prompt`, prompt processing before the recorded tokens (optional).
+//! - 1.3: optional additions, all absent or empty in older files: `Profile::commit`
+//!   (the build's commit), `Profile::incomplete` (why a run stopped early),
+//!   `Profile::cpu_spans` and `Profile::threads` (CPU activity on one clock with the
+//!   tokens), `Profile::buffers` (GPU memory by kind), `Profile::instrumentation`
+//!   (what a recorder saw and did not see), `Profile::notes`, `TokenRecord::name` (a
+//!   step's label in programs that are not token decoders), `TimingInfo::sampling`
+//!   (timestamps on a subset of dispatches) and `WorkloadDesc::settings` (kernel
+//!   variants, fusions and other choices that change what runs).
+//!   Also in 1.3: `Profile::ceilings` (the measured ceilings the run was held against,
+//!   see [`crate::ceilings`]), `Profile::graph` (each dispatch's buffer bindings, once
+//!   per token graph, see [`crate::graph`]) and `Profile::warmup_tokens` (tokens decoded
+//!   and discarded before the recorded ones). A CPU span named `cpu_fallback` marks
+//!   work done on the CPU on the GPU path (its detail names the op).
 //!
 //! A reader accepts any file with the same major version (newer minors may add fields,
 //! which older readers ignore) and refuses another major with a message naming both.
@@ -16,10 +29,10 @@ use crate::counters::Counters;
 use crate::FormatVersion;
 
 /// The profile format this build writes.
-pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 2 };
+pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 3 };
 
 /// One profiling run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Profile {
     /// Always [`PROFILE_FORMAT`] when written by this build.
     pub format: FormatVersion,
@@ -44,6 +57,131 @@ pub struct Profile {
     /// cache (format 1.2; absent in older files and when no prompt was given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<PromptRecord>,
+    /// The commit gpuscope was built from (`git describe`), when known (format 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Set when the run stopped before doing all it was asked to (an interrupt, a
+    /// device loss, an error): why, in one line. Everything recorded before is kept
+    /// (format 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+    /// Names of the CPU threads that [`CpuSpan::thread`] indexes (format 1.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<String>,
+    /// CPU activity of the run (setup creations, per-token upload, encode, submit,
+    /// wait, readback), on the run's CPU clock (format 1.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_spans: Vec<CpuSpan>,
+    /// Every GPU buffer the run created, with its kind, size and when (format 1.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buffers: Vec<BufferRecord>,
+    /// What the recorder saw of the program's GPU work (format 1.3; absent: all of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instrumentation: Option<Instrumentation>,
+    /// Remarks about how the run was measured, e.g. a feature the device lacked and
+    /// what that cost (format 1.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The measured ceilings (`gpuscope peak`) of the device the run used, when cached
+    /// there at the time (format 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceilings: Option<crate::ceilings::Ceilings>,
+    /// The buffers each dispatch of the token graph binds, in dispatch order (format
+    /// 1.3): what fusion analysis needs, stored once rather than per event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<crate::graph::GraphDesc>,
+    /// Tokens decoded and discarded before the recorded ones (format 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_tokens: Option<u32>,
+}
+
+/// A span of CPU time on one thread. Times are nanoseconds since the run's CPU origin
+/// (the recorder's creation), the clock that [`CpuSpan`]s of every thread share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuSpan {
+    /// What the thread did: `step` (a token's whole bracket), `upload`, `encode`,
+    /// `submit`, `wait`, `readback`, `create_buffer`, `create_bind_group`,
+    /// `create_pipeline`, `create_shader_module`, ...; `cpu_fallback` for an op done
+    /// on the CPU on the GPU path (detail: the op's label and why), which the
+    /// checklist reports.
+    pub name: String,
+    /// Index into [`Profile::threads`].
+    pub thread: u32,
+    /// The token (step) the span belongs to; `None` for setup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u32>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// A detail such as the buffer's label, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// What a GPU buffer holds, for the memory view.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    Weights,
+    KvCache,
+    Activations,
+    /// Host-readable buffers the results come back through.
+    Staging,
+    /// Query resolve buffers and the like: what profiling itself holds.
+    Timestamps,
+    /// Uniforms, step parameters, anything else.
+    #[default]
+    Other,
+}
+
+impl MemoryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Weights => "weights",
+            MemoryKind::KvCache => "kv_cache",
+            MemoryKind::Activations => "activations",
+            MemoryKind::Staging => "staging",
+            MemoryKind::Timestamps => "timestamps",
+            MemoryKind::Other => "other",
+        }
+    }
+}
+
+/// One GPU buffer the run created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferRecord {
+    pub label: String,
+    pub kind: MemoryKind,
+    pub bytes: u64,
+    /// The token during which it was created; `None` during setup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_token: Option<u32>,
+    /// The token during which it was destroyed; `None` if it lived to the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_token: Option<u32>,
+}
+
+/// What the recorder saw of a program's GPU work, and what it did not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instrumentation {
+    /// Compute passes recorded through the instrumented pass.
+    pub instrumented_passes: u64,
+    /// Compute passes the program opened without the wrapper (seen, not timed).
+    pub uninstrumented_passes: u64,
+    /// Command buffers submitted through the recorder that it did not encode.
+    pub uninstrumented_command_buffers: u64,
+    /// Dispatches encoded while no step was open (counted, not attributed).
+    pub dispatches_outside_steps: u64,
+}
+
+impl Instrumentation {
+    /// Whether some GPU work went past the recorder.
+    pub fn is_partial(&self) -> bool {
+        self.uninstrumented_passes > 0
+            || self.uninstrumented_command_buffers > 0
+            || self.dispatches_outside_steps > 0
+    }
 }
 
 /// The prompt fed before the recorded (generated) tokens.
@@ -73,10 +211,11 @@ pub struct AdapterDesc {
 }
 
 /// How GPU time was measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum TimingMode {
     /// No GPU timing: wall-clock per token only.
+    #[default]
     Off,
     /// GPU timestamps at the start and end of each compute pass (one pass per layer).
     Pass,
@@ -101,13 +240,32 @@ impl std::fmt::Display for TimingMode {
 }
 
 /// The timing mode in use, and why it was chosen.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct TimingInfo {
     pub mode: TimingMode,
     /// Human-readable reason, e.g. "TIMESTAMP_QUERY_INSIDE_PASSES offered".
     pub reason: String,
     /// Nanoseconds per timestamp tick as the queue reports it.
     pub timestamp_period_ns: f64,
+    /// In `dispatch` mode: when only some dispatches were timed, which (format 1.3).
+    /// A dispatch that was not sampled has no span and no timestamp issue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
+}
+
+/// Per-dispatch timestamps on a subset of dispatches: dispatch `i` of token `t` is
+/// timed when `(i + t) % stride == 0`, so every dispatch is timed once every
+/// `stride` tokens and per-op shares converge over the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub stride: u32,
+}
+
+impl Sampling {
+    /// Whether dispatch `index` of token `token` carries timestamps.
+    pub fn is_timed(&self, token: u32, index: u32) -> bool {
+        self.stride <= 1 || (index as u64 + token as u64) % self.stride as u64 == 0
+    }
 }
 
 /// What was run.
@@ -125,10 +283,15 @@ pub struct WorkloadDesc {
     pub graph_dispatches_per_token: u32,
     /// Passes per token as the decoder graph declares them.
     pub graph_passes_per_token: u32,
+    /// Choices that change what runs, by name: kernel variants, fusions, workgroup
+    /// sizes, e.g. `fuse = "all"`, `gemv = "subgroup, 4 rows per workgroup"`. Reports
+    /// print them and `diff` compares them (format 1.3).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 /// One decoded token.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct TokenRecord {
     /// 0-based index of the token in the run.
     pub index: u32,
@@ -145,6 +308,10 @@ pub struct TokenRecord {
     /// Where the token's CPU wall time went (format 1.1; zero in 1.0 files).
     #[serde(default)]
     pub cpu: CpuTimes,
+    /// The step's label in programs whose steps are not tokens, e.g. `frame 12`
+    /// (format 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// A token's CPU wall time by phase, in nanoseconds. `wait_ns` is the time blocked on

@@ -138,7 +138,7 @@ fn write_fixture(dir: &Path, variants: usize, steps: u32) {
             })
             .collect(),
     };
-    let mut w = CaptureWriter::create(dir).unwrap();
+    let mut w = CaptureWriter::create(dir, OnExisting::Refuse).unwrap();
     w.write_file("shaders/copy.wgsl", "shader", WGSL.as_bytes())
         .unwrap();
     w.write_file("blobs/uploads.bin", "blob", &vec![7u8; 16 * steps as usize])
@@ -166,9 +166,11 @@ fn write_fixture(dir: &Path, variants: usize, steps: u32) {
             mode: TimingMode::Dispatch,
             reason: "test".into(),
             timestamp_period_ns: 1.0,
+            sampling: None,
         },
         workload: WorkloadDesc::default(),
         files: vec![],
+        incomplete: None,
     };
     w.finish(manifest, &c, &stream, Some(&data)).unwrap();
 }
@@ -291,13 +293,21 @@ fn another_major_version_names_both_versions() {
         .replace("\"major\": 1", "\"major\": 9");
     std::fs::write(&path, text).unwrap();
     let e = err(dir.path());
-    assert!(e.contains("9.0") && e.contains("reads format 1.x"), "{e}");
+    assert!(
+        e.contains("capture format 9.") && e.contains("reads format 1.x"),
+        "{e}"
+    );
     // A newer minor of the same major loads.
     let dir = fixture(1);
     let path = dir.path().join("manifest.json");
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("\"minor\": 0", "\"minor\": 7");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        &format!(
+            "\"minor\": {}",
+            gpuscope_trace::capture::CAPTURE_FORMAT.minor
+        ),
+        "\"minor\": 77",
+    );
+    assert!(text.contains("\"minor\": 77"));
     std::fs::write(&path, text).unwrap();
     read_capture(dir.path()).unwrap();
 }
@@ -317,7 +327,7 @@ fn bad_references_name_the_file_and_the_reference() {
     let cap = read_capture(dir.path()).unwrap();
     let mut commands = cap.commands.clone();
     commands.bind_groups[1].entries[1].buffer = 99;
-    let mut w = CaptureWriter::create(dir.path()).unwrap();
+    let mut w = CaptureWriter::create(dir.path(), OnExisting::Replace).unwrap();
     w.write_file("shaders/copy.wgsl", "shader", WGSL.as_bytes())
         .unwrap();
     w.write_file("blobs/uploads.bin", "blob", &[7u8; 48])

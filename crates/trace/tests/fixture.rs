@@ -17,6 +17,7 @@
 //! end. Token 0's head pass is flagged negative. Wall: 2.0 / 0.4 / 0.3 ms; GPU busy:
 //! 0.2 / 0.15 ms / none.
 
+use gpuscope_trace::ceilings::Ceilings;
 use gpuscope_trace::*;
 
 pub const GAP_NS: u64 = 500;
@@ -184,6 +185,7 @@ pub fn small() -> Profile {
             gpu_busy_ns: busy[i as usize],
             counters: counters(i == 0),
             cpu: Default::default(),
+            name: None,
         })
         .collect();
     Profile {
@@ -203,6 +205,7 @@ pub fn small() -> Profile {
             mode: TimingMode::Dispatch,
             reason: "TIMESTAMP_QUERY_INSIDE_PASSES offered".into(),
             timestamp_period_ns: 1.0,
+            sampling: None,
         },
         workload: WorkloadDesc {
             name: "tiny (synthetic)".into(),
@@ -213,6 +216,7 @@ pub fn small() -> Profile {
             layers: 2,
             graph_dispatches_per_token: 7,
             graph_passes_per_token: 4,
+            settings: Default::default(),
         },
         setup: Counters {
             buffers_created: 20,
@@ -226,6 +230,7 @@ pub fn small() -> Profile {
         passes,
         overhead: None,
         prompt: None,
+        ..Default::default()
     }
 }
 
@@ -312,6 +317,7 @@ pub fn long(n_tokens: u32, n_layers: u32) -> Profile {
             gpu_busy_ns: Some(900_000),
             counters: c,
             cpu: Default::default(),
+            name: None,
         });
     }
     p
@@ -327,4 +333,150 @@ pub fn data(rel: &str) -> std::path::PathBuf {
 /// True when golden files should be rewritten (`GPUSCOPE_BLESS=1 cargo test`).
 pub fn bless() -> bool {
     std::env::var_os("GPUSCOPE_BLESS").is_some()
+}
+
+/// A profile of tokens only (no events): wall and GPU-busy time per token.
+pub fn tokens_only(times: &[(u64, Option<u64>)]) -> Profile {
+    let mut p = small();
+    p.dispatches.clear();
+    p.passes.clear();
+    p.tokens = times
+        .iter()
+        .enumerate()
+        .map(|(i, &(wall_ns, gpu_busy_ns))| TokenRecord {
+            index: i as u32,
+            position: i as u32,
+            token_id: 1,
+            wall_ns,
+            gpu_busy_ns,
+            counters: counters(i == 0),
+            cpu: Default::default(),
+            name: None,
+        })
+        .collect();
+    p
+}
+
+/// The H200 clock ramp of issue 7: Llama-8B q4_0, 16 tokens after 3 warm-up tokens;
+/// tokens 0-9 at 21.3 ms (GPU busy 21.0 ms), tokens 10-15 at 6.3 ms (GPU busy 6.0 ms).
+pub fn clock_ramp() -> Profile {
+    let times: Vec<(u64, Option<u64>)> = (0..16)
+        .map(|i| {
+            if i < 10 {
+                (21_300_000, Some(21_000_000))
+            } else {
+                (6_300_000, Some(6_000_000))
+            }
+        })
+        .collect();
+    let mut p = tokens_only(&times);
+    p.warmup_tokens = Some(3);
+    p
+}
+
+/// Measured ceilings for `small()`'s adapter: copy 100 GB/s (100 bytes/ns), f32 1000
+/// GFLOP/s, dependent dispatch 2 µs, CPU 1 µs per dispatch, fill 64 workgroups of 64.
+pub fn ceilings() -> Ceilings {
+    let m = |median: f64| Measured {
+        median,
+        p10: median * 0.9,
+        p90: median * 1.1,
+        n: 10,
+    };
+    let a = small().adapter;
+    Ceilings {
+        format: gpuscope_trace::ceilings::CEILINGS_FORMAT,
+        identity: CeilingsIdentity {
+            adapter: a.name,
+            backend: a.backend,
+            driver: a.driver,
+            driver_info: a.driver_info,
+            tool: "gpuscope 0.1.0".into(),
+            measured_at: "2026-11-23T12:00:00Z".into(),
+        },
+        method: "GPU timestamps around each pass".into(),
+        copy_gbps: Some(m(100.0)),
+        read_gbps: Some(m(120.0)),
+        write_gbps: Some(m(90.0)),
+        f32_gflops: Some(m(1000.0)),
+        f16_gflops: None,
+        dispatch_ns: Some(m(2000.0)),
+        cpu_dispatch_ns: Some(m(1000.0)),
+        fill: Some(gpuscope_trace::ceilings::FillWorkgroups {
+            workgroups: 64,
+            workgroup_size: 64,
+        }),
+        settings: Default::default(),
+    }
+}
+
+/// `small()` with `ceilings()` embedded.
+pub fn small_with_ceilings() -> Profile {
+    let mut p = small();
+    p.ceilings = Some(ceilings());
+    p
+}
+
+/// One dispatch event for hand-built timelines.
+pub fn dispatch(token: u32, index: u32, op: &str, span: Option<(u64, u64)>) -> DispatchEvent {
+    DispatchEvent {
+        token,
+        index,
+        op: op.into(),
+        label: format!("{op}#{index}"),
+        layer: Some(0),
+        pass: 0,
+        pipeline: format!("{op}/main"),
+        workgroups: [8, 1, 1],
+        bytes: 1000,
+        flops: 1000,
+        cpu_encode_ns: 100,
+        gpu: span.map(|(start_ns, end_ns)| GpuSpan { start_ns, end_ns }),
+        timestamp_issue: None,
+    }
+}
+
+/// Two tokens of three dispatches with known gaps, an overlap and CPU spans:
+///
+/// | token | spans (ns)                          | wall |
+/// |-------|-------------------------------------|------|
+/// | 0     | 0-100, 100-300, 350-400             | 500  |
+/// | 1     | 1000-1100, 1050-1200, 1200-1300     | 900  |
+///
+/// CPU spans (token 0 / 1): step 0-2000 / 1500-3000, submit 500-520 / 1700-1720,
+/// wait 520-1500 / 1720-2900. The clocks align at offset 700 (token 1 starts at its
+/// submit), with 400 ns of slack (token 0's wait ends 1100 ns after its last kernel).
+pub fn timeline() -> Profile {
+    let mut p = tokens_only(&[(500, Some(350)), (900, Some(300))]);
+    let spans = [
+        (0, 100),
+        (100, 300),
+        (350, 400),
+        (1000, 1100),
+        (1050, 1200),
+        (1200, 1300),
+    ];
+    p.dispatches = spans
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| dispatch(i as u32 / 3, i as u32 % 3, "gemv_q4_1", Some(s)))
+        .collect();
+    p.threads = vec!["main".into()];
+    let span = |name: &str, token: u32, start_ns: u64, end_ns: u64| CpuSpan {
+        name: name.into(),
+        thread: 0,
+        token: Some(token),
+        start_ns,
+        end_ns,
+        detail: None,
+    };
+    p.cpu_spans = vec![
+        span("step", 0, 0, 2000),
+        span("submit", 0, 500, 520),
+        span("wait", 0, 520, 1500),
+        span("step", 1, 1500, 3000),
+        span("submit", 1, 1700, 1720),
+        span("wait", 1, 1720, 2900),
+    ];
+    p
 }

@@ -191,3 +191,80 @@ fn format_1_0_file_without_cpu_times_still_loads() {
         .iter()
         .all(|t| t.cpu == gpuscope_trace::CpuTimes::default()));
 }
+
+#[test]
+fn format_1_2_file_loads_with_the_1_3_additions_empty() {
+    // Written by the 1.2 build, before CPU spans, buffers, sampling and settings.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1_2/profile.json");
+    let p = gpuscope_trace::io::load_profile(&path).expect("a 1.2 profile must load");
+    assert_eq!((p.format.major, p.format.minor), (1, 2));
+    assert!(p.cpu_spans.is_empty() && p.buffers.is_empty() && p.incomplete.is_none());
+    assert!(p.workload.settings.is_empty() && p.timing.sampling.is_none());
+    let mut now = fixture::small();
+    now.format = p.format;
+    assert_eq!(p, now, "a 1.2 file reads as the same profile");
+}
+
+#[test]
+fn inconsistent_fields_are_named() {
+    let cases: [(&str, fn(&mut serde_json::Value), &str); 5] = [
+        (
+            "dispatch of an unrecorded token",
+            |v| v["dispatches"][4]["token"] = serde_json::json!(7),
+            "`dispatches[4].token`: token 7 has no entry in `tokens`",
+        ),
+        (
+            "token recorded twice",
+            |v| v["tokens"][2]["index"] = serde_json::json!(1),
+            "`tokens[2].index`: token 1 is recorded twice",
+        ),
+        (
+            "pass of an unrecorded token",
+            |v| v["passes"][0]["token"] = serde_json::json!(9),
+            "`passes[0].token`: token 9 has no entry in `tokens`",
+        ),
+        (
+            "CPU span on a thread that is not named",
+            |v| {
+                v["threads"] = serde_json::json!(["main"]);
+                v["cpu_spans"] = serde_json::json!([
+                    {"name": "encode", "thread": 3, "token": 0, "start_ns": 0, "end_ns": 5}
+                ]);
+            },
+            "`cpu_spans[0].thread`: thread 3 but `threads` names 1",
+        ),
+        (
+            "buffer dropped before it was created",
+            |v| {
+                v["buffers"] = serde_json::json!([
+                    {"label": "x", "kind": "activations", "bytes": 4, "created_token": 2, "dropped_token": 1}
+                ]);
+            },
+            "`buffers[0].dropped_token`: dropped in token 1, before it was created (token 2)",
+        ),
+    ];
+    for (what, edit, expected) in cases {
+        let mut v = small_json();
+        edit(&mut v);
+        let e = profile_from_json(&v.to_string()).unwrap_err();
+        assert!(
+            matches!(e, ProfileIoError::Inconsistent { .. }),
+            "{what}: {e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("<profile JSON>: inconsistent profile: {expected}"),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_field_is_named() {
+    let mut v = small_json();
+    v["dispatches"][0].as_object_mut().unwrap().remove("bytes");
+    let e = profile_from_json(&v.to_string()).unwrap_err().to_string();
+    assert!(e.contains("missing field `bytes`"), "{e}");
+    assert_eq!(e.lines().count(), 1);
+}

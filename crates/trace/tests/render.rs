@@ -52,10 +52,12 @@ fn token_lines_and_summary() {
     let cols: Vec<&str> = line_with(&r, "2 ").split_whitespace().collect();
     assert_eq!(cols, ["2", "7", "99", "0.300", "-", "3333.3"]);
     assert!(r.contains(
-        "all 3 tokens: wall median 0.400 ms, p90 2.000 ms, min 0.300 ms, max 2.000 ms; \
-         GPU busy median 0.150 ms, p90 0.200 ms (2 of 3 tokens timed); 2500.0 tok/s at median"
+        "all 3 tokens: wall median 0.400 ms (p10-p90 0.300-2.000 ms, n=3), min 0.300 ms, max 2.000 ms; \
+         GPU busy median 0.150 ms (p10-p90 0.150-0.200 ms, n=2; 2 of 3 tokens timed); 2500.0 tok/s at median"
+    ), "{r}");
+    assert!(r.contains(
+        "tokens 1-2 (first skipped): wall median 0.300 ms (p10-p90 0.300-0.400 ms, n=2)"
     ));
-    assert!(r.contains("tokens 1-2 (first skipped): wall median 0.300 ms"));
 }
 
 #[test]
@@ -64,20 +66,44 @@ fn op_table() {
     assert_in_order(
         &r,
         &[
-            "op", "calls", "total ms", "avg µs", "% GPU", "GB/s", "GFLOP/s",
+            "Ops (GPU time from dispatch spans, tokens 1-2)",
+            "op",
+            "calls",
+            "total ms",
+            "avg µs",
+            "% GPU",
+            "GB/s",
+            "GFLOP/s",
+            "FLOP/B",
+            "% ceil",
+            "bound",
         ],
     );
+    // Tokens 1-2 (too few tokens to detect a steady state: the first is left out).
     let cols: Vec<&str> = line_with(&r, "gemv_q4_1").split_whitespace().collect();
     assert_eq!(
         cols,
-        ["gemv_q4_1", "6", "0.064", "10.7", "45.7", "9.38", "18.8"]
+        [
+            "gemv_q4_1",
+            "4",
+            "0.040",
+            "10.0",
+            "44.7",
+            "10.0",
+            "20.0",
+            "2.00",
+            "-",
+            "-"
+        ]
     );
+    // One of token 1's rms_norm spans is out of order: 3 timed calls of 2 µs.
     let cols: Vec<&str> = line_with(&r, "rms_norm").split_whitespace().collect();
     assert_eq!(
         cols,
-        ["rms_norm", "6", "0.010", "2.0", "7.1", "2.00", "1.50"]
+        ["rms_norm", "4", "0.006", "2.0", "6.7", "2.00", "1.50", "0.75", "-", "-"]
     );
-    assert!(r.contains("2 of 21 calls have no valid GPU span"));
+    assert!(r.contains("2 of 14 calls have no valid GPU span"));
+    assert!(r.contains("% ceil and bound need measured ceilings"));
 }
 
 #[test]
@@ -86,20 +112,20 @@ fn layers_counters_and_checks() {
     assert_in_order(
         &r,
         &[
-            "Layers (GPU ms per token, median over tokens, from pass spans)",
+            "Layers (GPU ms per token, median over tokens 1-2, from pass spans)",
             "embed",
             "0.001",
             "L0",
             "0.013",
             "head",
-            "0.022   (2 tokens timed)",
+            "0.022   (p10-p90 0.022-0.022 ms, 2 tokens timed)",
             "layers: min L0 0.013 ms, median L0 0.013 ms, max L1 0.013 ms",
         ],
     );
     let cols: Vec<&str> = line_with(&r, "bind_groups_created")
         .split_whitespace()
         .collect();
-    assert_eq!(cols, ["bind_groups_created", "5", "0", "0"]);
+    assert_eq!(cols, ["bind_groups_created", "5", "0", "0-0", "0"]);
     assert!(r.contains("ok    resources created after first token: expected 0, observed 0"));
     assert!(r.contains("ok    dispatches per token: expected 7, observed 7"));
     assert!(r.contains(
@@ -131,9 +157,12 @@ fn failed_check_overhead_and_red_flag() {
 #[test]
 fn untimed_shows_dashes_and_says_why() {
     let r = render_text(&fixture::untimed());
-    assert!(r.contains("Ops (no dispatch GPU times: timing off)"));
+    assert!(r.contains("Ops (no dispatch GPU times: timing off; tokens 1-2)"));
     let cols: Vec<&str> = line_with(&r, "gemv_f16").split_whitespace().collect();
-    assert_eq!(cols, ["gemv_f16", "3", "-", "-", "-", "-", "-"]);
+    assert_eq!(
+        cols,
+        ["gemv_f16", "2", "-", "-", "-", "-", "-", "1.33", "-", "-"]
+    );
     assert!(r.contains("per-op GPU times need timing mode `dispatch`"));
     assert!(r.contains("Layers: GPU time unknown (timing off)"));
     assert!(r.contains("Timestamps: none recorded (timing off)"));
@@ -156,12 +185,12 @@ fn long_runs_are_shortened() {
     assert!(r.contains(" 1007 ") && r.contains(" 1032 "));
     assert!(!r.contains(" 1008 ") && !r.contains(" 1031 "));
     assert!(r.contains("... 24 tokens not shown ..."));
-    // 20 layers: a strip of 8 per line.
+    // 20 layers: a strip of 4 per line, each median with its p10-p90.
     assert_in_order(
         &r,
         &[
-            "  L0 0.001  L1 0.002  L2 0.003  L3 0.004  L4 0.005  L5 0.006  L6 0.007  L7 0.008\n",
-            "  L16 0.017  L17 0.018  L18 0.019  L19 0.020\n",
+            "  L0 0.001 (0.001-0.001)  L1 0.002 (0.002-0.002)  L2 0.003 (0.003-0.003)  L3 0.004 (0.004-0.004)\n",
+            "  L16 0.017 (0.017-0.017)  L17 0.018 (0.018-0.018)  L18 0.019 (0.019-0.019)  L19 0.020 (0.020-0.020)\n",
             "layers: min L0 0.001 ms, median L9 0.010 ms, max L19 0.020 ms",
         ],
     );
@@ -207,4 +236,59 @@ fn golden_report() {
             was.get(at)
         );
     }
+}
+
+#[test]
+fn header_says_what_limits_the_run() {
+    let plain = render_text(&fixture::small());
+    for absent in [
+        "sampled:",
+        "Settings:",
+        "Commit:",
+        "Instrumentation:",
+        "Note:",
+        "INCOMPLETE",
+    ] {
+        assert!(
+            !plain.contains(absent),
+            "{absent} in a plain report:\n{plain}"
+        );
+    }
+    let mut p = fixture::small();
+    p.timing.sampling = Some(gpuscope_trace::Sampling { stride: 16 });
+    p.workload
+        .settings
+        .insert("gemv".into(), "subgroup, 4 rows/wg".into());
+    p.commit = Some("abc1234".into());
+    p.instrumentation = Some(gpuscope_trace::Instrumentation {
+        instrumented_passes: 10,
+        uninstrumented_passes: 2,
+        uninstrumented_command_buffers: 1,
+        dispatches_outside_steps: 3,
+    });
+    p.notes.push("warm cache".into());
+    p.incomplete = Some("interrupted after 3 of 8 tokens".into());
+    let r = render_text(&p);
+    assert_in_order(
+        &r,
+        &[
+            "sampled: one dispatch in 16 carries timestamps",
+            "Settings: gemv = subgroup, 4 rows/wg",
+            "Commit:   abc1234",
+            "Instrumentation: partial: 2 compute passes opened without the instrumented pass (not timed), 1 command buffers the recorder did not encode, 3 dispatches outside steps",
+            "Note:     warm cache",
+            "INCOMPLETE: interrupted after 3 of 8 tokens",
+            "Tokens: 3 decoded",
+        ],
+    );
+    // A program's own profile (gpuscope-record) describes no model.
+    let mut program = p.clone();
+    program.workload = Default::default();
+    assert!(render_text(&program).contains("Workload: not described (a program's own steps)"));
+    // A complete instrumentation says nothing.
+    p.instrumentation = Some(gpuscope_trace::Instrumentation {
+        instrumented_passes: 10,
+        ..Default::default()
+    });
+    assert!(!render_text(&p).contains("Instrumentation:"));
 }

@@ -1,12 +1,18 @@
 //! One module per subcommand.
 
+mod bench;
+mod ceilings;
+mod check;
 mod devices;
+mod diff;
 mod inspect;
+mod ops;
 mod peak;
 mod profile;
 mod replay;
 mod report;
 mod run;
+mod sweep;
 
 use crate::args::{Cli, Command};
 use crate::exit::Exit;
@@ -18,14 +24,14 @@ pub fn run(cli: Cli) -> Result<(), Exit> {
             None => profile::run(&args),
         },
         Command::Run(args) => run::run(&args),
-        Command::Report { file } => report::run(&file),
+        Command::Report(args) => report::run(&args),
         Command::Devices => devices::run(),
         Command::Inspect { dir, top } => inspect::run(&dir, top),
         Command::Replay(args) => replay::run(&args),
-        Command::Peak {
-            mib,
-            repetitions,
-            device,
-        } => peak::run(mib, repetitions, &device),
+        Command::Diff(args) => diff::run(&args),
+        Command::Bench(args) => bench::run(&args),
+        Command::Check(args) => check::run(&args),
+        Command::Ops { mode } => ops::run(&mode),
+        Command::Peak(args) => peak::run(&args),
     }
 }

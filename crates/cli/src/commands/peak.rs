@@ -1,38 +1,46 @@
 use std::io::Write;
 
-use gpuscope_runtime::{measure_peak, Gpu};
+use anyhow::Context;
+use gpuscope_runtime::{measure_ceilings, Gpu, PeakOptions};
+use gpuscope_trace::ceilings::cache;
 
-use crate::args::DeviceArgs;
+use super::ceilings::{cached, tool};
+use crate::args::PeakArgs;
 use crate::exit::Exit;
 
-pub fn run(mib: u64, repetitions: usize, device: &DeviceArgs) -> Result<(), Exit> {
-    let gpu = Gpu::new(&device.gpu_options())?;
-    let r = measure_peak(&gpu, mib << 20, repetitions.max(1))?;
-    let info = gpu.adapter_desc();
+pub fn run(args: &PeakArgs) -> Result<(), Exit> {
+    let gpu = Gpu::new(&args.device.gpu_options())?;
+    let adapter = gpu.adapter_desc();
     let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "Adapter: {} ({}, {})",
-        info.name, info.backend, info.driver
-    )?;
-    writeln!(
-        out,
-        "copy kernel, {} MiB, read + write counted: median {:.1} GB/s, max {:.1} GB/s ({} runs, {})",
-        r.copy_bytes >> 20,
-        r.copy_gbps_median,
-        r.copy_gbps_max,
-        r.repetitions,
-        r.method
-    )?;
-    match r.tiny_dispatch_us {
-        Some(us) => writeln!(
-            out,
-            "dependent tiny dispatch: {us:.2} µs of GPU time each (chain of 1000 in one pass)"
-        )?,
-        None => writeln!(
-            out,
-            "dependent tiny dispatch: not measured (no GPU timestamps)"
-        )?,
+    if !args.refresh {
+        if let Some((c, path)) = cached(&adapter, true) {
+            out.write_all(gpuscope_trace::render::render_ceilings(&c).as_bytes())?;
+            writeln!(
+                out,
+                "Cached in {path}; `gpuscope peak --refresh` measures again"
+            )?;
+            return Ok(());
+        }
     }
+    let opts = PeakOptions {
+        bytes: args.mib << 20,
+        repetitions: args.repetitions.max(1),
+        target_ns: (args.target_ms * 1e6) as u64,
+        chain: args.chain,
+        tool: tool(),
+    };
+    eprintln!("gpuscope: measuring the ceilings of {} ...", adapter.name);
+    let c = measure_ceilings(&gpu, &opts, |what| eprintln!("gpuscope:   {what}"))?;
+    // What was measured is printed before the cache is written: a failed write loses
+    // nothing.
+    out.write_all(gpuscope_trace::render::render_ceilings(&c).as_bytes())?;
+    let root = cache::cache_root().with_context(|| {
+        format!(
+            "no cache directory on this platform: set {} to keep the ceilings",
+            cache::CACHE_DIR_ENV
+        )
+    })?;
+    let path = cache::store(&root, &c)?;
+    writeln!(out, "Cached in {}", path.display())?;
     Ok(())
 }

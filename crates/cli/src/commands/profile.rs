@@ -1,30 +1,48 @@
 use std::io::Write;
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
 use gpuscope_model::{
-    profile_decode_captured, synthetic_weights, CaptureRequest, Preset, ProfileOptions,
+    profile_decode_captured, synthetic_weights, CaptureRequest, CapturedRun, ModelError, Preset,
+    ProfileOptions,
 };
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::capture::{CaptureRecorder, RecordError};
 use gpuscope_runtime::Gpu;
+use gpuscope_trace::atomic::check_file_target;
+use gpuscope_trace::capture::check_target;
 
-use crate::args::ProfileArgs;
+use crate::args::{on_existing, ProfileArgs};
 use crate::exit::{Exit, PARTIAL_RUN};
+use crate::interrupt::{Caught, Interrupt};
 
-pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
-    let preset = Preset::parse(&args.preset).ok_or_else(|| {
+/// The preset named `name`, or an error listing the known ones.
+pub(crate) fn preset(name: &str) -> anyhow::Result<Preset> {
+    Preset::parse(name).ok_or_else(|| {
         let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
         anyhow!(
-            "unknown preset `{}`: expected one of {}",
-            args.preset,
+            "unknown preset `{name}`: expected one of {}",
             names.join(", ")
         )
-    })?;
-    let format: WeightFormat = args
-        .weights
+    })
+}
+
+/// `--preset` and `--weights` of a synthetic model.
+pub(crate) fn synthetic_shape(
+    preset_name: &str,
+    weights: &str,
+) -> Result<(Preset, WeightFormat), Exit> {
+    let p = preset(preset_name)?;
+    let format: WeightFormat = weights
         .parse()
-        .map_err(|e| anyhow!("--weights {}: {e}", args.weights))?;
+        .map_err(|e| anyhow!("--weights {weights}: {e}"))?;
+    Ok((p, format))
+}
+
+pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
+    let (preset, format) = synthetic_shape(&args.preset, &args.weights)?;
     if args.tokens == 0 {
         return Err(anyhow!("--tokens must be at least 1").into());
     }
@@ -48,7 +66,9 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
             .into());
         }
     }
+    check_outputs(args)?;
     let gpu = Gpu::new(&args.device.gpu_options())?;
+    let plan = args.kernels.plan(&gpu)?;
     eprintln!(
         "gpuscope: {} weights of {} ({} params), seed {} ...",
         format.name(),
@@ -69,32 +89,106 @@ pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
         overhead: args.overhead,
         warmup: args.warmup,
         in_flight: args.in_flight as usize,
-        prompt: Vec::new(),
+        prompt: synthetic_prompt(args.prompt_tokens.unwrap_or(0), config.vocab),
+        plan: Some(plan),
+        planted_slowdown: args.plant_slowdown.clone(),
+        ..Default::default()
     };
+    let captured = decode(args, &gpu, options, |options| {
+        profile_decode_captured(&gpu, &weights, options, capture_request(args).as_ref())
+    })?;
+    finish(args, captured)
+}
+
+/// Runs a profile's decode with an interrupt handler installed (the run stops at the
+/// next token and keeps what it measured), progress and the `--fault` hook beside it.
+pub(crate) fn decode(
+    args: &ProfileArgs,
+    gpu: &Gpu,
+    mut options: ProfileOptions,
+    run: impl FnOnce(&ProfileOptions) -> Result<CapturedRun, ModelError>,
+) -> Result<(CapturedRun, Option<Caught>), Exit> {
+    let interrupt = Interrupt::install()?;
+    let measured = Arc::new(AtomicU32::new(0));
+    options.stop = Some(interrupt.flag());
+    options.progress = Some(measured.clone());
     let captured =
-        profile_decode_captured(&gpu, &weights, &options, capture_request(args).as_ref())?;
-    let run = captured.run;
-    let capture_error = write_capture(args.capture.as_deref(), captured.capture);
+        crate::watch::decoding(gpu, args.tokens, &measured, &interrupt, args.fault, || {
+            run(&options)
+        })?;
+    Ok((captured, interrupt.caught()))
+}
+
+/// Writes what a profile run measured (the capture, marked incomplete when the run
+/// stopped early; `--json`, `--compact`; the report), then exits as the run ended: 4
+/// after a GPU fault, 128 + the signal after an interrupt, 1 when the capture could not
+/// be written.
+pub(crate) fn finish(
+    args: &ProfileArgs,
+    (captured, caught): (CapturedRun, Option<Caught>),
+) -> Result<(), Exit> {
+    let mut run = captured.run;
+    let mut capture = captured.capture;
+    if let (Some(why), Some(Ok(rec))) = (&run.profile.incomplete, &mut capture) {
+        if let Err(e) = rec.mark_incomplete(why) {
+            capture = Some(Err(e));
+        }
+    }
+    let capture_error = write_capture(args.capture.as_deref(), args.force, capture);
     // Whatever happened, what was measured is written and shown before the error.
-    if let Some(path) = &args.json {
-        gpuscope_trace::io::save_profile(path, &run.profile)
-            .with_context(|| format!("writing the profile to {}", path.display()))?;
-        eprintln!("gpuscope: profile written to {}", path.display());
-    }
-    std::io::stdout().write_all(gpuscope_trace::render::render_text(&run.profile).as_bytes())?;
-    if let (Some(e), None) = (capture_error, &run.error) {
-        return Err(e.into());
-    }
+    save_and_print(args, &mut run.profile)?;
+    let measured = format!(
+        "after {} of {} tokens",
+        run.profile.tokens.len(),
+        args.tokens
+    );
+    let capture_error = match capture_error {
+        // The run's own end is the error; the capture's is said on its own line.
+        Some(c) if run.error.is_some() || caught.is_some() => {
+            eprintln!(
+                "gpuscope: no capture written: {}",
+                crate::exit::one_line(&c)
+            );
+            None
+        }
+        other => other,
+    };
     if let Some(e) = run.error {
         return Err(Exit {
             code: PARTIAL_RUN,
-            error: anyhow::Error::new(e).context(format!(
-                "the run stopped after {} of {} tokens",
-                run.profile.tokens.len(),
-                args.tokens
-            )),
+            error: anyhow::Error::new(e).context(format!("the run stopped {measured}")),
         });
     }
+    if let Some(caught) = caught {
+        return Err(caught.exit(&format!(
+            "stopped {measured}; what was measured is written and shown"
+        )));
+    }
+    match capture_error {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+/// Embeds this machine's measured ceilings, writes `--json` / `--compact`, and prints
+/// the report.
+pub(crate) fn save_and_print(
+    args: &ProfileArgs,
+    profile: &mut gpuscope_trace::Profile,
+) -> Result<(), Exit> {
+    super::ceilings::embed(profile);
+    if let Some(path) = &args.json {
+        gpuscope_trace::io::save_profile(path, profile)?;
+        eprintln!("gpuscope: profile written to {}", path.display());
+    }
+    if let Some(path) = &args.compact {
+        gpuscope_trace::compact::save(path, profile)?;
+        eprintln!("gpuscope: compact profile written to {}", path.display());
+    }
+    if let Some(path) = &args.trace {
+        super::report::write_trace(path, profile, None)?;
+    }
+    std::io::stdout().write_all(gpuscope_trace::render::render_text(profile).as_bytes())?;
     Ok(())
 }
 
@@ -107,14 +201,30 @@ pub(crate) fn capture_request(args: &ProfileArgs) -> Option<CaptureRequest> {
     })
 }
 
+/// Checks before a run that `--json`, `--compact` and `--capture` can be written: a
+/// typo or a directory of the user's costs nothing.
+pub(crate) fn check_outputs(args: &ProfileArgs) -> Result<(), Exit> {
+    if let Some(path) = &args.json {
+        check_file_target(path).context("--json")?;
+    }
+    if let Some(path) = &args.compact {
+        check_file_target(path).context("--compact")?;
+    }
+    if let Some(dir) = &args.capture {
+        check_target(dir, on_existing(args.force)).context("--capture")?;
+    }
+    Ok(())
+}
+
 /// Writes a recorded capture to `dir`; returns the error to report after the profile
 /// (the profile is shown either way).
 pub(crate) fn write_capture(
     dir: Option<&std::path::Path>,
+    force: bool,
     capture: Option<Result<CaptureRecorder, RecordError>>,
 ) -> Option<anyhow::Error> {
     let (dir, capture) = (dir?, capture?);
-    match capture.and_then(|rec| rec.write(dir).map(|()| rec)) {
+    match capture.and_then(|rec| rec.write(dir, on_existing(force)).map(|()| rec)) {
         Ok(rec) => {
             eprintln!(
                 "gpuscope: capture of {} tokens written to {}",
@@ -135,4 +245,12 @@ pub(crate) fn capture_name(dir: &std::path::Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| !n.is_empty() && n != "." && n != "..")
         .unwrap_or_else(|| "capture".into())
+}
+
+/// `n` prompt token ids spread over the vocabulary (never 0, which some tokenizers keep
+/// for padding), the same for every run.
+fn synthetic_prompt(n: u32, vocab: u32) -> Vec<u32> {
+    (0..n)
+        .map(|i| 1 + (u64::from(i) * 7919 % u64::from(vocab - 1)) as u32)
+        .collect()
 }

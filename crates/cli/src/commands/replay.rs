@@ -6,15 +6,21 @@ use std::io::Write;
 
 use anyhow::{anyhow, Context};
 use gpuscope_runtime::capture::{
-    bench_commands, compare_outputs, replay_stream, BenchOptions, Substitution,
+    bench_commands, compare_outputs, replay_limits, replay_stream, BenchOptions, ReplayProgress,
+    Substitution,
 };
 use gpuscope_runtime::Gpu;
-use gpuscope_trace::capture::{read_capture, render};
+use gpuscope_trace::atomic::{check_file_target, write_atomic};
+use gpuscope_trace::capture::{check_budget, read_capture, render, Capture};
 
 use crate::args::ReplayArgs;
 use crate::exit::Exit;
+use crate::watch::watchdog;
 
 pub fn run(args: &ReplayArgs) -> Result<(), Exit> {
+    if let Some(path) = &args.json {
+        check_file_target(path).context("--json")?;
+    }
     let capture = read_capture(&args.dir)?;
     let subs = args
         .substitute
@@ -26,11 +32,34 @@ pub fn run(args: &ReplayArgs) -> Result<(), Exit> {
         gpuscope_runtime::capture::replay::check_substitution(&capture, s)?;
     }
     let gpu = Gpu::new(&args.device.gpu_options())?;
-    let mut out = std::io::stdout();
     let has_outputs = capture.data.as_ref().is_some_and(|d| !d.outputs.is_empty());
+    // Every size and count the capture claims, checked before anything is allocated.
+    check_budget(&capture, &replay_limits(&gpu, args.max_memory), has_outputs)
+        .with_context(|| format!("replaying {}", args.dir.display()))?;
+    if let Some(why) = &capture.manifest.incomplete {
+        eprintln!(
+            "gpuscope: the capture is incomplete ({why}): replaying the {} steps it holds",
+            capture.stream.steps.len()
+        );
+    }
+    let progress = ReplayProgress::default();
+    watchdog(&progress, args.timeout, || {
+        replay(args, &gpu, &capture, &subs, has_outputs, &progress)
+    })
+}
+
+fn replay(
+    args: &ReplayArgs,
+    gpu: &Gpu,
+    capture: &Capture,
+    subs: &[Substitution],
+    has_outputs: bool,
+    progress: &ReplayProgress,
+) -> Result<(), Exit> {
+    let mut out = std::io::stdout();
     let mut mismatch = None;
     if has_outputs {
-        let cmp = compare_outputs(&gpu, &capture, &subs, args.tolerance)?;
+        let cmp = compare_outputs(gpu, capture, subs, args.tolerance, progress)?;
         out.write_all(render::render_comparison(&cmp).as_bytes())?;
         out.write_all(b"\n")?;
         if let Some(m) = &cmp.first_mismatch {
@@ -43,11 +72,10 @@ pub fn run(args: &ReplayArgs) -> Result<(), Exit> {
         }
     }
     if args.per_command {
-        let report = bench_commands(&gpu, &capture, &subs, &BenchOptions::default())?;
+        let report = bench_commands(gpu, capture, subs, &BenchOptions::default(), progress)?;
         if let Some(path) = &args.json {
             let json = serde_json::to_string_pretty(&report)?;
-            std::fs::write(path, json + "\n")
-                .with_context(|| format!("writing {}", path.display()))?;
+            write_atomic(path, (json + "\n").as_bytes())?;
             eprintln!(
                 "gpuscope: per-command benchmark written to {}",
                 path.display()
@@ -55,10 +83,13 @@ pub fn run(args: &ReplayArgs) -> Result<(), Exit> {
         }
         out.write_all(render::render_per_command(&report).as_bytes())?;
     } else {
-        let profile = replay_stream(&gpu, &capture, &subs)?;
+        let mut profile = replay_stream(gpu, capture, subs, progress)?;
+        if let Some(why) = &capture.manifest.incomplete {
+            profile.incomplete = Some(format!("replay of an incomplete capture: {why}"));
+        }
+        super::ceilings::embed(&mut profile);
         if let Some(path) = &args.json {
-            gpuscope_trace::io::save_profile(path, &profile)
-                .with_context(|| format!("writing the profile to {}", path.display()))?;
+            gpuscope_trace::io::save_profile(path, &profile)?;
             eprintln!("gpuscope: replayed profile written to {}", path.display());
         }
         out.write_all(gpuscope_trace::render::render_text(&profile).as_bytes())?;

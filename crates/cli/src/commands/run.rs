@@ -5,8 +5,10 @@
 //! Prompt processing on the GPU is batched: the prompt goes through
 //! [`GpuDecoder::prefill`] in chunks of up to [`PREFILL_MAX_BATCH`] tokens (several-row
 //! gemv kernels per weight format, one submit per chunk), and generation continues from
-//! the KV cache. Two exceptions feed the prompt one token per decode step instead, and
-//! the printed label says which was used: the CPU reference backend, and `--capture`,
+//! the KV cache. Three exceptions feed the prompt one token per decode step instead, and
+//! the printed label says which was used: adapters that are CPUs (their kernel plan's
+//! gemv has no batched form; see [`GpuDecoder::prefill_method`]), the CPU reference
+//! backend, and `--capture`,
 //! whose recorder follows the decode graph's steps (a prefill runs a second graph that a
 //! capture's stream cannot describe).
 
@@ -16,18 +18,20 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Context};
 use gpuscope_model::{
-    load_gguf, profile_decode_captured, CpuDecoder, DecoderOptions, GpuDecoder, LoadedModel,
-    ProfileOptions, Tokenizer,
+    load_gguf, profile_decode_captured, CpuDecoder, DecoderOptions, Ended, Flow, GenerateOptions,
+    Generator, GpuDecoder, LoadedModel, ModelError, ProfileOptions, Tokenizer,
 };
 use gpuscope_runtime::capture::{CaptureRecorder, StepRecord};
 use gpuscope_runtime::{Gpu, GpuOptions, StepOutput, TimingRequest};
+use gpuscope_trace::capture::check_target;
 use gpuscope_trace::{TimingMode, WorkloadDesc};
 
-use crate::args::{DeviceArgs, ProfileArgs, RunArgs, TimingArg};
+use crate::args::{on_existing, DeviceArgs, ProfileArgs, RunArgs, TimingArg};
 use crate::exit::{Exit, PARTIAL_RUN};
+use crate::interrupt::Interrupt;
 
 /// Loads a model file and its tokenizer, printing what it is and any warnings.
-fn load(path: &Path) -> Result<(LoadedModel, Tokenizer, f64), Exit> {
+pub(crate) fn load(path: &Path) -> Result<(LoadedModel, Tokenizer, f64), Exit> {
     let start = Instant::now();
     let model = load_gguf(path).with_context(|| format!("loading {}", path.display()))?;
     let tokenizer = Tokenizer::from_gguf(&model.gguf.file.metadata)
@@ -50,7 +54,11 @@ fn load(path: &Path) -> Result<(LoadedModel, Tokenizer, f64), Exit> {
     Ok((model, tokenizer, secs))
 }
 
-fn prompt_ids(tokenizer: &Tokenizer, prompt: &str, chat: bool) -> Result<Vec<u32>, Exit> {
+pub(crate) fn prompt_ids(
+    tokenizer: &Tokenizer,
+    prompt: &str,
+    chat: bool,
+) -> Result<Vec<u32>, Exit> {
     let text = if chat {
         tokenizer.chat_prompt(prompt).ok_or_else(|| {
             anyhow!(
@@ -70,32 +78,10 @@ fn prompt_ids(tokenizer: &Tokenizer, prompt: &str, chat: bool) -> Result<Vec<u32
     Ok(ids)
 }
 
-/// One decoder behind both backends: feed a token (or continue from the last argmax).
-enum Backend<'w> {
-    Gpu(&'w Gpu, GpuDecoder),
-    Cpu(CpuDecoder<'w>),
-}
-
-impl Backend<'_> {
-    /// Decodes `token` at the next position; returns the greedy next token and, on the
-    /// GPU, the step's measurements.
-    fn step(
-        &mut self,
-        token: u32,
-    ) -> Result<(u32, Option<StepOutput>), gpuscope_model::ModelError> {
-        match self {
-            Backend::Gpu(gpu, d) => {
-                let s = d.step(gpu, Some(token))?;
-                Ok((s.token, Some(s.output)))
-            }
-            Backend::Cpu(d) => Ok((d.step(token)?.token, None)),
-        }
-    }
-}
-
 /// `run --capture`: the recorder and every recorded step (position, token, output).
 struct RunCapture {
     dir: std::path::PathBuf,
+    force: bool,
     recorder: CaptureRecorder,
     steps: Vec<(u32, u32, StepOutput)>,
     /// `--capture-tokens`: steps whose dispatch outputs are recorded too.
@@ -122,6 +108,7 @@ impl RunCapture {
             layers: c.n_layers,
             graph_dispatches_per_token: d.graph().dispatch_count() as u32,
             graph_passes_per_token: d.graph().sections.len() as u32,
+            settings: d.settings().clone(),
         };
         let mut recorder =
             CaptureRecorder::new(gpu, d.graph(), &super::profile::capture_name(dir), workload)
@@ -131,13 +118,15 @@ impl RunCapture {
             .map_err(|e| anyhow::Error::new(e).context("starting the capture"))?;
         Ok(Some(RunCapture {
             dir: dir.clone(),
+            force: args.force,
             recorder,
             steps: Vec::new(),
             output_steps: args.capture_tokens.clone(),
         }))
     }
 
-    fn finish(mut self, gpu: &Gpu) -> Result<(), Exit> {
+    /// Ends and writes the capture; `incomplete` says why the run stopped early.
+    fn finish(mut self, gpu: &Gpu, incomplete: Option<&str>) -> Result<(), Exit> {
         let records: Vec<StepRecord> = self
             .steps
             .iter()
@@ -164,7 +153,11 @@ impl RunCapture {
                 .recorder
                 .capture_outputs(gpu, r.start as usize..r.end as usize);
         }
-        let written = written.and_then(|()| self.recorder.write(&self.dir));
+        if let (Ok(()), Some(why)) = (&written, incomplete) {
+            written = self.recorder.mark_incomplete(why);
+        }
+        let written =
+            written.and_then(|()| self.recorder.write(&self.dir, on_existing(self.force)));
         written.map_err(|e| {
             anyhow::Error::new(e)
                 .context(format!("recording the capture to {}", self.dir.display()))
@@ -184,7 +177,7 @@ impl RunCapture {
 /// setup; a shorter prompt gets buffers for its own length).
 pub const PREFILL_MAX_BATCH: u32 = 256;
 
-fn run_gpu_options(device: &DeviceArgs) -> GpuOptions {
+pub(crate) fn run_gpu_options(device: &DeviceArgs) -> GpuOptions {
     let mut options = device.gpu_options();
     if matches!(device.timing, TimingArg::Auto) {
         options.timing = TimingRequest::Exactly(TimingMode::Off);
@@ -193,165 +186,267 @@ fn run_gpu_options(device: &DeviceArgs) -> GpuOptions {
 }
 
 pub fn run(args: &RunArgs) -> Result<(), Exit> {
+    if let Some(dir) = &args.capture {
+        check_target(dir, on_existing(args.force)).context("--capture")?;
+    }
     let (model, tokenizer, load_secs) = load(&args.model)?;
     let prompt = prompt_ids(&tokenizer, &args.prompt, args.chat)?;
-    let max_ctx = prompt.len() as u32 + args.tokens;
-    let gpu;
-    let mut capture = None;
+    if args.cpu {
+        return run_cpu(args, &model, &tokenizer, &prompt, load_secs);
+    }
+    let max_ctx = (prompt.len() as u32).saturating_add(args.tokens);
+    let interrupt = Interrupt::install()?;
     let setup = Instant::now();
-    let mut backend = if args.cpu {
-        Backend::Cpu(CpuDecoder::new(&model.weights, max_ctx)?)
+    let gpu = Gpu::new(&run_gpu_options(&args.device))?;
+    // With --capture the prompt goes one token per step (see the module doc).
+    let prefill_batch = if args.capture.is_some() {
+        0
     } else {
-        gpu = Gpu::new(&run_gpu_options(&args.device))?;
-        let mut d = GpuDecoder::new(
-            &gpu,
-            &model.weights,
-            DecoderOptions {
-                max_ctx,
-                read_logits: false,
-            },
-        )?;
-        let a = gpu.adapter_desc();
-        eprintln!("gpuscope: on {} ({})", a.name, a.backend);
-        capture = RunCapture::start(args, &gpu, &d, &model)?;
-        // With --capture the prompt stays one token per step (see the module doc).
-        if capture.is_none() {
-            d.enable_prefill(&gpu, (prompt.len() as u32).clamp(1, PREFILL_MAX_BATCH))?;
-        }
-        Backend::Gpu(&gpu, d)
+        PREFILL_MAX_BATCH
     };
+    let plan = args.kernels.plan(&gpu)?;
+    let decoder = GpuDecoder::with_plan(
+        &gpu,
+        &model.weights,
+        DecoderOptions {
+            max_ctx,
+            read_logits: false,
+        },
+        plan,
+    )?;
+    let mut gen = Generator::from_decoder(
+        &gpu,
+        decoder,
+        GenerateOptions {
+            prefill_batch,
+            stop: Some(interrupt.flag()),
+            ..Default::default()
+        },
+        prompt.len() as u32,
+    )?;
+    let a = gpu.adapter_desc();
+    eprintln!("gpuscope: on {} ({})", a.name, a.backend);
+    let mut capture = RunCapture::start(args, &gpu, gen.decoder(), &model)?;
     let setup_secs = setup.elapsed().as_secs_f64();
 
     let pp_start = Instant::now();
-    let mut next = 0;
-    let batched_prompt = match &mut backend {
-        Backend::Gpu(gpu, d) if d.prefill_max_batch() > 0 => {
-            for chunk in prompt.chunks(d.prefill_max_batch() as usize) {
-                next = d.prefill(gpu, chunk)?.token;
-            }
-            true
+    let done = gen.prompt(&prompt, |s| {
+        if let Some(c) = &mut capture {
+            c.steps.push((s.position, s.token, s.output.clone()));
         }
-        _ => {
-            for (position, &t) in prompt.iter().enumerate() {
-                let output;
-                (next, output) = backend.step(t)?;
-                if let (Some(c), Some(o)) = (&mut capture, output) {
-                    c.steps.push((position as u32, next, o));
-                }
-            }
-            false
-        }
-    };
+        Ok(())
+    });
     let pp_secs = pp_start.elapsed().as_secs_f64();
+    let done = match (done, interrupt.caught()) {
+        (Ok(done), _) => done,
+        (Err(ModelError::Interrupted), Some(caught)) => {
+            let why = format!("interrupted by {} during the prompt", caught.name());
+            if let Some(c) = capture {
+                c.finish(&gpu, Some(&why))?;
+            }
+            return Err(caught.exit("stopped during the prompt, before any token was generated"));
+        }
+        (Err(e), _) => return Err(e.into()),
+    };
 
     let mut out = std::io::stdout().lock();
     let mut stream = tokenizer.stream();
     let tg_start = Instant::now();
     let mut generated = 0u32;
     let mut stop = None;
+    let mut io_error = None;
+    let mut interrupted = None;
     // Prints `token` unless it ends the text; says whether to go on.
     let mut emit =
-        |token: u32, generated: &mut u32, stop: &mut Option<&str>| -> Result<bool, Exit> {
+        |token: u32, generated: &mut u32, stop: &mut Option<&str>| -> Result<Flow, Exit> {
             if tokenizer.is_end(token) && !args.ignore_eos {
                 *stop = Some("end-of-sequence token");
-                return Ok(false);
+                return Ok(Flow::Stop);
             }
             out.write_all(stream.push(token)?.as_bytes())?;
             out.flush()?;
             *generated += 1;
-            Ok(*generated < args.tokens)
+            Ok(if *generated < args.tokens {
+                Flow::Continue
+            } else {
+                Flow::Stop
+            })
         };
-    let partial = |e: gpuscope_model::ModelError, generated: u32| Exit {
-        code: PARTIAL_RUN,
-        error: anyhow::Error::new(e)
-            .context(format!("generation stopped after {generated} tokens")),
-    };
-    if emit(next, &mut generated, &mut stop)? {
-        match &mut backend {
-            // Two steps in flight: the GPU feeds its own argmax to the next step, so
-            // step N+1 is encoded while step N runs and N's token is printed.
-            Backend::Gpu(gpu, d) => {
-                let mut pending = std::collections::VecDeque::new();
-                let mut submitted = 0u32;
-                // The last token needs no decode step: its successor would not be printed.
-                let steps = args.tokens - 1;
-                loop {
-                    while pending.len() < gpuscope_runtime::MAX_IN_FLIGHT && submitted < steps {
-                        pending.push_back(d.submit(gpu, None).map_err(|e| partial(e, generated))?);
-                        submitted += 1;
-                    }
-                    let Some(p) = pending.pop_front() else { break };
-                    let position = d.position() - pending.len() as u32 - 1;
-                    let step = d.finish(gpu, p).map_err(|e| partial(e, generated))?;
-                    let token = step.token;
-                    if let Some(c) = &mut capture {
-                        c.steps.push((position, token, step.output));
-                    }
-                    if !emit(token, &mut generated, &mut stop)? {
-                        break;
-                    }
-                }
-                // Steps still in flight after an early stop (end of text) are finished
-                // unprinted: a capture must see every step it saw submitted.
-                while let Some(p) = pending.pop_front() {
-                    let position = d.position() - pending.len() as u32 - 1;
-                    let step = d.finish(gpu, p).map_err(|e| partial(e, generated))?;
-                    if let Some(c) = &mut capture {
-                        c.steps.push((position, step.token, step.output));
-                    }
+    if emit(done.next, &mut generated, &mut stop)? == Flow::Continue {
+        // The last token needs no decode step: its successor would not be printed. The
+        // GPU feeds its own argmax to each next step, so the loop keeps steps in flight
+        // while this closure prints.
+        let steps = args.tokens - 1;
+        let result = gen.decode(None, steps, |s| {
+            if let Some(c) = &mut capture {
+                c.steps.push((s.position, s.token, s.output.clone()));
+            }
+            if s.after_stop {
+                return Ok(Flow::Stop);
+            }
+            match emit(s.token, &mut generated, &mut stop) {
+                Ok(flow) => Ok(flow),
+                Err(e) => {
+                    io_error = Some(e);
+                    Ok(Flow::Stop)
                 }
             }
-            Backend::Cpu(_) => loop {
-                next = backend.step(next).map_err(|e| partial(e, generated))?.0;
-                if !emit(next, &mut generated, &mut stop)? {
-                    break;
-                }
-            },
+        });
+        match result {
+            Ok(Ended::Interrupted) => interrupted = interrupt.caught(),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(Exit {
+                    code: PARTIAL_RUN,
+                    error: anyhow::Error::new(e)
+                        .context(format!("generation stopped after {generated} tokens")),
+                })
+            }
         }
     }
     drop(emit);
+    if let Some(e) = io_error {
+        return Err(e);
+    }
     let mut out = std::io::stdout().lock();
     let tg_secs = tg_start.elapsed().as_secs_f64();
     writeln!(out)?;
     // Every submitted step is finished by now (in-flight steps drain before the loop ends).
-    if let (Some(c), Backend::Gpu(gpu, _)) = (capture, &backend) {
-        c.finish(gpu)?;
+    let why = interrupted.map(|c| {
+        format!(
+            "interrupted by {} after {generated} of {} tokens",
+            c.name(),
+            args.tokens
+        )
+    });
+    if let Some(c) = capture {
+        c.finish(&gpu, why.as_deref())?;
     }
+    // How the decoder fed it (batched, or decode steps on CPU adapters' kernel plan).
+    let method = if prefill_batch > 0 {
+        done.method.clone()
+    } else {
+        "one token per step, each waited for: --capture records decode steps only".to_string()
+    };
+    print_speeds(
+        load_secs,
+        setup_secs,
+        "GPU",
+        prompt.len(),
+        pp_secs,
+        &method,
+        generated,
+        tg_secs,
+        stop,
+    );
+    match interrupted {
+        Some(caught) => Err(caught.exit(&format!(
+            "stopped after {generated} of {} tokens",
+            args.tokens
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `run --cpu`: the CPU reference, one token per step.
+fn run_cpu(
+    args: &RunArgs,
+    model: &LoadedModel,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+    load_secs: f64,
+) -> Result<(), Exit> {
+    let interrupt = Interrupt::install()?;
+    let setup = Instant::now();
+    let mut d = CpuDecoder::new(&model.weights, prompt.len() as u32 + args.tokens)?;
+    let setup_secs = setup.elapsed().as_secs_f64();
+    let pp_start = Instant::now();
+    let mut next = 0;
+    for &t in prompt {
+        if let Some(caught) = interrupt.caught() {
+            return Err(caught.exit("stopped during the prompt, before any token was generated"));
+        }
+        next = d.step(t)?.token;
+    }
+    let pp_secs = pp_start.elapsed().as_secs_f64();
+    let mut out = std::io::stdout().lock();
+    let mut stream = tokenizer.stream();
+    let tg_start = Instant::now();
+    let mut generated = 0u32;
+    let mut stop = None;
+    loop {
+        if tokenizer.is_end(next) && !args.ignore_eos {
+            stop = Some("end-of-sequence token");
+            break;
+        }
+        out.write_all(stream.push(next)?.as_bytes())?;
+        out.flush()?;
+        generated += 1;
+        if generated >= args.tokens || interrupt.caught().is_some() {
+            break;
+        }
+        next = d
+            .step(next)
+            .map_err(|e| Exit {
+                code: PARTIAL_RUN,
+                error: anyhow::Error::new(e)
+                    .context(format!("generation stopped after {generated} tokens")),
+            })?
+            .token;
+    }
+    writeln!(out)?;
+    let tg_secs = tg_start.elapsed().as_secs_f64();
+    print_speeds(
+        load_secs,
+        setup_secs,
+        "CPU reference",
+        prompt.len(),
+        pp_secs,
+        "one token per step",
+        generated,
+        tg_secs,
+        stop,
+    );
+    match interrupt.caught() {
+        Some(caught) => Err(caught.exit(&format!(
+            "stopped after {generated} of {} tokens",
+            args.tokens
+        ))),
+        None => Ok(()),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_speeds(
+    load_secs: f64,
+    setup_secs: f64,
+    backend: &str,
+    prompt_tokens: usize,
+    pp_secs: f64,
+    method: &str,
+    generated: u32,
+    tg_secs: f64,
+    stop: Option<&str>,
+) {
     let rate = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
-    let backend_name = if args.cpu { "CPU reference" } else { "GPU" };
     eprintln!(
-        "gpuscope: load {:.2} s (file {:.2} s, {} setup {:.2} s)",
+        "gpuscope: load {:.2} s (file {:.2} s, {backend} setup {:.2} s)",
         load_secs + setup_secs,
         load_secs,
-        backend_name,
         setup_secs
     );
     eprintln!(
-        "gpuscope: prompt processing {} tokens in {:.2} s: {:.1} tok/s ({})",
-        prompt.len(),
-        pp_secs,
-        rate(prompt.len(), pp_secs),
-        if batched_prompt {
-            format!("batched, {} tokens per submit at most", PREFILL_MAX_BATCH)
-        } else if args.cpu {
-            "one token per step".to_string()
-        } else {
-            "one token per step, each waited for: --capture records decode steps only".to_string()
-        }
+        "gpuscope: prompt processing {prompt_tokens} tokens in {pp_secs:.2} s: {:.1} tok/s ({method})",
+        rate(prompt_tokens, pp_secs),
     );
-    // Each generated token but the last cost one decode step (the first came from the
+    // Each generated token but the first cost one decode step (the first came from the
     // prompt's last step), so the rate counts the steps taken.
     let steps = generated.saturating_sub(1) as usize;
     eprintln!(
-        "gpuscope: generation {} tokens in {:.2} s: {:.1} tok/s ({} decode steps, wall clock){}",
-        generated,
-        tg_secs,
+        "gpuscope: generation {generated} tokens in {tg_secs:.2} s: {:.1} tok/s ({steps} decode steps, wall clock){}",
         rate(steps, tg_secs),
-        steps,
-        stop.map(|s| format!("; stopped at the {s}"))
-            .unwrap_or_default()
+        stop.map(|s| format!("; stopped at the {s}")).unwrap_or_default()
     );
-    Ok(())
 }
 
 /// `gpuscope profile MODEL.gguf`: the profile report for a real model's weights.
@@ -359,8 +454,10 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
     if args.tokens == 0 {
         return Err(anyhow!("--tokens must be at least 1").into());
     }
+    super::profile::check_outputs(args)?;
     let (model, tokenizer, _) = load(path)?;
     let gpu = Gpu::new(&args.device.gpu_options())?;
+    let plan = args.kernels.plan(&gpu)?;
     let prompt = match &args.prompt {
         Some(p) => prompt_ids(&tokenizer, p, false)?,
         None => vec![tokenizer.bos.unwrap_or(0)],
@@ -384,6 +481,9 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
         warmup: args.warmup,
         in_flight: args.in_flight as usize,
         prompt: fed,
+        plan: Some(plan),
+        planted_slowdown: args.plant_slowdown.clone(),
+        ..Default::default()
     };
     if let Some(r) = &args.capture_tokens {
         if r.end > args.tokens {
@@ -396,15 +496,15 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
             .into());
         }
     }
-    let captured = profile_decode_captured(
-        &gpu,
-        &model.weights,
-        &options,
-        super::profile::capture_request(args).as_ref(),
-    )?;
-    let capture_error = super::profile::write_capture(args.capture.as_deref(), captured.capture);
-    let mut run = captured.run;
-    let w = &mut run.profile.workload;
+    let (mut captured, caught) = super::profile::decode(args, &gpu, options, |options| {
+        profile_decode_captured(
+            &gpu,
+            &model.weights,
+            options,
+            super::profile::capture_request(args).as_ref(),
+        )
+    })?;
+    let w = &mut captured.run.profile.workload;
     w.name = format!(
         "{} ({})",
         model.info.name,
@@ -414,24 +514,5 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
     );
     w.architecture = model.info.architecture.clone();
     w.weights = model.info.formats.clone();
-    if let Some(out) = &args.json {
-        gpuscope_trace::io::save_profile(out, &run.profile)
-            .with_context(|| format!("writing the profile to {}", out.display()))?;
-        eprintln!("gpuscope: profile written to {}", out.display());
-    }
-    std::io::stdout().write_all(gpuscope_trace::render::render_text(&run.profile).as_bytes())?;
-    if let (Some(e), None) = (capture_error, &run.error) {
-        return Err(e.into());
-    }
-    if let Some(e) = run.error {
-        return Err(Exit {
-            code: PARTIAL_RUN,
-            error: anyhow::Error::new(e).context(format!(
-                "the run stopped after {} of {} tokens",
-                run.profile.tokens.len(),
-                args.tokens
-            )),
-        });
-    }
-    Ok(())
+    super::profile::finish(args, (captured, caught))
 }

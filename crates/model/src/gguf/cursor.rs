@@ -98,6 +98,14 @@ impl<'a> Cursor<'a> {
         Ok(count)
     }
 
+    /// How many `T`s to reserve room for ahead of reading `count` items: never more
+    /// memory than the bytes left in the file, whatever the count claims (items read
+    /// later grow the vector as they are actually found).
+    pub fn capacity_for<T>(&self, count: u64) -> usize {
+        let fit = self.remaining() / (std::mem::size_of::<T>() as u64).max(1);
+        count.min(fit) as usize
+    }
+
     /// A GGUF string: u64 length, then that many UTF-8 bytes.
     pub fn str(&mut self, field: Field<'_>) -> Result<&'a str, GgufError> {
         let offset = self.pos();

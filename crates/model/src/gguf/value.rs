@@ -279,7 +279,7 @@ impl MetaArray {
             STRING => {
                 let mut a = StrArray {
                     text: String::new(),
-                    ends: Vec::with_capacity(n as usize),
+                    ends: Vec::with_capacity(c.capacity_for::<usize>(n)),
                 };
                 for i in 0..n {
                     a.text.push_str(c.str(Field::Value(key, Some(i)))?);
@@ -289,7 +289,7 @@ impl MetaArray {
                 MetaArray::String(a)
             }
             ARRAY => {
-                let mut v = Vec::with_capacity(n as usize);
+                let mut v = Vec::with_capacity(c.capacity_for::<MetaArray>(n));
                 for _ in 0..n {
                     v.push(MetaArray::read(c, key, depth + 1)?);
                 }

@@ -3,6 +3,7 @@
 
 mod cost;
 mod cpu;
+pub(crate) mod exec;
 
 use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

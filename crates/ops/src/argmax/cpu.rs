@@ -1,9 +1,10 @@
 use super::{Argmax, NONE};
+use crate::Real;
 
 impl Argmax {
     /// Index of the largest value; the first on ties; NaN skipped; [`NONE`] if all NaN.
-    pub fn cpu(&self, logits: &[f32]) -> u32 {
-        let mut best: Option<(u32, f32)> = None;
+    pub fn cpu<T: Real>(&self, logits: &[T]) -> u32 {
+        let mut best: Option<(u32, T)> = None;
         for (i, &v) in logits[..self.n as usize].iter().enumerate() {
             if v.is_nan() {
                 continue;

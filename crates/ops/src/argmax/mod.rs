@@ -7,6 +7,7 @@
 
 mod cost;
 mod cpu;
+pub(crate) mod exec;
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

@@ -24,8 +24,8 @@ pub fn batched_shader() -> &'static ShaderSource {
             ("override SCALE: f32 = 0.125;", "override SCALE: f32 = 0.125;\noverride Q_STRIDE: u32 = 0u;\noverride OUT_STRIDE: u32 = 0u;"),
             ("    let h = wg.x;\n", "    let h = wg.x;\n    let b = wg.y;\n    // Workgroup-uniform: rows past the batch return before any barrier.\n    if b >= step[1] {\n        return;\n    }\n"),
             ("let n_ctx = min(step[1], MAX_CTX);", "let n_ctx = min(step[0] + b + 1u, MAX_CTX);"),
-            ("q[h * HEAD_DIM + lid]", "q[b * Q_STRIDE + h * HEAD_DIM + lid]"),
-            ("out[h * HEAD_DIM + d]", "out[b * OUT_STRIDE + h * HEAD_DIM + d]"),
+            ("let qi = h * HEAD_DIM + 4u * lid;", "let qi = b * Q_STRIDE + h * HEAD_DIM + 4u * lid;"),
+            ("let o = h * HEAD_DIM + 4u * d4;", "let o = b * OUT_STRIDE + h * HEAD_DIM + 4u * d4;"),
         ] {
             assert_eq!(s.matches(from).count(), 1, "attention batched: `{from}` not found once in fused.wgsl");
             s = s.replacen(from, to, 1);
@@ -126,14 +126,14 @@ impl AttnBatched {
     }
 
     /// CPU reference: the single-query oracle per row, row b with `pos0 + b + 1` positions.
-    pub fn cpu(
+    pub fn cpu<T: crate::Real>(
         &self,
         pos0: u32,
         n_rows: u32,
-        q: &[f32],
-        k_cache: &[f32],
-        v_cache: &[f32],
-        out: &mut [f32],
+        q: &[T],
+        k_cache: &[T],
+        v_cache: &[T],
+        out: &mut [T],
     ) {
         let hq = (self.attn.n_heads * self.attn.head_dim) as usize;
         for b in 0..n_rows as usize {

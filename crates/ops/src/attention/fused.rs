@@ -1,6 +1,15 @@
 //! [`AttnFused`] (`attention`): scores, softmax and values for one query in one
 //! dispatch, what the decoder uses. The two-op form ([`super::AttnScores`] + softmax +
 //! [`super::AttnValues`]) stays as the oracle's structure and for comparisons.
+//!
+//! Variants ([`AttnVariant`], `--kernel attention=NAME`):
+//! - `workgroup` (op `attention`): one 256-thread workgroup per head (`fused.wgsl`);
+//! - `subgroup` (op `attention`): one subgroup per head, lanes over head dims, no barrier
+//!   (`subgroup.wgsl`): for CPU adapters;
+//! - `split` (ops `attention_split` + `attention_combine`): split-K, the context in
+//!   chunks of [`SPLIT_CHUNK`] positions over `n_heads × splits` workgroups, then a merge
+//!   (`fused.wgsl` with CHUNK > 0, `combine.wgsl`): long contexts on large GPUs, where one
+//!   workgroup per head leaves most of the GPU idle.
 
 use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
@@ -11,6 +20,84 @@ pub static FUSED_SHADER: ShaderSource = ShaderSource {
     name: "attention",
     wgsl: include_str!("fused.wgsl"),
 };
+
+pub static SUBGROUP_SHADER: ShaderSource = ShaderSource {
+    name: "attention.subgroup",
+    wgsl: include_str!("subgroup.wgsl"),
+};
+
+pub static COMBINE_SHADER: ShaderSource = ShaderSource {
+    name: "attention_combine",
+    wgsl: include_str!("combine.wgsl"),
+};
+
+/// Positions per split-K workgroup (one pass of the 256-thread workgroup).
+pub const SPLIT_CHUNK: u32 = 256;
+
+/// Which attention kernel runs (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AttnVariant {
+    Workgroup,
+    Subgroup,
+    Split,
+}
+
+impl AttnVariant {
+    pub const ALL: [AttnVariant; 3] = [Self::Workgroup, Self::Subgroup, Self::Split];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Workgroup => "workgroup",
+            Self::Subgroup => "subgroup",
+            Self::Split => "split",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<AttnVariant> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// `subgroup` on CPU adapters that can run it; `split` on GPUs for contexts longer
+    /// than 4 chunks (1024 positions), where n_heads workgroups would leave most of a
+    /// large GPU idle; else `workgroup`.
+    pub fn for_adapter(gpu: &Gpu, op: &AttnFused) -> AttnVariant {
+        let cpu = gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu;
+        if cpu && Self::Subgroup.supported(gpu, op).is_ok() {
+            Self::Subgroup
+        } else if !cpu && op.max_ctx > 4 * SPLIT_CHUNK {
+            Self::Split
+        } else {
+            Self::Workgroup
+        }
+    }
+
+    /// Whether `gpu` can run this variant for `op`'s shape, and if not, why.
+    pub fn supported(self, gpu: &Gpu, op: &AttnFused) -> Result<(), String> {
+        if self != Self::Subgroup {
+            return Ok(());
+        }
+        let info = gpu.adapter_info();
+        if !gpu
+            .features()
+            .contains(gpuscope_runtime::wgpu::Features::SUBGROUP)
+        {
+            return Err(format!(
+                "attention variant `subgroup` needs the SUBGROUP feature, which \"{}\" does not offer",
+                info.name
+            ));
+        }
+        let sg = info.subgroup_min_size;
+        let vpl = (op.head_dim / 4) / sg.max(1);
+        if info.subgroup_max_size != sg || op.head_dim % (4 * sg) != 0 || !matches!(vpl, 1 | 2 | 4)
+        {
+            return Err(format!(
+                "attention variant `subgroup` needs one subgroup size (\"{}\" has {}..{}) and head_dim / 4 of 1, 2 or 4 per lane (head_dim {})",
+                info.name, sg, info.subgroup_max_size, op.head_dim
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// Threads per workgroup in `fused.wgsl`; `head_dim` must divide it.
 const WG: u32 = 256;
@@ -26,8 +113,11 @@ pub struct AttnFused {
 
 impl AttnFused {
     pub const OP: &'static str = "attention";
+    pub const OP_SPLIT: &'static str = "attention_split";
+    pub const OP_COMBINE: &'static str = "attention_combine";
 
-    fn parts(&self) -> (AttnScores, Softmax, AttnValues) {
+    /// The unfused ops computing the same: scores, softmax over their rows, values.
+    pub fn parts(&self) -> (AttnScores, Softmax, AttnValues) {
         let (n_heads, n_kv_heads, head_dim, max_ctx) =
             (self.n_heads, self.n_kv_heads, self.head_dim, self.max_ctx);
         (
@@ -51,9 +141,16 @@ impl AttnFused {
     }
 
     /// The oracle: the three unfused ops in sequence.
-    pub fn cpu(&self, n_ctx: u32, q: &[f32], k_cache: &[f32], v_cache: &[f32], out: &mut [f32]) {
+    pub fn cpu<T: crate::Real>(
+        &self,
+        n_ctx: u32,
+        q: &[T],
+        k_cache: &[T],
+        v_cache: &[T],
+        out: &mut [T],
+    ) {
         let (scores_op, softmax, values) = self.parts();
-        let mut scores = vec![0f32; (self.n_heads * self.max_ctx) as usize];
+        let mut scores = vec![T::zero(); (self.n_heads * self.max_ctx) as usize];
         scores_op.cpu(n_ctx, q, k_cache, &mut scores);
         softmax.cpu(n_ctx, &mut scores);
         values.cpu(n_ctx, &scores, v_cache, out);
@@ -79,6 +176,17 @@ impl AttnFused {
         self.cost_at(1)
     }
 
+    /// Splits of the context for the `split` variant.
+    pub fn splits(&self) -> u32 {
+        self.max_ctx.div_ceil(SPLIT_CHUNK)
+    }
+
+    /// Bytes of the `split` variant's partials: per head and split, HEAD_DIM sums, m, l.
+    pub fn split_scratch_bytes(&self) -> u64 {
+        4 * u64::from(self.n_heads) * u64::from(self.splits()) * u64::from(self.head_dim + 2)
+    }
+
+    /// The `workgroup` variant (one dispatch, op `attention`).
     pub fn dispatch(
         &self,
         gpu: &Gpu,
@@ -88,7 +196,27 @@ impl AttnFused {
         v_cache: &GpuBuffer,
         out: &GpuBuffer,
     ) -> Result<Dispatch, GpuError> {
+        let mut ds = self.dispatch_variant(
+            gpu,
+            AttnVariant::Workgroup,
+            [step, q, k_cache, v_cache, out],
+            None,
+        )?;
+        Ok(ds.remove(0))
+    }
+
+    /// The dispatches of `variant`: one, or two for `split`, which needs `scratch`
+    /// ([`Self::split_scratch_bytes`]) for its partials. Buffers: step, q, k_cache,
+    /// v_cache, out.
+    pub fn dispatch_variant(
+        &self,
+        gpu: &Gpu,
+        variant: AttnVariant,
+        [step, q, k_cache, v_cache, out]: [&GpuBuffer; 5],
+        scratch: Option<&GpuBuffer>,
+    ) -> Result<Vec<Dispatch>, GpuError> {
         let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
+        variant.supported(gpu, self).map_err(invalid)?;
         if self.n_kv_heads == 0 || self.n_heads % self.n_kv_heads != 0 {
             return Err(invalid("n_heads must be a multiple of n_kv_heads".into()));
         }
@@ -118,26 +246,107 @@ impl AttnFused {
                 )));
             }
         }
-        let pipeline = gpu.pipeline(
-            &FUSED_SHADER,
-            "main",
-            &[
-                ("N_HEADS", self.n_heads as f64),
-                ("N_KV_HEADS", self.n_kv_heads as f64),
-                ("HEAD_DIM", self.head_dim as f64),
-                ("MAX_CTX", self.max_ctx as f64),
-                ("SCALE", 1.0 / (self.head_dim as f64).sqrt()),
-            ],
-        )?;
-        let bind_group = gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, out])?;
-        Ok(Dispatch::new(
-            Self::OP,
-            pipeline,
-            bind_group,
-            [self.n_heads, 1, 1],
-            self.cost(),
-            &[step, q, k_cache, v_cache],
-            &[out],
-        ))
+        let mut constants = vec![
+            ("N_HEADS", self.n_heads as f64),
+            ("N_KV_HEADS", self.n_kv_heads as f64),
+            ("HEAD_DIM", self.head_dim as f64),
+            ("MAX_CTX", self.max_ctx as f64),
+            ("SCALE", 1.0 / (self.head_dim as f64).sqrt()),
+        ];
+        let reads = [step, q, k_cache, v_cache];
+        match variant {
+            AttnVariant::Workgroup | AttnVariant::Subgroup => {
+                let shader = if variant == AttnVariant::Subgroup {
+                    constants.push(("SG", f64::from(gpu.adapter_info().subgroup_min_size)));
+                    &SUBGROUP_SHADER
+                } else {
+                    &FUSED_SHADER
+                };
+                let pipeline = gpu.pipeline(shader, "main", &constants)?;
+                let bind_group = gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, out])?;
+                Ok(vec![Dispatch::new(
+                    Self::OP,
+                    pipeline,
+                    bind_group,
+                    [self.n_heads, 1, 1],
+                    self.cost(),
+                    &reads,
+                    &[out],
+                )])
+            }
+            AttnVariant::Split => {
+                let scratch = scratch
+                    .ok_or_else(|| invalid("split attention needs a scratch buffer".into()))?;
+                if scratch.size() < self.split_scratch_bytes() {
+                    return Err(invalid(format!(
+                        "scratch buffer \"{}\" has {} bytes, needs {}",
+                        scratch.label(),
+                        scratch.size(),
+                        self.split_scratch_bytes()
+                    )));
+                }
+                if self.splits() > 65535 {
+                    return Err(invalid("more than 65535 splits".into()));
+                }
+                let mut split_constants = constants.clone();
+                split_constants.push(("CHUNK", f64::from(SPLIT_CHUNK)));
+                let pipeline = gpu.pipeline(&FUSED_SHADER, "main", &split_constants)?;
+                let bind_group =
+                    gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, scratch])?;
+                let split = Dispatch::new(
+                    Self::OP_SPLIT,
+                    pipeline,
+                    bind_group,
+                    [self.n_heads, self.splits(), 1],
+                    self.cost_split_at(1),
+                    &reads,
+                    &[scratch],
+                );
+                let pipeline = gpu.pipeline(
+                    &COMBINE_SHADER,
+                    "main",
+                    &[
+                        ("N_HEADS", self.n_heads as f64),
+                        ("HEAD_DIM", self.head_dim as f64),
+                        ("MAX_CTX", self.max_ctx as f64),
+                        ("CHUNK", f64::from(SPLIT_CHUNK)),
+                        ("SPLITS", f64::from(self.splits())),
+                    ],
+                )?;
+                let bind_group = gpu.bind_group(&pipeline, &[step, scratch, out])?;
+                let combine = Dispatch::new(
+                    Self::OP_COMBINE,
+                    pipeline,
+                    bind_group,
+                    [self.n_heads, 1, 1],
+                    self.cost_combine_at(1),
+                    &[step, scratch],
+                    &[out],
+                );
+                Ok(vec![split, combine])
+            }
+        }
+    }
+
+    /// The split pass at `n_ctx`: the fused cost plus its partials written.
+    pub fn cost_split_at(&self, n_ctx: u32) -> Cost {
+        let used = u64::from(n_ctx.div_ceil(SPLIT_CHUNK).max(1));
+        let c = self.cost_at(n_ctx);
+        let partials = 4 * u64::from(self.n_heads) * used * u64::from(self.head_dim + 2);
+        Cost {
+            bytes: c.bytes - 4 * u64::from(self.n_heads * self.head_dim) + partials,
+            flops: c.flops,
+        }
+    }
+
+    /// The combine pass at `n_ctx`: the used partials read, the output written; a
+    /// multiply-add per partial element for the numerator and the denominator.
+    pub fn cost_combine_at(&self, n_ctx: u32) -> Cost {
+        let used = u64::from(n_ctx.div_ceil(SPLIT_CHUNK).max(1));
+        let (h, hd) = (u64::from(self.n_heads), u64::from(self.head_dim));
+        Cost {
+            bytes: 4 + 4 * (h * used * (hd + 2) + h * hd),
+            flops: 4 * h * used * hd,
+        }
     }
 }

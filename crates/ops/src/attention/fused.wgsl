@@ -3,16 +3,28 @@
 // scores round trip through memory fewer than attn_scores + softmax + attn_values).
 //
 // One workgroup per query head. Positions are taken WG at a time; an online softmax
-// keeps the running max m and sum l, rescaling the accumulators when m grows (the
-// flash-attention recurrence). Within a chunk each thread scores one position; then
-// thread (g, d) accumulates dimension d over the chunk's positions g, g + G, ... where
-// G = WG / HEAD_DIM, and the G partial sums meet at the end.
+// keeps the running max m and sum l, rescaling the accumulator when m grows (the
+// flash-attention recurrence). Within a chunk:
+// - each thread scores one position, reading its key row as vec4s;
+// - one tree reduction merges the threads' (max, sum of exp) pairs, giving the chunk's
+//   max and its sum of exp(s - max) together (not a max pass then a sum pass);
+// - thread (g, d4) accumulates the vec4 d4 of the values over the chunk's positions
+//   g, g + G, ... where G = WG / (HEAD_DIM / 4); the G partial vec4s meet at the end.
+// vec4 loads and the merged reduction replaced scalar loads and two reductions (H200,
+// SmolLM2's 64-dim heads: see BENCHMARKS.md).
+//
+// Split-K (CHUNK > 0, op `attention_split`): workgroup (h, s) takes positions
+// [s·CHUNK, (s+1)·CHUNK) only and writes its partial (acc[HEAD_DIM], m, l) to `out` at
+// (h·SPLITS + s)·(HEAD_DIM + 2), for combine.wgsl; empty splits write m = NEG, l = 0.
+// Long contexts then spread over n_heads × SPLITS workgroups instead of n_heads.
 
 override N_HEADS: u32 = 1u;
 override N_KV_HEADS: u32 = 1u;
 override HEAD_DIM: u32 = 64u;
 override MAX_CTX: u32 = 1u;
 override SCALE: f32 = 0.125;
+// 0: every position, the output is final; > 0: split-K partials (see above).
+override CHUNK: u32 = 0u;
 
 const WG: u32 = 256u;
 // A finite stand-in for -inf: exp(NEG - m) underflows to 0 without inf - inf = NaN.
@@ -20,102 +32,127 @@ const NEG: f32 = -3.0e38;
 
 @group(0) @binding(0) var<storage, read> step: array<u32, 4>;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(3) var<storage, read> v_cache: array<f32>;
+// Rows of N_KV_HEADS · HEAD_DIM floats, read as vec4 (HEAD_DIM is a multiple of 4).
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-var<workgroup> q_head: array<f32, WG>;
+// HEAD_DIM <= WG = 256 floats: 64 vec4s.
+var<workgroup> q_head: array<vec4<f32>, 64>;
 var<workgroup> probs: array<f32, WG>;
-var<workgroup> red: array<f32, WG>;
+var<workgroup> red_m: array<f32, WG>;
+var<workgroup> red_l: array<f32, WG>;
+var<workgroup> part: array<vec4<f32>, WG>;
 
-fn reduce_max(lid: u32, v: f32) -> f32 {
-    red[lid] = v;
+// Merges every thread's (max, Σ exp(s - max)) into the workgroup's, returned to all.
+fn reduce_softmax(lid: u32, m: f32, l: f32) -> vec2<f32> {
+    red_m[lid] = m;
+    red_l[lid] = l;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s = s >> 1u) {
         if lid < s {
-            red[lid] = max(red[lid], red[lid + s]);
+            let a = red_m[lid];
+            let b = red_m[lid + s];
+            let mx = max(a, b);
+            red_l[lid] = red_l[lid] * exp(a - mx) + red_l[lid + s] * exp(b - mx);
+            red_m[lid] = mx;
         }
         workgroupBarrier();
     }
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
-
-fn reduce_sum(lid: u32, v: f32) -> f32 {
-    red[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if lid < s {
-            red[lid] = red[lid] + red[lid + s];
-        }
-        workgroupBarrier();
-    }
-    let r = red[0];
+    let r = vec2<f32>(red_m[0], red_l[0]);
     workgroupBarrier();
     return r;
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
     let h = wg.x;
     let n_ctx = min(step[1], MAX_CTX);
+    let start = select(0u, wg.y * CHUNK, CHUNK > 0u);
+    let stop = select(n_ctx, min(n_ctx, start + CHUNK), CHUNK > 0u);
     let kv_head = h / (N_HEADS / N_KV_HEADS);
-    let row = N_KV_HEADS * HEAD_DIM;
-    let head_off = kv_head * HEAD_DIM;
-    if lid < HEAD_DIM {
-        q_head[lid] = q[h * HEAD_DIM + lid];
+    let d4s = HEAD_DIM / 4u;
+    // In vec4s.
+    let row = N_KV_HEADS * d4s;
+    let head_off = kv_head * d4s;
+    if lid < d4s {
+        let qi = h * HEAD_DIM + 4u * lid;
+        q_head[lid] = vec4<f32>(q[qi], q[qi + 1u], q[qi + 2u], q[qi + 3u]);
     }
     workgroupBarrier();
-    let groups = WG / HEAD_DIM;
-    let d = lid % HEAD_DIM;
-    let g = lid / HEAD_DIM;
+    let groups = WG / d4s;
+    let d4 = lid % d4s;
+    let g = lid / d4s;
     var m = NEG;
     var l = 0.0;
-    var acc = 0.0;
-    for (var c = 0u; c < n_ctx; c += WG) {
+    var acc = vec4<f32>(0.0);
+    for (var c = start; c < stop; c += WG) {
         let t = c + lid;
         var s = NEG;
-        if t < n_ctx {
+        if t < stop {
             let base = t * row + head_off;
-            // Four independent partial sums keep several loads in flight.
-            var s0 = 0.0;
-            var s1 = 0.0;
-            var s2 = 0.0;
-            var s3 = 0.0;
-            for (var i = 0u; i < HEAD_DIM; i += 4u) {
+            // Two independent partial sums keep loads in flight.
+            var s0 = vec4<f32>(0.0);
+            var s1 = vec4<f32>(0.0);
+            for (var i = 0u; i + 1u < d4s; i += 2u) {
                 s0 += q_head[i] * k_cache[base + i];
                 s1 += q_head[i + 1u] * k_cache[base + i + 1u];
-                s2 += q_head[i + 2u] * k_cache[base + i + 2u];
-                s3 += q_head[i + 3u] * k_cache[base + i + 3u];
             }
-            s = ((s0 + s1) + (s2 + s3)) * SCALE;
+            if d4s % 2u == 1u {
+                s0 += q_head[d4s - 1u] * k_cache[base + d4s - 1u];
+            }
+            let sv = s0 + s1;
+            s = (sv.x + sv.y + sv.z + sv.w) * SCALE;
         }
-        let new_m = max(m, reduce_max(lid, s));
+        // This thread's pair: (s, 1), or (NEG, 0) past the end.
+        let chunk = reduce_softmax(lid, s, select(0.0, 1.0, t < stop));
+        let new_m = max(m, chunk.x);
         var p = 0.0;
-        if t < n_ctx {
+        if t < stop {
             p = exp(s - new_m);
         }
         probs[lid] = p;
-        let chunk_sum = reduce_sum(lid, p);
         let correction = exp(m - new_m);
-        l = l * correction + chunk_sum;
+        l = l * correction + chunk.y * exp(chunk.x - new_m);
         acc = acc * correction;
-        let count = min(WG, n_ctx - c);
+        workgroupBarrier();
+        let count = min(WG, stop - c);
         for (var j = g; j < count; j += groups) {
-            acc += probs[j] * v_cache[(c + j) * row + head_off + d];
+            acc += probs[j] * v_cache[(c + j) * row + head_off + d4];
         }
         m = new_m;
         // probs is rewritten by the next chunk.
         workgroupBarrier();
     }
-    red[lid] = acc;
+    part[lid] = acc;
     workgroupBarrier();
     if g == 0u {
-        var total = 0.0;
+        var total = vec4<f32>(0.0);
         for (var k = 0u; k < groups; k++) {
-            total += red[k * HEAD_DIM + d];
+            total += part[k * d4s + d4];
         }
-        out[h * HEAD_DIM + d] = total / l;
+        if CHUNK == 0u {
+            let o = h * HEAD_DIM + 4u * d4;
+            let r = total / l;
+            out[o] = r.x;
+            out[o + 1u] = r.y;
+            out[o + 2u] = r.z;
+            out[o + 3u] = r.w;
+        } else {
+            let base = (h * nwg.y + wg.y) * (HEAD_DIM + 2u);
+            let o = base + 4u * d4;
+            out[o] = total.x;
+            out[o + 1u] = total.y;
+            out[o + 2u] = total.z;
+            out[o + 3u] = total.w;
+            if d4 == 0u {
+                out[base + HEAD_DIM] = m;
+                out[base + HEAD_DIM + 1u] = l;
+            }
+        }
     }
 }

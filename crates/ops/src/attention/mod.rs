@@ -21,11 +21,14 @@
 mod batched;
 mod cost;
 mod cpu;
+pub(crate) mod exec;
 mod fused;
 
 pub use batched::AttnBatched;
 
-pub use fused::{AttnFused, FUSED_SHADER};
+pub use fused::{
+    AttnFused, AttnVariant, COMBINE_SHADER, FUSED_SHADER, SPLIT_CHUNK, SUBGROUP_SHADER,
+};
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

@@ -116,7 +116,7 @@ impl EmbeddingBatched {
     }
 
     /// CPU reference: the single-token oracle per row.
-    pub fn cpu(&self, table: &[u8], tokens: &[u32], out: &mut [f32]) {
+    pub fn cpu<T: crate::Real>(&self, table: &[u8], tokens: &[u32], out: &mut [T]) {
         let d = self.emb.dim as usize;
         for (b, &t) in tokens.iter().enumerate() {
             self.emb.cpu(table, t, &mut out[b * d..(b + 1) * d]);

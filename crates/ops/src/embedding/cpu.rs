@@ -2,6 +2,7 @@
 //! is in another chunk.
 
 use super::Embedding;
+use crate::Real;
 
 impl Embedding {
     /// Writes row `token - row_start` of `table` into `out[..dim]` when this chunk holds
@@ -9,13 +10,16 @@ impl Embedding {
     ///
     /// # Panics
     /// If `table` is shorter than the chunk or `out` shorter than `dim`.
-    pub fn cpu(&self, table: &[u8], token: u32, out: &mut [f32]) {
+    pub fn cpu<T: Real>(&self, table: &[u8], token: u32, out: &mut [T]) {
         if !self.holds(token) {
             return;
         }
         let rb = self.row_bytes() as usize;
         let r = (token - self.row_start) as usize;
-        self.format
-            .dequantize_row(&table[r * rb..][..rb], &mut out[..self.dim as usize]);
+        let mut row = vec![0f32; self.dim as usize];
+        self.format.dequantize_row(&table[r * rb..][..rb], &mut row);
+        for (o, v) in out[..self.dim as usize].iter_mut().zip(row) {
+            *o = T::of(v);
+        }
     }
 }

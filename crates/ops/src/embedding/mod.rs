@@ -9,6 +9,7 @@
 mod batched;
 mod cost;
 mod cpu;
+pub(crate) mod exec;
 
 pub use batched::{batched_shader, EmbeddingBatched};
 

@@ -3,7 +3,7 @@
 //!
 //! Decisions:
 //! - One frame (`kernel_batched.wgsl`) over the same per-format `unit_dot` as
-//!   [`Gemv`]: the format files are appended with their reads of `x[i]` rewritten to
+//!   [`Gemv`]: the format files read x through `xv(i)`, which this frame defines as
 //!   `x[xoff + i]`, so each weight format's decoding lives in one place.
 //! - The batch size is read from a small params buffer (`[pos0, n_rows, 0, 0]`), so the
 //!   dispatch is built once for `max_batch` rows and reused for any prompt chunk up to it;
@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
-use super::{shader, Gemv, WORKGROUP_SIZE};
+use super::{Gemv, WeightLayout, WORKGROUP_SIZE};
 use crate::quant::WeightFormat;
 
 /// Batch rows one workgroup applies a weight tile to; must match `BATCH_CHUNK` in
@@ -31,61 +31,45 @@ pub struct GemvBatched {
     pub y_stride: u32,
 }
 
-/// Rewrites `x[` (not part of a longer identifier) to `x[xoff + `.
-fn rewrite_x_reads(src: &str) -> String {
-    let mut out = String::with_capacity(src.len() + 256);
-    let bytes = src.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-        if bytes[i] == b'x'
-            && bytes.get(i + 1) == Some(&b'[')
-            && (i == 0 || !is_ident(bytes[i - 1]))
-        {
-            out.push_str("x[xoff + ");
-            i += 2;
-        } else {
-            out.push(bytes[i] as char);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// The batched shader of `format` (built once from the gemv kernel's format files).
-pub fn batched_shader(format: WeightFormat) -> &'static ShaderSource {
-    static SHADERS: OnceLock<Vec<ShaderSource>> = OnceLock::new();
+/// The batched shader of `format` in `layout` (built once from the gemv kernel's format
+/// files).
+///
+/// # Panics
+/// If the format has no such layout ([`WeightLayout::supports`]).
+pub fn batched_shader(format: WeightFormat, layout: WeightLayout) -> &'static ShaderSource {
+    static SHADERS: OnceLock<Vec<(WeightFormat, WeightLayout, ShaderSource)>> = OnceLock::new();
     let all = SHADERS.get_or_init(|| {
-        WeightFormat::ALL
+        WeightLayout::ALL
             .iter()
-            .map(|&f| {
-                let single = shader(f);
-                let format_part = single
-                    .wgsl
-                    .strip_prefix(include_str!("kernel.wgsl"))
-                    .expect("gemv shaders start with the frame");
+            .flat_map(|&l| WeightFormat::ALL.iter().map(move |&f| (f, l)))
+            .filter(|(f, l)| l.supports(*f))
+            .map(|(f, l)| {
                 let wgsl = format!(
                     "{}\n{}",
                     include_str!("kernel_batched.wgsl"),
-                    rewrite_x_reads(format_part)
+                    super::shader::format_part(f, l)
                 );
-                let name = format!("gemv_batched_{}", &single.name["gemv_".len()..]);
-                ShaderSource {
+                let name = match l {
+                    WeightLayout::Gguf => format!("gemv_batched_{}", f.name()),
+                    _ => format!("gemv_batched_{}.{}", f.name(), l.name()),
+                };
+                let source = ShaderSource {
                     name: Box::leak(name.into_boxed_str()),
                     wgsl: Box::leak(wgsl.into_boxed_str()),
-                }
+                };
+                (f, l, source)
             })
             .collect()
     });
-    let i = WeightFormat::ALL.iter().position(|&f| f == format).unwrap();
-    &all[i]
+    all.iter()
+        .find(|(f, l, _)| (*f, *l) == (format, layout))
+        .map(|(_, _, s)| s)
+        .unwrap_or_else(|| panic!("{} has no {} layout", format.name(), layout.name()))
 }
 
 impl GemvBatched {
     fn x_is_vec4(&self) -> bool {
-        batched_shader(self.gemv.format)
-            .wgsl
-            .contains("var<storage, read> x: array<vec4<f32>>")
+        super::shader::x_is_vec4(self.gemv.format)
     }
 
     /// Declared cost for a full batch of `max_batch` rows (weights read once per chunk of 8).
@@ -114,7 +98,14 @@ impl GemvBatched {
         accumulate: bool,
     ) -> Result<Dispatch, GpuError> {
         let g = &self.gemv;
-        let name = batched_shader(g.format).name;
+        if !g.layout.supports(g.format) {
+            return Err(GpuError::Invalid(format!(
+                "gemv_batched_{}: no {} weight layout",
+                g.format.name(),
+                g.layout.name()
+            )));
+        }
+        let name = batched_shader(g.format, g.layout).name;
         let invalid = |what: String| {
             GpuError::Invalid(format!(
                 "{name} {}x{}×{}: {what}",
@@ -151,25 +142,28 @@ impl GemvBatched {
                 Ok(())
             }
         };
-        need(w, g.weight_bytes().next_multiple_of(4), "weight")?;
+        need(w, g.buffer_bytes(), "weight")?;
         need(x, m * u64::from(g.cols) * 4, "x")?;
         need(y, m * u64::from(self.y_stride) * 4, "y")?;
         need(params, 16, "params")?;
         let tpr = g.default_tuning().threads_per_row;
         let x_stride = if self.x_is_vec4() { g.cols / 4 } else { g.cols };
-        let pipeline = gpu.pipeline(
-            batched_shader(g.format),
-            "main",
-            &[
-                ("ROWS", f64::from(g.rows)),
-                ("COLS", f64::from(g.cols)),
-                ("OUT_OFFSET", f64::from(g.out_offset)),
-                ("TPR", f64::from(tpr)),
-                ("ACCUMULATE", if accumulate { 1.0 } else { 0.0 }),
-                ("X_STRIDE", f64::from(x_stride)),
-                ("Y_STRIDE", f64::from(self.y_stride)),
-            ],
-        )?;
+        let mut constants = vec![
+            ("ROWS", f64::from(g.rows)),
+            ("COLS", f64::from(g.cols)),
+            ("OUT_OFFSET", f64::from(g.out_offset)),
+            ("TPR", f64::from(tpr)),
+            ("ACCUMULATE", if accumulate { 1.0 } else { 0.0 }),
+            ("X_STRIDE", f64::from(x_stride)),
+            ("Y_STRIDE", f64::from(self.y_stride)),
+        ];
+        if g.layout == WeightLayout::Packed {
+            constants.push((
+                "SCALES_AT",
+                f64::from(WeightLayout::scales_at(g.format, g.rows, g.cols)),
+            ));
+        }
+        let pipeline = gpu.pipeline(batched_shader(g.format, g.layout), "main", &constants)?;
         let bind_group = gpu.bind_group(&pipeline, &[w, x, y, params])?;
         let groups = g.rows.div_ceil(WORKGROUP_SIZE / tpr);
         let chunks = self.max_batch.div_ceil(BATCH_CHUNK);
@@ -195,11 +189,18 @@ impl GemvBatched {
     }
 
     /// CPU reference: the single-row oracle applied to each of the first `n_rows` rows.
-    pub fn cpu(&self, w: &[u8], x: &[f32], y: &mut [f32], n_rows: u32, accumulate: bool) {
+    pub fn cpu<T: crate::Real>(
+        &self,
+        w: &[u8],
+        x: &[T],
+        y: &mut [T],
+        n_rows: u32,
+        accumulate: bool,
+    ) {
         let g = &self.gemv;
         let (cols, ys) = (g.cols as usize, self.y_stride as usize);
         for b in 0..n_rows as usize {
-            let mut row = vec![0f32; (g.out_offset + g.rows) as usize];
+            let mut row = vec![T::zero(); (g.out_offset + g.rows) as usize];
             g.cpu(w, &x[b * cols..(b + 1) * cols], &mut row);
             for r in g.out_offset as usize..(g.out_offset + g.rows) as usize {
                 let dst = &mut y[b * ys + r];

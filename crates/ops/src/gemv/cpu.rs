@@ -1,22 +1,36 @@
-//! The gemv oracle: dequantize a row with [`WeightFormat::dequantize_row`], then an f32 dot
-//! product in column order. Deliberately plain: the GPU kernel is tested against it.
+//! The gemv oracle: dequantize a row with [`WeightFormat::dequantize_row`], then a dot
+//! product in column order (in `T`: f32 like the kernel, or f64 for exact arithmetic).
+//! Deliberately plain: the GPU kernel is tested against it.
+//!
+//! [`WeightFormat::dequantize_row`]: crate::WeightFormat::dequantize_row
 
 use super::Gemv;
+use crate::Real;
 
 impl Gemv {
     /// y[out_offset + r] = Σ_c W[r, c]·x[c] for every row; other elements of `y` untouched.
     ///
     /// # Panics
     /// If `w`, `x` or `y` is shorter than the shape needs.
-    pub fn cpu(&self, w: &[u8], x: &[f32], y: &mut [f32]) {
+    pub fn cpu<T: Real>(&self, w: &[u8], x: &[T], y: &mut [T]) {
         let (rows, cols) = (self.rows as usize, self.cols as usize);
         let row_bytes = self.row_bytes() as usize;
+        let stored = self.layout.buffer_bytes(self.format, self.rows, self.cols) as usize;
         assert!(
-            w.len() >= rows * row_bytes,
-            "gemv cpu: {} weight bytes, need {}",
+            w.len() >= stored,
+            "gemv cpu: {} weight bytes, need {stored}",
             w.len(),
-            rows * row_bytes
         );
+        // A packed matrix is read as the GGUF bytes it was made from (an exact inverse).
+        let unpacked;
+        let w = match self.layout {
+            super::WeightLayout::Gguf => w,
+            layout => {
+                let blocks = rows * cols / self.format.block_elems() as usize;
+                unpacked = layout.unpack(self.format, w, blocks);
+                &unpacked[..]
+            }
+        };
         assert!(
             x.len() >= cols,
             "gemv cpu: x has {} elements, need {cols}",
@@ -27,7 +41,96 @@ impl Gemv {
         for (r, yr) in out.iter_mut().enumerate() {
             self.format
                 .dequantize_row(&w[r * row_bytes..][..row_bytes], &mut row);
-            *yr = row.iter().zip(x).fold(0.0f32, |acc, (a, b)| acc + a * b);
+            *yr = row
+                .iter()
+                .zip(x)
+                .fold(T::zero(), |acc, (&a, &b)| acc + T::of(a) * b);
+        }
+    }
+}
+
+impl super::GemvFused {
+    /// The oracle of the fused forms: the unfused ops' oracles in sequence — rms_norm
+    /// ([`crate::rms_norm::RmsNorm::cpu`]), the gemv, then the epilogue (the residual add,
+    /// rope as [`crate::rope::Rope::cpu`] does it with the KV-cache stores, or
+    /// [`crate::silu_mul::SiluMul::cpu`]).
+    ///
+    /// `kv` is `(pos, k_cache, v_cache)` for [`super::GemvEpilogue::RopeKv`]; rows of q
+    /// land in `y` (rotated), k and v rows in the caches at row `pos` (nothing is cached
+    /// when `pos` is outside them, as on the GPU).
+    ///
+    /// # Panics
+    /// If a slice is shorter than the shape needs, or `norm_weight` / `kv` is missing for
+    /// a form that uses it.
+    pub fn cpu<T: Real>(
+        &self,
+        w: &[u8],
+        x: &[T],
+        norm_weight: Option<&[T]>,
+        y: &mut [T],
+        kv: Option<(u32, &mut [T], &mut [T])>,
+    ) {
+        use super::GemvEpilogue;
+        let g = self.gemv;
+        let cols = g.cols as usize;
+        let normed;
+        let input = match self.norm {
+            Some(eps) => {
+                let mut out = vec![T::zero(); cols];
+                crate::rms_norm::RmsNorm { n: g.cols, eps }.cpu(
+                    x,
+                    norm_weight.expect("the fused rms_norm needs its weight"),
+                    &mut out,
+                );
+                normed = out;
+                &normed[..]
+            }
+            None => &x[..cols],
+        };
+        let mut rows = vec![T::zero(); g.rows as usize];
+        Gemv { out_offset: 0, ..g }.cpu(w, input, &mut rows);
+        let off = g.out_offset as usize;
+        match self.epilogue {
+            GemvEpilogue::Store => y[off..off + rows.len()].copy_from_slice(&rows),
+            GemvEpilogue::Accumulate => {
+                for (d, &v) in y[off..off + rows.len()].iter_mut().zip(&rows) {
+                    *d = *d + v;
+                }
+            }
+            GemvEpilogue::SiluMul { n, up_row } => {
+                let (n, up) = (n as usize, up_row as usize);
+                crate::silu_mul::SiluMul { n: n as u32 }.cpu(
+                    &rows[..n],
+                    &rows[up..up + n],
+                    &mut y[off..off + n],
+                );
+            }
+            GemvEpilogue::RopeKv(rope) => {
+                let (pos, k_cache, v_cache) = kv.expect("rope needs (pos, k_cache, v_cache)");
+                let hd = rope.head_dim as usize;
+                let q_dim = rope.n_heads as usize * hd;
+                let kv_dim = rope.n_kv_heads as usize * hd;
+                for r in (0..rows.len()).step_by(2) {
+                    let gr = off + r;
+                    let (mut a, mut b) = (rows[r], rows[r + 1]);
+                    let i = (gr % hd) / 2;
+                    if gr < q_dim + kv_dim && i < rope.rope_dims as usize / 2 {
+                        let (c, s) = rope.cos_sin::<T>(pos, i as u32);
+                        (a, b) = (a * c - b * s, a * s + b * c);
+                    }
+                    let (dst, e) = if gr < q_dim {
+                        (&mut *y, gr)
+                    } else if pos >= rope.max_ctx {
+                        continue;
+                    } else if gr < q_dim + kv_dim {
+                        (&mut *k_cache, pos as usize * kv_dim + gr - q_dim)
+                    } else {
+                        (&mut *v_cache, pos as usize * kv_dim + gr - q_dim - kv_dim)
+                    };
+                    dst[e] = a;
+                    dst[e + 1] = b;
+                }
+            }
         }
     }
 }

@@ -1,38 +1,53 @@
-// gemv frame, shared by every weight format: y[OUT_OFFSET + r] = sum_c W[r, c] * x[c].
+// gemv frame "lanes" (variants `shared` and `subgroup`), shared by every weight format:
+// y[OUT_OFFSET + r] = sum_c W[r, c] * x[c], or a fused form of it (see mod.rs).
 //
 // A workgroup of WG_SIZE threads is WG_SIZE / TPR groups of TPR lanes; each group owns NR
 // consecutive rows. A lane walks its rows in steps of TPR "units" (an element for f32, a
 // pair for f16, a quarter block of 8 elements for the block formats): consecutive lanes
 // read consecutive words, and each step has NR independent weight loads in flight. The
-// lanes' partial sums meet in a shared-memory tree reduction. No subgroup operations:
-// they are not offered by every backend.
+// lanes' partial sums meet in `group_sum`: a shared-memory tree (reduce_shared.wgsl) or
+// subgroup shuffles (reduce_subgroup.wgsl, no barrier; TPR at most the subgroup size).
 //
 // Small units and few live registers matter more than anything else here on NVIDIA (H200,
 // wgpu 30 / Vulkan): one lane per whole block, or an x slice passed between functions as
 // an array or struct, ran 2-4x slower (register pressure, local memory).
 //
-// The format file appended after this one declares binding 0 (`w`, the weights exactly as
-// in the GGUF file) and binding 1 (`x`), and defines:
-//   fn n_units() -> u32                     units per row
-//   fn unit_dot(row: u32, u: u32) -> f32    sum over unit u of W[row, c] * x[c]
+// Pieces appended after this file (composed in shader.rs):
+// - the format file: binding 0 (`w`), `alias XT` (f32 or vec4<f32>: x's element type),
+//   fn n_units() -> u32 and fn unit_dot(row: u32, u: u32) -> f32, which reads x through
+//   xv(i); for the `blocks` variant also block_dot(row, b) (a whole block: the format's
+//   block file, or the packed format file);
+// - the input: binding 1 (`x`), xv(i), and for a fused rms_norm x_sumsq (the lane's
+//   share of sum x^2) and row_scale (the norm's one scalar per vector);
+// - the reduction: group_sum;
+// - the epilogue: phys_row (logical row -> matrix row) and emit (writes NR rows: y,
+//   y += (residual), rope + KV-cache store, or silu(gate) * up).
 
 override ROWS: u32;
 override COLS: u32;
 override OUT_OFFSET: u32;
 // Lanes per row group: a power of two dividing WG_SIZE (checked on the Rust side).
 override TPR: u32;
-// Rows per lane, 1..=NR_MAX.
+// Rows per lane, 1..=4 (2 or 4 for the pair epilogues: rope, silu_mul).
 override NR: u32;
-// 1: y += W·x (a residual add fused into the projection, saving a dispatch); 0: y = W·x.
-override ACCUMULATE: u32 = 0u;
+// Test-only planted slowdown (gpuscope's regression-gate tests): each lane computes its
+// dot products EXTRA_PASSES more times. Their sum reaches the output only when its
+// magnitude passes 3e38, which the finite activations of a decoder never do, so results
+// are unchanged, yet the compiler cannot drop the work. 0 (the default) compiles away.
+override EXTRA_PASSES: u32 = 0u;
+// Experiment only (`bench --experiment memory-vs-compute`): when ROW_SPAN > 0, row r reads
+// the weights of row r % ROW_SPAN, so the full arithmetic runs over a few rows that stay
+// in cache: the kernel's compute-only time. 0 (the default) compiles away.
+override ROW_SPAN: u32 = 0u;
+
+fn span_row(r: u32) -> u32 {
+    // max(.., 1u): naga folds `r % 0u` as an error even in the branch not taken.
+    return select(r % max(ROW_SPAN, 1u), r, ROW_SPAN == 0u);
+}
 
 const WG_SIZE: u32 = 256u;
-const NR_MAX: u32 = 4u;
-
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-
-// partial[r * WG_SIZE + lid]: lane lid's sum for the r-th row of its group.
-var<workgroup> partial: array<f32, 1024>; // WG_SIZE * NR_MAX
+// true for the `blocks` variant (substituted when the shader is composed).
+const WHOLE_BLOCKS: bool = WHOLE_BLOCKS_ON;
 
 @compute @workgroup_size(WG_SIZE)
 fn main(
@@ -50,55 +65,76 @@ fn main(
     let row0 = first_row + (lid / TPR) * NR;
     let lane = lid % TPR;
 
-    // One named accumulator per row, not an array: a dynamically indexed array may be
-    // placed in local memory (measured 2-3x slower on an H200). Branches on the constant
-    // NR fold away.
+    // One named accumulator per row (components of one vec4, constant-indexed), not an
+    // array: a dynamically indexed array may be placed in local memory (measured 2-3x
+    // slower on an H200). Branches on the constant NR fold away. Rows past the end (last
+    // workgroup) recompute the last row, unwritten: every load stays in bounds without a
+    // branch around it.
     let units = n_units();
-    let r0 = min(row0, ROWS - 1u);
-    // Rows past the end (last workgroup) recompute the last row, unwritten: keeps every
-    // load in bounds without a branch around it.
-    let r1 = min(row0 + 1u, ROWS - 1u);
-    let r2 = min(row0 + 2u, ROWS - 1u);
-    let r3 = min(row0 + 3u, ROWS - 1u);
-    var a0 = 0.0;
-    var a1 = 0.0;
-    var a2 = 0.0;
-    var a3 = 0.0;
-    for (var u = lane; u < units; u += TPR) {
-        a0 += unit_dot(r0, u);
+    let r0 = phys_row(span_row(min(row0, ROWS - 1u)));
+    let r1 = phys_row(span_row(min(row0 + 1u, ROWS - 1u)));
+    let r2 = phys_row(span_row(min(row0 + 2u, ROWS - 1u)));
+    let r3 = phys_row(span_row(min(row0 + 3u, ROWS - 1u)));
+    var acc = vec4<f32>(0.0);
+    // Variant `blocks`: a lane's step is a whole block (block_dot: each word loaded once,
+    // one 16-byte load over the packed layout); units past the last whole block of 4
+    // (formats whose rows are not whole 32-element blocks) go through unit_dot below.
+    var first_unit = lane;
+    if WHOLE_BLOCKS {
+        let blocks = units / 4u;
+        for (var b = lane; b < blocks; b += TPR) {
+            acc.x += block_dot(r0, b);
+            if NR > 1u {
+                acc.y += block_dot(r1, b);
+            }
+            if NR > 2u {
+                acc.z += block_dot(r2, b);
+            }
+            if NR > 3u {
+                acc.w += block_dot(r3, b);
+            }
+        }
+        first_unit = blocks * 4u + lane;
+    }
+    for (var u = first_unit; u < units; u += TPR) {
+        acc.x += unit_dot(r0, u);
         if NR > 1u {
-            a1 += unit_dot(r1, u);
+            acc.y += unit_dot(r1, u);
         }
         if NR > 2u {
-            a2 += unit_dot(r2, u);
+            acc.z += unit_dot(r2, u);
         }
         if NR > 3u {
-            a3 += unit_dot(r3, u);
+            acc.w += unit_dot(r3, u);
         }
     }
-    partial[lid] = a0;
-    partial[WG_SIZE + lid] = a1;
-    partial[2u * WG_SIZE + lid] = a2;
-    partial[3u * WG_SIZE + lid] = a3;
-    workgroupBarrier();
-    for (var s = TPR / 2u; s > 0u; s = s >> 1u) {
-        if lane < s {
-            for (var r = 0u; r < NR; r++) {
-                partial[r * WG_SIZE + lid] += partial[r * WG_SIZE + lid + s];
+    var extra = 0.0;
+    for (var p = 0u; p < EXTRA_PASSES; p++) {
+        for (var u = lane; u < units; u += TPR) {
+            extra += unit_dot(r0, u);
+            if NR > 1u {
+                extra += unit_dot(r1, u);
+            }
+            if NR > 2u {
+                extra += unit_dot(r2, u);
+            }
+            if NR > 3u {
+                extra += unit_dot(r3, u);
             }
         }
-        workgroupBarrier();
     }
+    if abs(extra) > 3.0e38 {
+        acc.x = extra;
+    }
+    let total = group_sum(lid, lane, acc, x_sumsq(lane, TPR));
     if lane == 0u {
-        for (var r = 0u; r < NR; r++) {
-            if row0 + r < ROWS {
-                let i = OUT_OFFSET + row0 + r;
-                if ACCUMULATE != 0u {
-                    y[i] = y[i] + partial[r * WG_SIZE + lid];
-                } else {
-                    y[i] = partial[r * WG_SIZE + lid];
-                }
-            }
-        }
+        emit(row0, total.acc * row_scale(total.ss));
     }
+}
+
+// What group_sum returns (valid in lane 0 of the group): the rows' dot products and, with
+// a fused rms_norm, the sum of x^2.
+struct GroupSum {
+    acc: vec4<f32>,
+    ss: f32,
 }

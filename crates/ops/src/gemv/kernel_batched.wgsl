@@ -7,10 +7,10 @@
 // lane walks its row's units and applies every unit to up to BATCH_CHUNK rows of X, so a
 // chunk of 8 prompt rows costs one pass over the weights instead of eight.
 //
-// The per-format `unit_dot(row, u)` of the gemv kernels is reused unchanged except that
-// its reads of `x[...]` are rewritten (on the Rust side, see `batched.rs`) to
-// `x[xoff + ...]`: `xoff` below selects the batch row. A compiler may or may not keep the
-// weight words in registers across the calls; they are re-read from L1 at worst.
+// The per-format `unit_dot(row, u)` of the gemv kernels is reused unchanged: it reads x
+// through `xv(i)`, defined below as `x[xoff + i]`, where `xoff` selects the batch row.
+// A compiler may or may not keep the weight words in registers across the calls; they
+// are re-read from L1 at worst.
 
 override ROWS: u32;
 override COLS: u32;
@@ -25,11 +25,16 @@ override Y_STRIDE: u32;
 const WG_SIZE: u32 = 256u;
 const BATCH_CHUNK: u32 = 8u;
 
+@group(0) @binding(1) var<storage, read> x: array<XT>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 // [pos0, n_rows, 0, 0]
 @group(0) @binding(3) var<storage, read> params: array<u32, 4>;
 
 var<private> xoff: u32;
+
+fn xv(i: u32) -> XT {
+    return x[xoff + i];
+}
 var<workgroup> partial: array<f32, 2048>; // WG_SIZE * BATCH_CHUNK
 
 @compute @workgroup_size(WG_SIZE)

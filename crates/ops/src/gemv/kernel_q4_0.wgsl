@@ -3,7 +3,8 @@
 // 4k..4k+3 and 4k+16..4k+19.
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+// x is read through xv(i), defined by the frame (plain, rms-normed or batched).
+alias XT = vec4<f32>;
 
 fn unit_dot(row: u32, u: u32) -> f32 {
     let b = u >> 2u;
@@ -17,5 +18,5 @@ fn unit_dot(row: u32, u: u32) -> f32 {
     // nib_* carry 2^23; (2^23 + 8) removes it and q4_0's zero point 8.
     let z = TWO23 + 8.0;
     let o = b * 8u + k;
-    return d * (dot(nib_lo(q) - z, x[o]) + dot(nib_hi(q) - z, x[o + 4u]));
+    return d * (dot(nib_lo(q) - z, xv(o)) + dot(nib_hi(q) - z, xv(o + 4u)));
 }

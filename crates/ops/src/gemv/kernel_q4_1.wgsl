@@ -3,7 +3,8 @@
 // sum (q*d + m) * x = d * sum q*x + m * sum x.
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+// x is read through xv(i), defined by the frame (plain, rms-normed or batched).
+alias XT = vec4<f32>;
 
 fn unit_dot(row: u32, u: u32) -> f32 {
     let b = u >> 2u;
@@ -12,8 +13,8 @@ fn unit_dot(row: u32, u: u32) -> f32 {
     let dm = unpack2x16float(w[a]);
     let q = w[a + 1u + k];
     let o = b * 8u + k;
-    let xl = x[o];
-    let xh = x[o + 4u];
+    let xl = xv(o);
+    let xh = xv(o + 4u);
     let s = dot(nib_lo(q) - TWO23, xl) + dot(nib_hi(q) - TWO23, xh);
     return dm.x * s + dm.y * dot(xl + xh, vec4<f32>(1.0));
 }

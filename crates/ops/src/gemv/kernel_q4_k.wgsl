@@ -7,7 +7,8 @@
 // sum (d·sc·q − dmin·m)·x = d·sc·Σq·x − dmin·m·Σx per sub-block.
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+// x is read through xv(i), defined by the frame (plain, rms-normed or batched).
+alias XT = vec4<f32>;
 
 fn unit_dot(row: u32, u: u32) -> f32 {
     let b = u >> 5u;
@@ -18,8 +19,8 @@ fn unit_dot(row: u32, u: u32) -> f32 {
     let sm = k_scale_min(c, w[a + 1u], w[a + 2u], w[a + 3u]);
     let q = w[a + 4u + k];
     let o = b * 64u + c * 16u + (k & 7u);
-    let xl = x[o];
-    let xh = x[o + 8u];
+    let xl = xv(o);
+    let xh = xv(o + 8u);
     let ds = dm.x * sm.xy;
     let ms = dm.y * sm.zw;
     let s = ds.x * dot(nib_lo(q) - TWO23, xl) + ds.y * dot(nib_hi(q) - TWO23, xh);

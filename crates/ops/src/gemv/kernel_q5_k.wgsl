@@ -5,7 +5,8 @@
 // spliced into the nibble words before the bytes become floats.
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+// x is read through xv(i), defined by the frame (plain, rms-normed or batched).
+alias XT = vec4<f32>;
 
 fn unit_dot(row: u32, u: u32) -> f32 {
     let b = u >> 5u;
@@ -19,8 +20,8 @@ fn unit_dot(row: u32, u: u32) -> f32 {
     let lo = (q & 0x0F0F0F0Fu) | ((h & 0x01010101u) << 4u);
     let hi = ((q >> 4u) & 0x0F0F0F0Fu) | (((h >> 1u) & 0x01010101u) << 4u);
     let o = b * 64u + c * 16u + (k & 7u);
-    let xl = x[o];
-    let xh = x[o + 8u];
+    let xl = xv(o);
+    let xh = xv(o + 8u);
     let ds = dm.x * sm.xy;
     let ms = dm.y * sm.zw;
     let s = ds.x * dot(u8x4(lo) - TWO23, xl) + ds.y * dot(u8x4(hi) - TWO23, xh);

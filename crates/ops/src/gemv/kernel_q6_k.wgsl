@@ -8,7 +8,8 @@
 // 2g + 4, 2g + 5) elements 64 further on, scale 4 further on. x = (d·sc)·(q − 32).
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+// x is read through xv(i), defined by the frame (plain, rms-normed or batched).
+alias XT = vec4<f32>;
 
 // The 4 bytes at `byte` (even): one word, or the halves of two when `byte` is not a
 // multiple of 4. Never reads past the block's last word (the f16 d is read apart).
@@ -41,5 +42,5 @@ fn unit_dot(row: u32, u: u32) -> f32 {
     let o = b * 64u + hf * 32u + g * 8u + i;
     let ds = d * sc;
     let z = TWO23 + 32.0;
-    return ds.x * dot(u8x4(lo) - z, x[o]) + ds.y * dot(u8x4(hi) - z, x[o + 16u]);
+    return ds.x * dot(u8x4(lo) - z, xv(o)) + ds.y * dot(u8x4(hi) - z, xv(o + 16u));
 }

@@ -2,7 +2,8 @@
 // 2k + 1, elements 8k..8k+7.
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+// x is read through xv(i), defined by the frame (plain, rms-normed or batched).
+alias XT = vec4<f32>;
 
 fn unit_dot(row: u32, u: u32) -> f32 {
     let b = u >> 2u;
@@ -17,5 +18,5 @@ fn unit_dot(row: u32, u: u32) -> f32 {
     let v1 = w[j + 1u];
     let v2 = w[j + 2u];
     let o = b * 8u + 2u * k;
-    return d * (dot(i8x4(realign(v0, v1, mid)), x[o]) + dot(i8x4(realign(v1, v2, mid)), x[o + 1u]));
+    return d * (dot(i8x4(realign(v0, v1, mid)), xv(o)) + dot(i8x4(realign(v1, v2, mid)), xv(o + 1u)));
 }

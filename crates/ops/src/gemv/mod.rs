@@ -1,33 +1,64 @@
 //! `gemv`: y[out_offset + r] = Σ_c W[r, c]·x[c], with W in any [`WeightFormat`], stored
-//! row-major in GGUF block layout and uploaded as the file's raw bytes.
+//! row-major in GGUF block layout and uploaded as the file's raw bytes; and its fused
+//! forms ([`GemvFused`]: rms_norm folded into the input, rope + KV-cache store or
+//! silu·mul as the epilogue).
 //!
-//! One WGSL frame (`kernel.wgsl`: grid, rows, reduction) is shared by every format; each
-//! format adds its bindings and the per-lane dot product (`kernel_<fmt>.wgsl`). Bindings:
-//! 0 = weights (`rows · row_bytes(cols)` bytes), 1 = x (`cols` f32), 2 = y (at least
-//! `out_offset + rows` f32). `out_offset` lets a matrix too large for one binding (an
-//! lm_head of 128256 rows) be split into row chunks that write one output vector.
+//! A shader is composed (`shader.rs`) from a frame, the format's per-lane dot product
+//! (`kernel_<fmt>.wgsl`: `unit_dot`, reading x through `xv`), an input and an epilogue.
+//! Bindings: 0 = weights (`rows · row_bytes(cols)` bytes), 1 = x (`cols` f32), 2 = y (at
+//! least `out_offset + rows` f32), then the fused forms' extra buffers. `out_offset` lets
+//! a matrix too large for one binding (an lm_head of 128256 rows) be split into row chunks
+//! that write one output vector.
 //!
-//! Speed, measured with pass timestamps over 20..200 back-to-back dispatches on an NVIDIA
-//! H100 80GB HBM3 (driver 580, Vulkan), default tuning, 128256×4096 (too big for L2): f32
-//! 2835 GB/s, f16 2747, q8_0 2600, q4_1 1737, q4_0 1540, against 3091 GB/s for a plain
-//! vec4 read kernel on the same device. Small matrices (576×576) take ~4 µs, about the
-//! cost of any dependent dispatch there. The 4-bit kernels are bound by instruction issue
-//! (nibble unpacking), not memory: the next gain is fewer instructions per element.
-//! The bf16 and K-format kernels (q4_k, q5_k, q6_k: 8-element units, 32 per 256-element
-//! super-block) have not been timed on a GPU yet; they are tested on lavapipe only.
+//! Variants ([`GemvVariant`]), chosen per adapter by [`GemvVariant::for_adapter`] and
+//! overridable (`--kernel gemv=VARIANT`):
+//! - `shared`: lanes per row, shared-memory tree reduction (any adapter);
+//! - `subgroup`: the same with subgroup shuffles instead of the tree (no barriers), where
+//!   `SUBGROUP` is offered;
+//! - `rows`: one lane per few rows, no reduction at all, small workgroups: for adapters
+//!   that are CPUs (lavapipe), where barriers and wide workgroups are expensive;
+//! - `blocks`: the lanes frame with a whole 32-element block per lane step (`block_dot`:
+//!   every word of the block loaded once, a single 16-byte load over the packed layout),
+//!   reduced with subgroup shuffles where offered, else shared memory: more bytes in
+//!   flight per lane for big matrices.
+//!
+//! Weight layouts ([`WeightLayout`], `--kernel weights=gguf|packed`): the GGUF bytes, or
+//! q4_0 / q4_1 / q8_0 repacked at upload into 16-byte-aligned quants and a scales region.
+//! Every variant and the batched kernel read both; the layout is a field of [`Gemv`], so
+//! an executor knows how to read the buffer.
+//!
+//! Speed (`shared`), measured with pass timestamps over 20..200 back-to-back dispatches on
+//! an NVIDIA H100 80GB HBM3 (driver 580, Vulkan), default tuning, 128256×4096 (too big for
+//! L2): f32 2835 GB/s, f16 2747, q8_0 2600, q4_1 1737, q4_0 1540, against 3091 GB/s for a
+//! plain vec4 read kernel on the same device. Small matrices (576×576) take ~4 µs, about
+//! the cost of any dependent dispatch there. The 4-bit kernels are bound by instruction
+//! issue (nibble unpacking), not memory. The bf16 and K-format kernels (q4_k, q5_k, q6_k:
+//! 8-element units, 32 per 256-element super-block) have not been timed on a GPU yet.
 
 mod batched;
 mod cost;
 mod cpu;
+pub(crate) mod exec;
+mod fused;
+mod layout;
+mod shader;
 
 pub use batched::{batched_shader, GemvBatched, BATCH_CHUNK};
+pub use fused::{GemvBuffers, GemvEpilogue, GemvFused};
+pub use layout::WeightLayout;
+pub(crate) use shader::{x_shared, EpilogueKind};
 
-use gpuscope_runtime::{grid_2d, Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 use crate::quant::WeightFormat;
 
-/// Threads per workgroup; must match `WG_SIZE` in `kernel.wgsl`.
+/// Threads per workgroup of the lanes frame (`shared`, `subgroup`); must match `WG_SIZE`
+/// in `kernel.wgsl`.
 pub const WORKGROUP_SIZE: u32 = 256;
+
+/// Threads per workgroup of the `rows` frame: one 8-wide SIMD step of lavapipe on AVX2
+/// (its subgroup size), so a workgroup is one loop iteration of its CPU thread.
+pub const ROWS_WORKGROUP_SIZE: u32 = 8;
 
 /// A matrix-vector product over a weight matrix of `rows × cols`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,73 +68,147 @@ pub struct Gemv {
     pub format: WeightFormat,
     /// First element of `y` written: row `r` goes to `y[out_offset + r]`.
     pub out_offset: u32,
+    /// How the weights lie in their buffer ([`WeightLayout::Packed`]: q4_0, q4_1, q8_0).
+    pub layout: WeightLayout,
 }
 
-/// How a dispatch spreads the matrix over threads (see `kernel.wgsl`).
+/// Which gemv frame runs (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GemvVariant {
+    Shared,
+    Subgroup,
+    Rows,
+    Blocks,
+}
+
+impl GemvVariant {
+    pub const ALL: [GemvVariant; 4] = [Self::Shared, Self::Subgroup, Self::Rows, Self::Blocks];
+
+    /// The name `--kernel gemv=NAME` takes and profiles record.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Shared => "shared",
+            Self::Subgroup => "subgroup",
+            Self::Rows => "rows",
+            Self::Blocks => "blocks",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<GemvVariant> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// The variant expected to be fastest on this adapter: `rows` on CPU adapters
+    /// (lavapipe: one CPU thread runs a workgroup as a loop of 8-wide steps, so lanes that
+    /// share a row only add barriers); `subgroup` where SUBGROUP is offered (a reduction
+    /// without workgroup memory or barriers); `shared` otherwise.
+    pub fn for_adapter(gpu: &Gpu) -> GemvVariant {
+        if gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu {
+            GemvVariant::Rows
+        } else if Self::Subgroup.supported(gpu).is_ok() {
+            GemvVariant::Subgroup
+        } else {
+            GemvVariant::Shared
+        }
+    }
+
+    /// Whether the lanes of a row group add up their sums with subgroup shuffles (`subgroup`,
+    /// and `blocks` where SUBGROUP is offered) rather than a shared-memory tree.
+    pub fn subgroup_reduce(self, gpu: &Gpu) -> bool {
+        match self {
+            Self::Subgroup => true,
+            Self::Blocks => Self::Subgroup.supported(gpu).is_ok(),
+            Self::Shared | Self::Rows => false,
+        }
+    }
+
+    /// The most lanes a row group may have: a subgroup for subgroup reductions, one for
+    /// `rows`, a workgroup otherwise.
+    pub fn max_threads_per_row(self, gpu: &Gpu) -> u32 {
+        if self == Self::Rows {
+            1
+        } else if self.subgroup_reduce(gpu) {
+            gpu.adapter_info().subgroup_min_size.max(1)
+        } else {
+            WORKGROUP_SIZE
+        }
+    }
+
+    /// Whether the device can run this variant, and if not, why.
+    pub fn supported(self, gpu: &Gpu) -> Result<(), String> {
+        match self {
+            Self::Subgroup if !gpu.features().contains(gpuscope_runtime::wgpu::Features::SUBGROUP) => {
+                Err(format!(
+                    "gemv variant `subgroup` needs the SUBGROUP feature, which \"{}\" does not offer (use gemv=shared)",
+                    gpu.adapter_info().name
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// How a dispatch spreads the matrix over threads (see `kernel.wgsl`, `kernel_rows.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemvTuning {
-    /// Lanes sharing one row: a power of two from 1 to [`WORKGROUP_SIZE`].
+    pub variant: GemvVariant,
+    /// Lanes sharing one row: a power of two from 1 to [`WORKGROUP_SIZE`] (`shared`), to
+    /// the adapter's smallest subgroup size (`subgroup`); 1 for `rows`.
     pub threads_per_row: u32,
-    /// Rows each lane computes, for more independent loads in flight per step: 1 to
-    /// [`MAX_ROWS_PER_THREAD`].
+    /// Rows each lane computes, for more independent loads in flight per step (and, in
+    /// `rows`, x loaded once for several rows): 1 to [`MAX_ROWS_PER_THREAD`].
     pub rows_per_thread: u32,
 }
 
-/// Must match `NR_MAX` in `kernel.wgsl`.
+/// Must match the accumulator width (`vec4`) in the frames.
 pub const MAX_ROWS_PER_THREAD: u32 = 4;
 
-macro_rules! gemv_shader {
-    ($name:literal, $($file:literal),+) => {
-        ShaderSource {
-            name: $name,
-            wgsl: concat!(include_str!("kernel.wgsl"), $("\n", include_str!($file)),+),
-        }
-    };
-}
-
-const SHADER_F32: ShaderSource = gemv_shader!("gemv_f32", "kernel_f32.wgsl");
-const SHADER_F16: ShaderSource = gemv_shader!("gemv_f16", "kernel_f16.wgsl");
-const SHADER_Q8_0: ShaderSource =
-    gemv_shader!("gemv_q8_0", "kernel_q8_0.wgsl", "quant_common.wgsl");
-const SHADER_Q4_0: ShaderSource =
-    gemv_shader!("gemv_q4_0", "kernel_q4_0.wgsl", "quant_common.wgsl");
-const SHADER_Q4_1: ShaderSource =
-    gemv_shader!("gemv_q4_1", "kernel_q4_1.wgsl", "quant_common.wgsl");
-const SHADER_BF16: ShaderSource = gemv_shader!("gemv_bf16", "kernel_bf16.wgsl");
-const SHADER_Q4_K: ShaderSource =
-    gemv_shader!("gemv_q4_k", "kernel_q4_k.wgsl", "quant_common.wgsl");
-const SHADER_Q5_K: ShaderSource =
-    gemv_shader!("gemv_q5_k", "kernel_q5_k.wgsl", "quant_common.wgsl");
-const SHADER_Q6_K: ShaderSource =
-    gemv_shader!("gemv_q6_k", "kernel_q6_k.wgsl", "quant_common.wgsl");
-
-/// The WGSL source of the gemv kernel for `format` (for captures and naga checks).
+/// The plain gemv shader of `format` with the `shared` frame (for captures and naga
+/// checks); other combinations are composed on demand.
 pub fn shader(format: WeightFormat) -> &'static ShaderSource {
-    match format {
-        WeightFormat::F32 => &SHADER_F32,
-        WeightFormat::F16 => &SHADER_F16,
-        WeightFormat::Q8_0 => &SHADER_Q8_0,
-        WeightFormat::Q4_0 => &SHADER_Q4_0,
-        WeightFormat::Q4_1 => &SHADER_Q4_1,
-        WeightFormat::BF16 => &SHADER_BF16,
-        WeightFormat::Q4_K => &SHADER_Q4_K,
-        WeightFormat::Q5_K => &SHADER_Q5_K,
-        WeightFormat::Q6_K => &SHADER_Q6_K,
-    }
+    GemvFused::plain(Gemv {
+        rows: 1,
+        cols: format.block_elems() as u32,
+        format,
+        out_offset: 0,
+        layout: WeightLayout::Gguf,
+    })
+    .shader(GemvVariant::Shared, false, false)
 }
 
 impl Gemv {
     /// Kernel family name: `gemv_<format>`.
     pub fn op_name(&self) -> &'static str {
-        shader(self.format).name
+        match self.format {
+            WeightFormat::F32 => "gemv_f32",
+            WeightFormat::F16 => "gemv_f16",
+            WeightFormat::Q8_0 => "gemv_q8_0",
+            WeightFormat::Q4_0 => "gemv_q4_0",
+            WeightFormat::Q4_1 => "gemv_q4_1",
+            WeightFormat::BF16 => "gemv_bf16",
+            WeightFormat::Q4_K => "gemv_q4_k",
+            WeightFormat::Q5_K => "gemv_q5_k",
+            WeightFormat::Q6_K => "gemv_q6_k",
+        }
     }
 
-    /// Bytes of the weight matrix in its GGUF layout.
+    /// Bytes of the weight matrix in its GGUF layout (what a pass over it moves, in either
+    /// layout).
     ///
     /// # Panics
     /// If `cols` is not a whole number of blocks of the format.
     pub fn weight_bytes(&self) -> u64 {
         u64::from(self.rows) * self.row_bytes()
+    }
+
+    /// Bytes the weight buffer must hold in the matrix's layout
+    /// ([`WeightLayout::buffer_bytes`]; the quantized kernels over GGUF bytes read whole
+    /// 4-byte words, up to 2 bytes past the last block, which the runtime's padding of
+    /// every buffer to 4 bytes covers).
+    pub fn buffer_bytes(&self) -> u64 {
+        self.layout
+            .buffer_bytes(self.format, self.rows, self.cols)
+            .next_multiple_of(4)
     }
 
     fn row_bytes(&self) -> u64 {
@@ -123,12 +228,12 @@ impl Gemv {
         }
     }
 
-    /// The tuning [`Self::dispatch`] uses, from sweeps on an NVIDIA H100 and H200 (wgpu 30,
-    /// Vulkan; lanes 16..128 × rows 1, 2, 4 over Llama-sized shapes, 576..4096 columns,
-    /// 576..128256 rows), where it lands within ~15% of the best setting per shape: about
-    /// 4 units per lane (at most 64 lanes for the block formats, whose units are fatter),
-    /// fewer lanes when rows are plentiful (an lm_head), and 2 (block formats) or 4 (float
-    /// formats) rows per lane once there are rows enough to fill the GPU anyway.
+    /// The `shared` tuning [`Self::dispatch`] uses, from sweeps on an NVIDIA H100 and H200
+    /// (wgpu 30, Vulkan; lanes 16..128 × rows 1, 2, 4 over Llama-sized shapes, 576..4096
+    /// columns, 576..128256 rows), where it lands within ~15% of the best setting per
+    /// shape: about 4 units per lane (at most 64 lanes for the block formats, whose units
+    /// are fatter), fewer lanes when rows are plentiful (an lm_head), and 2 (block formats)
+    /// or 4 (float formats) rows per lane once there are rows enough to fill the GPU anyway.
     pub fn default_tuning(&self) -> GemvTuning {
         let max_lanes = if self.format.is_quantized() { 64 } else { 128 };
         let mut threads_per_row = self
@@ -149,9 +254,66 @@ impl Gemv {
             4
         };
         GemvTuning {
+            variant: GemvVariant::Shared,
             threads_per_row,
             rows_per_thread,
         }
+    }
+
+    /// The tuning of `variant` for this shape on `gpu`: the `shared` tuning; for
+    /// `subgroup` the same with at most a subgroup of lanes per row; for `rows` one lane
+    /// per 4 rows (x is loaded once for 4 rows: on lavapipe every load is issued lane by
+    /// lane, and 4 rows per lane halved the time of one per lane).
+    pub fn tuning(&self, variant: GemvVariant, gpu: &Gpu) -> GemvTuning {
+        let base = self.default_tuning();
+        match variant {
+            GemvVariant::Shared => base,
+            GemvVariant::Subgroup => GemvTuning {
+                variant,
+                threads_per_row: base
+                    .threads_per_row
+                    .min(gpu.adapter_info().subgroup_min_size.max(1)),
+                ..base
+            },
+            GemvVariant::Rows => GemvTuning {
+                variant,
+                threads_per_row: 1,
+                rows_per_thread: MAX_ROWS_PER_THREAD,
+            },
+            GemvVariant::Blocks => {
+                // A lane's step is a whole 32-element block (4 units): about 4 blocks
+                // per lane per row, at least 4 lanes, at most what the reduction allows.
+                let steps = self.units_per_row().div_ceil(4);
+                GemvTuning {
+                    variant,
+                    threads_per_row: steps
+                        .div_ceil(4)
+                        .next_power_of_two()
+                        .max(4)
+                        .min(variant.max_threads_per_row(gpu)),
+                    rows_per_thread: if self.rows >= 4096 { 2 } else { 1 },
+                }
+            }
+        }
+    }
+
+    /// [`Self::tuning`], or with `shape = Some((lanes per row, rows per lane))` that spread
+    /// for every shape (sweeps: `--kernel gemv=VARIANT:LANESxROWS`); lanes are capped at
+    /// what the variant's reduction allows on `gpu`, rows at [`MAX_ROWS_PER_THREAD`].
+    pub fn tuning_with(
+        &self,
+        variant: GemvVariant,
+        shape: Option<(u32, u32)>,
+        gpu: &Gpu,
+    ) -> GemvTuning {
+        let mut t = self.tuning(variant, gpu);
+        if let Some((lanes, rows)) = shape {
+            t.threads_per_row = lanes
+                .next_power_of_two()
+                .min(variant.max_threads_per_row(gpu));
+            t.rows_per_thread = rows.clamp(1, MAX_ROWS_PER_THREAD);
+        }
+        t
     }
 
     /// Builds the dispatch with [`Self::default_tuning`].
@@ -165,8 +327,8 @@ impl Gemv {
         self.dispatch_with(gpu, w, x, y, self.default_tuning())
     }
 
-    /// Builds the dispatch with an explicit tuning: for workgroup sweeps and for tests of
-    /// every reduction width and of the 2-D grid.
+    /// Builds the dispatch with an explicit tuning: for variants, workgroup sweeps and
+    /// tests of every reduction width and of the 2-D grid.
     pub fn dispatch_with(
         &self,
         gpu: &Gpu,
@@ -175,7 +337,7 @@ impl Gemv {
         y: &GpuBuffer,
         tuning: GemvTuning,
     ) -> Result<Dispatch, GpuError> {
-        self.build(gpu, w, x, y, tuning, false)
+        GemvFused::plain(*self).dispatch(gpu, tuning, &GemvBuffers::new(w, x, y))
     }
 
     /// Like [`Self::dispatch`] but adds into `y` (y += W·x): a residual add fused into
@@ -187,101 +349,11 @@ impl Gemv {
         x: &GpuBuffer,
         y: &GpuBuffer,
     ) -> Result<Dispatch, GpuError> {
-        self.build(gpu, w, x, y, self.default_tuning(), true)
-    }
-
-    fn build(
-        &self,
-        gpu: &Gpu,
-        w: &GpuBuffer,
-        x: &GpuBuffer,
-        y: &GpuBuffer,
-        tuning: GemvTuning,
-        accumulate: bool,
-    ) -> Result<Dispatch, GpuError> {
-        let name = self.op_name();
-        let invalid =
-            |what: String| GpuError::Invalid(format!("{name} {}x{}: {what}", self.rows, self.cols));
-        if self.rows == 0 || self.cols == 0 {
-            return Err(invalid("empty matrix".into()));
+        GemvFused {
+            gemv: *self,
+            norm: None,
+            epilogue: GemvEpilogue::Accumulate,
         }
-        self.format
-            .row_bytes(u64::from(self.cols))
-            .map_err(|e| invalid(e.to_string()))?;
-        let GemvTuning {
-            threads_per_row,
-            rows_per_thread,
-        } = tuning;
-        if !threads_per_row.is_power_of_two() || threads_per_row > WORKGROUP_SIZE {
-            return Err(invalid(format!(
-                "threads_per_row {threads_per_row} is not a power of two from 1 to {WORKGROUP_SIZE}"
-            )));
-        }
-        if !(1..=MAX_ROWS_PER_THREAD).contains(&rows_per_thread) {
-            return Err(invalid(format!(
-                "rows_per_thread {rows_per_thread} is not from 1 to {MAX_ROWS_PER_THREAD}"
-            )));
-        }
-        // Kernels index with u32; a binding is at most 4 GiB anyway, but the element
-        // index of f32/f16 rows and the output index must not wrap either.
-        let elems = u64::from(self.rows) * u64::from(self.cols);
-        if elems > u64::from(u32::MAX)
-            || self.weight_bytes() > u64::from(u32::MAX)
-            || u64::from(self.out_offset) + u64::from(self.rows) > u64::from(u32::MAX)
-        {
-            return Err(invalid(
-                "more than 2^32 elements: split the matrix into row chunks".into(),
-            ));
-        }
-        // The quantized kernels read whole 4-byte words, up to 2 bytes past the last block;
-        // the runtime pads every buffer to 4 bytes, which covers that.
-        let need = |buf: &GpuBuffer, bytes: u64, what: &str| {
-            if buf.size() < bytes {
-                Err(invalid(format!(
-                    "{what} buffer \"{}\" has {} bytes, needs {bytes}",
-                    buf.label(),
-                    buf.size()
-                )))
-            } else {
-                Ok(())
-            }
-        };
-        need(w, self.weight_bytes().next_multiple_of(4), "weight")?;
-        need(x, u64::from(self.cols) * 4, "x")?;
-        need(
-            y,
-            (u64::from(self.out_offset) + u64::from(self.rows)) * 4,
-            "y",
-        )?;
-
-        let pipeline = gpu.pipeline(
-            shader(self.format),
-            "main",
-            &[
-                ("ROWS", f64::from(self.rows)),
-                ("COLS", f64::from(self.cols)),
-                ("OUT_OFFSET", f64::from(self.out_offset)),
-                ("TPR", f64::from(threads_per_row)),
-                ("NR", f64::from(rows_per_thread)),
-                ("ACCUMULATE", if accumulate { 1.0 } else { 0.0 }),
-            ],
-        )?;
-        let bind_group = gpu.bind_group(&pipeline, &[w, x, y])?;
-        let rows_per_wg = WORKGROUP_SIZE / threads_per_row * rows_per_thread;
-        let workgroups = grid_2d(self.rows.div_ceil(rows_per_wg));
-        let (cost, reads): (Cost, &[&GpuBuffer]) = if accumulate {
-            (self.cost_accumulate(), &[w, x, y])
-        } else {
-            (self.cost(), &[w, x])
-        };
-        Ok(Dispatch::new(
-            name,
-            pipeline,
-            bind_group,
-            workgroups,
-            cost,
-            reads,
-            &[y],
-        ))
+        .dispatch(gpu, self.default_tuning(), &GemvBuffers::new(w, x, y))
     }
 }

@@ -87,7 +87,7 @@ impl RmsNormBatched {
     }
 
     /// CPU reference over the first `n_rows` rows.
-    pub fn cpu(&self, x: &[f32], weight: &[f32], out: &mut [f32], n_rows: u32) {
+    pub fn cpu<T: crate::Real>(&self, x: &[T], weight: &[T], out: &mut [T], n_rows: u32) {
         let n = self.norm.n as usize;
         let rows = 0..n_rows as usize;
         for b in rows {

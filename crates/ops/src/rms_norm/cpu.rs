@@ -1,12 +1,13 @@
 use super::RmsNorm;
+use crate::Real;
 
 impl RmsNorm {
     /// `out = x / sqrt(mean(x²) + eps) * weight`.
-    pub fn cpu(&self, x: &[f32], weight: &[f32], out: &mut [f32]) {
+    pub fn cpu<T: Real>(&self, x: &[T], weight: &[T], out: &mut [T]) {
         let n = self.n as usize;
         let (x, weight, out) = (&x[..n], &weight[..n], &mut out[..n]);
-        let sum_sq: f32 = x.iter().map(|v| v * v).sum();
-        let scale = 1.0 / (sum_sq / n as f32 + self.eps).sqrt();
+        let sum_sq = crate::real::dot(x, x);
+        let scale = T::one() / (sum_sq / T::of_u32(self.n) + T::of(self.eps)).sqrt();
         for ((o, &v), &w) in out.iter_mut().zip(x).zip(weight) {
             *o = v * scale * w;
         }

@@ -6,6 +6,7 @@
 mod batched;
 mod cost;
 mod cpu;
+pub(crate) mod exec;
 
 pub use batched::RmsNormBatched;
 

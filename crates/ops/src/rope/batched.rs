@@ -95,13 +95,13 @@ impl RopeBatched {
     }
 
     /// CPU reference over the first `n_rows` rows starting at position `pos0`.
-    pub fn cpu(
+    pub fn cpu<T: crate::Real>(
         &self,
         pos0: u32,
         n_rows: u32,
-        qkv: &mut [f32],
-        k_cache: &mut [f32],
-        v_cache: &mut [f32],
+        qkv: &mut [T],
+        k_cache: &mut [T],
+        v_cache: &mut [T],
     ) {
         let r = &self.rope;
         let (q, k, v) = self.offsets;

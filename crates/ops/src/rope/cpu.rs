@@ -1,17 +1,19 @@
 use super::Rope;
+use crate::Real;
 
 impl Rope {
-    /// `(cos, sin)` of the angle of pair `i` at `pos`, in f32 exactly as the kernel does it.
-    pub fn cos_sin(&self, pos: u32, i: u32) -> (f32, f32) {
-        let freq = self.base.powf(-((2 * i) as f32) / self.rope_dims as f32);
-        let theta = pos as f32 * freq;
+    /// `(cos, sin)` of the angle of pair `i` at `pos`, computed as the kernel does it
+    /// (in f32 exactly so; in f64 the same formula in double precision).
+    pub fn cos_sin<T: Real>(&self, pos: u32, i: u32) -> (T, T) {
+        let freq = T::of(self.base).powf(-T::of_u32(2 * i) / T::of_u32(self.rope_dims));
+        let theta = T::of_u32(pos) * freq;
         (theta.cos(), theta.sin())
     }
 
     /// Rotates the first `rope_dims` dims of one head in place.
-    fn rotate_head(&self, pos: u32, head: &mut [f32]) {
+    fn rotate_head<T: Real>(&self, pos: u32, head: &mut [T]) {
         for i in 0..self.rope_dims / 2 {
-            let (c, s) = self.cos_sin(pos, i);
+            let (c, s) = self.cos_sin::<T>(pos, i);
             let e = 2 * i as usize;
             let (x0, x1) = (head[e], head[e + 1]);
             head[e] = x0 * c - x1 * s;
@@ -21,14 +23,14 @@ impl Rope {
 
     /// Rotates `q` in place; writes rotated `k` to `k_cache` row `pos` and `v` to
     /// `v_cache` row `pos`. Panics if `pos >= max_ctx`.
-    pub fn cpu(
+    pub fn cpu<T: Real>(
         &self,
         pos: u32,
-        q: &mut [f32],
-        k: &[f32],
-        v: &[f32],
-        k_cache: &mut [f32],
-        v_cache: &mut [f32],
+        q: &mut [T],
+        k: &[T],
+        v: &[T],
+        k_cache: &mut [T],
+        v_cache: &mut [T],
     ) {
         assert!(
             pos < self.max_ctx,

@@ -21,6 +21,7 @@
 mod batched;
 mod cost;
 mod cpu;
+pub(crate) mod exec;
 
 pub use batched::RopeBatched;
 

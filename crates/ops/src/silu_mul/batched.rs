@@ -83,7 +83,7 @@ impl SiluMulBatched {
     }
 
     /// CPU reference over the first `n_rows` rows.
-    pub fn cpu(&self, gate_up: &[f32], out: &mut [f32], n_rows: u32) {
+    pub fn cpu<T: crate::Real>(&self, gate_up: &[T], out: &mut [T], n_rows: u32) {
         let (n, s, u) = (
             self.n as usize,
             self.in_stride as usize,

@@ -3,6 +3,7 @@
 mod batched;
 mod cost;
 mod cpu;
+pub(crate) mod exec;
 
 pub use batched::SiluMulBatched;
 

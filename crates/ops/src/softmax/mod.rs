@@ -8,6 +8,7 @@
 
 mod cost;
 mod cpu;
+pub(crate) mod exec;
 
 use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

@@ -20,6 +20,7 @@ use gpuscope_trace::analysis::stats::percentile;
 use gpuscope_trace::capture::{Capture, CommandBench, PerCommandReport, TimingClock};
 
 use crate::capture::error::ReplayError;
+use crate::capture::progress::ReplayProgress;
 use crate::capture::rebuild::rebuild;
 use crate::capture::replay::Substitution;
 use crate::device::{AtomicCounters, Gpu};
@@ -56,6 +57,7 @@ pub fn bench_commands(
     capture: &Capture,
     subs: &[Substitution],
     opts: &BenchOptions,
+    progress: &ReplayProgress,
 ) -> Result<PerCommandReport, ReplayError> {
     let rebuilt = rebuild(gpu, capture, subs, true)?;
     let clock = if gpu.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
@@ -67,6 +69,19 @@ pub fn bench_commands(
     let counts = capture.command_counts();
     let mut commands = Vec::with_capacity(counts.len());
     for ((p, bg, wg), count, d) in counts {
+        let pipeline = &capture.commands.pipelines[p];
+        let shader = &capture.commands.shaders[pipeline.shader].name;
+        let substituted = subs.iter().any(|s| &s.shader == shader);
+        progress.enter(format!(
+            "benchmarking `{}` ({}{})",
+            d.label,
+            pipeline.name,
+            if substituted {
+                ", a substituted kernel"
+            } else {
+                ""
+            }
+        ));
         let (samples, rejected, stable) = timer.measure(
             gpu,
             &rebuilt.pipelines[p],

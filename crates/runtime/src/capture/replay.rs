@@ -4,17 +4,19 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use gpuscope_trace::capture::{Access, Capture, Comparison, Mismatch};
-use gpuscope_trace::{Profile, TimingInfo, TokenRecord, PROFILE_FORMAT};
+use gpuscope_trace::analysis::compare::word_diff;
+use gpuscope_trace::capture::{Access, Capture, Comparison, Mismatch, ReplayLimits};
+use gpuscope_trace::{Profile, TimingInfo, TimingMode, TokenRecord, PROFILE_FORMAT};
 
 use crate::capture::error::ReplayError;
+use crate::capture::progress::{suspect, ReplayProgress};
 use crate::capture::rebuild::rebuild;
-use crate::capture::reflect::reflect;
 use crate::capture::walk::walk;
 use crate::device::Gpu;
 use crate::dispatch::{Cost, Graph};
 use crate::resources::GpuBuffer;
 use crate::step::{step_events, StepRunner};
+use gpuscope_record::reflect::reflect;
 
 /// `--substitute SHADER=FILE.wgsl`: replay with an edited kernel.
 #[derive(Debug, Clone)]
@@ -128,6 +130,26 @@ pub fn check_substitution(capture: &Capture, sub: &Substitution) -> Result<(), R
     }
 }
 
+/// The limits a replay on `gpu` must fit ([`gpuscope_trace::capture::check_budget`]),
+/// with `max_memory` bytes of budget.
+pub fn replay_limits(gpu: &Gpu, max_memory: u64) -> ReplayLimits {
+    let l = gpu.limits();
+    ReplayLimits {
+        max_buffer_size: l.max_buffer_size,
+        max_storage_buffer_binding_size: l.max_storage_buffer_binding_size as u64,
+        min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment as u64,
+        max_compute_workgroups_per_dimension: l.max_compute_workgroups_per_dimension as u64,
+        // As the step runner places them: per pass a start and an end, or a start and
+        // one after each dispatch.
+        timestamps: match gpu.timing() {
+            TimingMode::Off => None,
+            TimingMode::Pass => Some((2, 0)),
+            TimingMode::Dispatch => Some((1, 1)),
+        },
+        max_memory,
+    }
+}
+
 /// Per step, its uploads as (whole buffer, offset, bytes).
 type Uploads = Vec<Vec<(GpuBuffer, u64, Vec<u8>)>>;
 
@@ -162,6 +184,7 @@ pub fn replay_stream(
     gpu: &Gpu,
     capture: &Capture,
     subs: &[Substitution],
+    progress: &ReplayProgress,
 ) -> Result<Profile, ReplayError> {
     let mut rebuilt = rebuild(gpu, capture, subs, true)?;
     let uploads = step_uploads(capture, &rebuilt.buffers)?;
@@ -186,6 +209,7 @@ pub fn replay_stream(
             mode: gpu.timing(),
             reason: gpu.timing_reason().to_string(),
             timestamp_period_ns: gpu.queue().get_timestamp_period() as f64,
+            sampling: None,
         },
         workload,
         setup: rebuilt.setup,
@@ -195,9 +219,15 @@ pub fn replay_stream(
         passes: Vec::new(),
         overhead: None,
         prompt: None,
+        ..Default::default()
     };
     let mut outputs = Vec::new();
-    for (step, ups) in capture.stream.steps.iter().zip(&uploads) {
+    let steps = capture.stream.steps.len();
+    for (i, (step, ups)) in capture.stream.steps.iter().zip(&uploads).enumerate() {
+        progress.enter(format!(
+            "replaying step {i} of {steps}: {}",
+            suspect(capture, &capture.stream.graphs[step.graph], subs)
+        ));
         let graph: &mut Graph = &mut rebuilt.graphs[step.graph];
         if let Some(measured) = &step.measured {
             for (d, m) in graph.dispatches_mut().zip(&measured.dispatches) {
@@ -229,6 +259,7 @@ pub fn replay_stream(
             gpu_busy_ns: out.gpu_busy_ns,
             counters: out.counters,
             cpu: out.cpu,
+            name: None,
         });
         let (d, p) = step_events(graph, step.index, &out);
         outputs.push((d, p));
@@ -252,6 +283,7 @@ pub fn compare_outputs(
     capture: &Capture,
     subs: &[Substitution],
     tolerance: Option<f32>,
+    progress: &ReplayProgress,
 ) -> Result<Comparison, ReplayError> {
     let data = match &capture.data {
         Some(d) if !d.initial.is_empty() && !d.outputs.is_empty() => d,
@@ -283,6 +315,14 @@ pub fn compare_outputs(
         .iter()
         .map(|s| rebuilt.written[s.graph].as_slice())
         .collect();
+    progress.enter(format!(
+        "comparing the outputs of steps {first}..{end} (steps 0..{end} run dispatch by dispatch): {}",
+        suspect(
+            capture,
+            &capture.stream.graphs[capture.stream.steps[first].graph],
+            subs
+        )
+    ));
     let walked = walk(gpu, &graphs, &written, &[], &upload_refs, first..end)?;
     let c = &capture.commands;
     let mut cmp = Comparison {
@@ -310,7 +350,7 @@ pub fn compare_outputs(
                 };
                 let expected = capture.blob(&r.data)?;
                 cmp.outputs_compared += 1;
-                if let Some(diff) = differ(&expected, bytes, tolerance) {
+                if let Some(diff) = word_diff(&expected, bytes, tolerance) {
                     cmp.outputs_mismatched += 1;
                     if cmp.first_mismatch.is_none() {
                         let entry = &c.bind_groups[d.bind_group].entries[*binding as usize];
@@ -334,56 +374,4 @@ pub fn compare_outputs(
     }
     capture.forget_blobs();
     Ok(cmp)
-}
-
-struct Diff {
-    first_word: u64,
-    words: u64,
-    expected: u32,
-    found: u32,
-    max_abs: f64,
-}
-
-fn differ(expected: &[u8], found: &[u8], tolerance: Option<f32>) -> Option<Diff> {
-    let word = |b: &[u8], i: usize| {
-        b.get(i * 4..i * 4 + 4)
-            .map_or(0, |w| u32::from_le_bytes(w.try_into().unwrap()))
-    };
-    let n = expected.len().max(found.len()).div_ceil(4);
-    let mut diff: Option<Diff> = None;
-    for i in 0..n {
-        let (e, f) = (word(expected, i), word(found, i));
-        let (ef, ff) = (f32::from_bits(e), f32::from_bits(f));
-        let same = match tolerance {
-            None => e == f,
-            Some(t) => {
-                e == f || (ef.is_nan() && ff.is_nan()) || ((ef - ff).abs() <= t * ef.abs().max(1.0))
-            }
-        };
-        if same {
-            continue;
-        }
-        let abs = (ef as f64 - ff as f64).abs();
-        let d = diff.get_or_insert(Diff {
-            first_word: i as u64,
-            words: 0,
-            expected: e,
-            found: f,
-            max_abs: 0.0,
-        });
-        d.words += 1;
-        if abs.is_finite() && abs > d.max_abs {
-            d.max_abs = abs;
-        }
-    }
-    if expected.len() != found.len() && diff.is_none() {
-        return Some(Diff {
-            first_word: n as u64,
-            words: 1,
-            expected: 0,
-            found: 0,
-            max_abs: 0.0,
-        });
-    }
-    diff
 }

@@ -1,7 +1,7 @@
 //! Bottleneck: one headline and the evidence for it.
 //!
-//! Heuristics, in order (computed over the tokens after the first when there are
-//! any, else over all tokens, with medians):
+//! Heuristics, in order (computed over the steady tokens, see [`super::steady`], when
+//! there are any, else over all tokens, with medians):
 //!
 //! 1. Red flags come first, whatever else holds: more than one sync per token (the
 //!    CPU waits on the GPU mid-token) and resources created after the first token
@@ -15,10 +15,12 @@
 //! 4. Otherwise GPU-bound: the op with the largest share of GPU time and its achieved
 //!    GB/s; without per-op times (timing `pass`), the slowest section.
 
-use super::layers::layer_breakdown;
-use super::ops::op_breakdown;
+use super::layers::{layer_breakdown_of, LayerBreakdown};
+use super::ops::{op_breakdown_of, OpBreakdown};
+use super::per_token::{token_totals, TokenSet, TokenTotals};
 use super::stats::median;
-use super::tokens::{token_stats, token_stats_steady, TokenStats};
+use super::steady::steady_state;
+use super::tokens::{token_stats, token_stats_of, TokenStats};
 use crate::{Profile, TimingMode};
 
 /// GPU busy below this share of wall (percent) means CPU- or launch-bound.
@@ -60,14 +62,45 @@ pub struct Bottleneck {
 
 /// Applies the heuristics above.
 pub fn bottleneck(p: &Profile) -> Bottleneck {
-    let red_flags = red_flags(p);
-    let steady = token_stats_steady(p);
+    let steady = token_stats_of(p, &steady_state(p));
     let stats = if steady.count() > 0 {
         steady
     } else {
         token_stats(p)
     };
-    let (verdict, text, evidence) = verdict(p, &stats);
+    let set = TokenSet::new(stats.tokens.iter().copied());
+    let totals = token_totals(p);
+    let used: Vec<TokenTotals> = p
+        .tokens
+        .iter()
+        .zip(&totals)
+        .filter(|(t, _)| set.contains(t.index))
+        .map(|(_, x)| *x)
+        .collect();
+    bottleneck_of(
+        p,
+        &BottleneckInput {
+            stats: &stats,
+            totals: &used,
+            ops: &op_breakdown_of(p, &set),
+            layers: &layer_breakdown_of(p, &set),
+        },
+    )
+}
+
+/// What the heuristics read, computed over the same tokens by the other analyses.
+pub struct BottleneckInput<'a> {
+    pub stats: &'a TokenStats,
+    /// Totals of the tokens `stats` covers, in order.
+    pub totals: &'a [TokenTotals],
+    pub ops: &'a OpBreakdown,
+    pub layers: &'a LayerBreakdown,
+}
+
+/// Applies the heuristics to analyses already computed.
+pub fn bottleneck_of(p: &Profile, input: &BottleneckInput) -> Bottleneck {
+    let red_flags = red_flags(p);
+    let (verdict, text, evidence) = verdict(p, input);
     let headline = red_flags
         .iter()
         .map(|f| format!("RED FLAG: {f}"))
@@ -102,22 +135,25 @@ fn red_flags(p: &Profile) -> Vec<String> {
     flags
 }
 
-fn verdict(p: &Profile, stats: &TokenStats) -> (Verdict, String, Vec<String>) {
+fn verdict(p: &Profile, input: &BottleneckInput) -> (Verdict, String, Vec<String>) {
+    let stats = input.stats;
     let Some(wall) = stats.wall_ns else {
         return (Verdict::NoTokens, "no tokens decoded".into(), Vec::new());
     };
     let wall_ns = wall.median;
-    let used = |t: &u32| stats.tokens.contains(t);
-    let tokens: Vec<_> = p.tokens.iter().filter(|t| used(&t.index)).collect();
+    let set = TokenSet::new(stats.tokens.iter().copied());
+    let tokens: Vec<_> = p.tokens.iter().filter(|t| set.contains(t.index)).collect();
     let dispatches = median(tokens.iter().map(|t| t.counters.dispatches)).unwrap_or(0);
     let which = match stats.tokens.as_slice() {
         [only] => format!("token {only}"),
-        [first, .., last] => format!("median of tokens {first}-{last}"),
+        [first, .., last] => format!("median of {} tokens in {first}-{last}", stats.count()),
         [] => String::new(),
     };
     let mut evidence = vec![format!(
-        "wall {:.3} ms per token ({which}), {:.1} tok/s",
+        "wall {:.3} ms per token ({which}; p10-p90 {:.3}-{:.3} ms), {:.1} tok/s",
         ms(wall_ns),
+        ms(wall.p10),
+        ms(wall.p90),
         stats.tok_per_s.unwrap_or(0.0)
     )];
     if dispatches > 0 {
@@ -127,14 +163,7 @@ fn verdict(p: &Profile, stats: &TokenStats) -> (Verdict, String, Vec<String>) {
         ));
     }
     let Some(busy) = stats.gpu_busy_ns else {
-        let bytes = median(tokens.iter().map(|t| {
-            p.dispatches
-                .iter()
-                .filter(|d| d.token == t.index)
-                .map(|d| d.bytes)
-                .sum::<u64>()
-        }))
-        .unwrap_or(0);
+        let bytes = median(input.totals.iter().map(|t| t.bytes)).unwrap_or(0);
         if bytes > 0 && wall_ns > 0 {
             evidence.push(format!(
                 "{:.2} MB declared traffic per token: at least {:.1} GB/s over wall time",
@@ -156,20 +185,16 @@ fn verdict(p: &Profile, stats: &TokenStats) -> (Verdict, String, Vec<String>) {
     evidence.insert(
         0,
         format!(
-            "GPU busy {:.3} ms of {:.3} ms wall per token ({busy_percent:.1}%)",
+            "GPU busy {:.3} ms (p10-p90 {:.3}-{:.3}, n={}) of {:.3} ms wall per token ({busy_percent:.1}%)",
             ms(busy.median),
+            ms(busy.p10),
+            ms(busy.p90),
+            busy.count,
             ms(wall_ns)
         ),
     );
     if busy_percent < CPU_BOUND_BELOW_PERCENT {
-        let encode = median(tokens.iter().map(|t| {
-            p.dispatches
-                .iter()
-                .filter(|d| d.token == t.index)
-                .map(|d| d.cpu_encode_ns)
-                .sum::<u64>()
-        }))
-        .unwrap_or(0);
+        let encode = median(input.totals.iter().map(|t| t.cpu_encode_ns)).unwrap_or(0);
         evidence.push(format!("CPU encode {:.3} ms per token", ms(encode)));
         return (
             Verdict::CpuBound { busy_percent },
@@ -179,7 +204,7 @@ fn verdict(p: &Profile, stats: &TokenStats) -> (Verdict, String, Vec<String>) {
             evidence,
         );
     }
-    let ops = op_breakdown(p);
+    let ops = input.ops;
     if let Some(top) = ops.rows.first().filter(|r| r.gpu_percent.is_some()) {
         let gpu_percent = top.gpu_percent.unwrap_or(0.0);
         let rate = match top.gb_per_s {
@@ -208,7 +233,7 @@ fn verdict(p: &Profile, stats: &TokenStats) -> (Verdict, String, Vec<String>) {
         };
         return (verdict, text, evidence);
     }
-    let layers = layer_breakdown(p);
+    let layers = input.layers;
     let slowest = layers
         .rows
         .iter()

@@ -7,7 +7,7 @@
 //! included; creation is checked on the tokens after the first, since the first may
 //! create lazily.
 
-use super::stats::median;
+use super::stats::{median, percentile};
 use crate::{Counters, Profile};
 
 /// Whether a check held.
@@ -46,8 +46,10 @@ pub struct CounterReport {
     pub first: Option<Counters>,
     /// Number of tokens after the first.
     pub steady_tokens: usize,
-    /// Field-wise median and maximum over the tokens after the first.
+    /// Field-wise median, p10, p90 and maximum over the tokens after the first.
     pub steady_median: Option<Counters>,
+    pub steady_p10: Option<Counters>,
+    pub steady_p90: Option<Counters>,
     pub steady_max: Option<Counters>,
     pub checks: Vec<Check>,
 }
@@ -76,6 +78,8 @@ pub fn counter_report(p: &Profile) -> CounterReport {
         first: all.first().copied(),
         steady_tokens: steady.len(),
         steady_median: field(|c| median(c.iter().copied())),
+        steady_p10: field(|c| sorted_percentile(c, 10.0)),
+        steady_p90: field(|c| sorted_percentile(c, 90.0)),
         steady_max: field(|c| c.iter().copied().max()),
         checks: vec![
             created_after_first(steady),
@@ -95,6 +99,12 @@ pub fn counter_report(p: &Profile) -> CounterReport {
             ),
         ],
     }
+}
+
+fn sorted_percentile(values: &[u64], p: f64) -> Option<u64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    percentile(&v, p)
 }
 
 enum Rule {

@@ -9,11 +9,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::stats::{median, percentile};
+use super::per_token::TokenSet;
+use super::stats::{percentile, Summary};
 use crate::Profile;
 
 /// Where a section's time came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LayerTimeSource {
     PassSpans,
     DispatchSpans,
@@ -27,6 +29,8 @@ pub struct LayerRow {
     pub layer: Option<u32>,
     /// Median GPU time per token, in ns; `None` when no token of it was timed.
     pub gpu_ns_median: Option<u64>,
+    /// The distribution the median comes from (p10–p90 and count).
+    pub gpu_ns: Option<Summary>,
     pub source: Option<LayerTimeSource>,
     /// Tokens whose time was valid and entered the median.
     pub tokens_timed: u32,
@@ -79,65 +83,127 @@ fn add(per_token: &mut PerToken, token: u32, ns: Option<u64>) {
     *e = e.zip(ns).map(|(a, b)| a + b);
 }
 
-/// Groups pass and dispatch spans by section.
+/// One section's valid times, token by token, as [`layer_breakdown`] takes its median
+/// of them (and `diff` compares them between runs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SectionSamples {
+    pub name: String,
+    pub layer: Option<u32>,
+    pub source: Option<LayerTimeSource>,
+    /// `(token, ns)` for every token whose time in the section was valid, in token order.
+    pub per_token: Vec<(u32, u64)>,
+}
+
+/// Groups pass and dispatch spans of every token by section.
 pub fn layer_breakdown(p: &Profile) -> LayerBreakdown {
-    let mut sections: Vec<Section> = Vec::new();
-    let mut by_name: HashMap<String, usize> = HashMap::new();
-    let mut section_of = |name: String, layer: Option<u32>| -> usize {
-        *by_name.entry(name.clone()).or_insert_with(|| {
-            sections.push(Section {
-                name,
-                layer,
-                ..Default::default()
-            });
-            sections.len() - 1
-        })
-    };
-    let mut pass_section: HashMap<(u32, u32), usize> = HashMap::new();
-    let mut pass_ns = Vec::new();
-    for s in &p.passes {
-        let i = section_of(s.name.clone(), s.layer);
-        pass_section.insert((s.token, s.index), i);
-        pass_ns.push((i, s.token, s.valid_gpu_ns()));
-    }
-    let mut dispatch_ns = Vec::new();
-    for d in &p.dispatches {
-        // A dispatch whose pass was not recorded is placed by its layer.
-        let i = match pass_section.get(&(d.token, d.pass)) {
-            Some(&i) => i,
-            None => match d.layer {
-                Some(l) => section_of(format!("L{l}"), Some(l)),
-                None => section_of(format!("pass{}", d.pass), None),
-            },
-        };
-        dispatch_ns.push((i, d.token, d.valid_gpu_ns()));
-    }
-    for (i, token, ns) in pass_ns {
-        add(&mut sections[i].pass_ns, token, ns);
-    }
-    for (i, token, ns) in dispatch_ns {
-        add(&mut sections[i].dispatch_ns, token, ns);
-    }
-    let rows: Vec<LayerRow> = sections.into_iter().map(row).collect();
+    layer_breakdown_of(p, &TokenSet::all(p))
+}
+
+/// Groups pass and dispatch spans of the tokens in `tokens` by section (sections are
+/// named from every token, so the rows are the same whichever tokens are used).
+pub fn layer_breakdown_of(p: &Profile, tokens: &TokenSet) -> LayerBreakdown {
+    let rows: Vec<LayerRow> = section_samples_of(p, tokens).into_iter().map(row).collect();
     LayerBreakdown {
         extremes: extremes(&rows),
         rows,
     }
 }
 
-fn row(s: Section) -> LayerRow {
-    let timed = |m: &PerToken| m.values().flatten().copied().collect::<Vec<u64>>();
-    let (source, values) = match (timed(&s.pass_ns), timed(&s.dispatch_ns)) {
+/// Every section of the graph, in graph order, with its valid per-token times.
+pub fn section_samples(p: &Profile) -> Vec<SectionSamples> {
+    section_samples_of(p, &TokenSet::all(p))
+}
+
+/// [`section_samples`] over the tokens in `tokens` only.
+pub fn section_samples_of(p: &Profile, tokens: &TokenSet) -> Vec<SectionSamples> {
+    let mut sections: Vec<Section> = Vec::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut section_of = |sections: &mut Vec<Section>, name: &str, layer: Option<u32>| {
+        if let Some(&i) = by_name.get(name) {
+            return i;
+        }
+        sections.push(Section {
+            name: name.to_string(),
+            layer,
+            ..Default::default()
+        });
+        by_name.insert(name.to_string(), sections.len() - 1);
+        sections.len() - 1
+    };
+    let mut pass_sections = Vec::with_capacity(p.passes.len());
+    let mut dispatches_in_passes = 0u64;
+    for s in &p.passes {
+        let i = section_of(&mut sections, &s.name, s.layer);
+        pass_sections.push(i);
+        dispatches_in_passes += s.dispatches as u64;
+        if tokens.contains(s.token) {
+            add(&mut sections[i].pass_ns, s.token, s.valid_gpu_ns());
+        }
+    }
+    // Dispatch spans are needed only for sections without a timed pass, or for
+    // dispatches outside the recorded passes: with every pass timed (the usual case)
+    // the walk over every dispatch event is skipped.
+    let covered = dispatches_in_passes == p.dispatches.len() as u64
+        && !sections.is_empty()
+        && sections
+            .iter()
+            .all(|s| s.pass_ns.values().any(|v| v.is_some()));
+    if !covered {
+        let pass_section: HashMap<(u32, u32), usize> = p
+            .passes
+            .iter()
+            .zip(&pass_sections)
+            .map(|(s, &i)| ((s.token, s.index), i))
+            .collect();
+        let mut dispatch_ns = Vec::new();
+        for d in &p.dispatches {
+            // A dispatch whose pass was not recorded is placed by its layer.
+            let i = match pass_section.get(&(d.token, d.pass)) {
+                Some(&i) => i,
+                None => match d.layer {
+                    Some(l) => section_of(&mut sections, &format!("L{l}"), Some(l)),
+                    None => section_of(&mut sections, &format!("pass{}", d.pass), None),
+                },
+            };
+            if tokens.contains(d.token) {
+                dispatch_ns.push((i, d.token, d.valid_gpu_ns()));
+            }
+        }
+        for (i, token, ns) in dispatch_ns {
+            add(&mut sections[i].dispatch_ns, token, ns);
+        }
+    }
+    sections.into_iter().map(samples).collect()
+}
+
+fn samples(s: Section) -> SectionSamples {
+    let timed = |m: &PerToken| -> Vec<(u32, u64)> {
+        m.iter()
+            .filter_map(|(&token, ns)| ns.map(|ns| (token, ns)))
+            .collect()
+    };
+    let (source, per_token) = match (timed(&s.pass_ns), timed(&s.dispatch_ns)) {
         (v, _) if !v.is_empty() => (Some(LayerTimeSource::PassSpans), v),
         (_, v) if !v.is_empty() => (Some(LayerTimeSource::DispatchSpans), v),
         _ => (None, Vec::new()),
     };
+    SectionSamples {
+        name: s.name,
+        layer: s.layer,
+        source,
+        per_token,
+    }
+}
+
+fn row(s: SectionSamples) -> LayerRow {
+    let gpu_ns = Summary::of(s.per_token.iter().map(|&(_, ns)| ns));
     LayerRow {
         name: s.name,
         layer: s.layer,
-        tokens_timed: values.len() as u32,
-        gpu_ns_median: median(values),
-        source,
+        tokens_timed: gpu_ns.map_or(0, |g| g.count as u32),
+        gpu_ns_median: gpu_ns.map(|g| g.median),
+        gpu_ns,
+        source: s.source,
     }
 }
 

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::per_token::TokenSet;
 use crate::Profile;
 
 /// One kernel family over the whole run.
@@ -19,6 +20,9 @@ pub struct OpRow {
     /// Declared bytes and FLOPs of all calls.
     pub bytes: u64,
     pub flops: u64,
+    /// Declared bytes and FLOPs of the timed calls (what the rates divide).
+    pub timed_bytes: u64,
+    pub timed_flops: u64,
     /// Sum of valid spans; `None` when no call of this op has one.
     pub total_gpu_ns: Option<u64>,
     /// Mean over the timed calls.
@@ -59,10 +63,15 @@ struct Acc {
     timed_flops: u64,
 }
 
-/// Groups dispatch events by `op`.
+/// Groups the dispatch events of every token by `op`.
 pub fn op_breakdown(p: &Profile) -> OpBreakdown {
+    op_breakdown_of(p, &TokenSet::all(p))
+}
+
+/// Groups the dispatch events of the tokens in `tokens` by `op`.
+pub fn op_breakdown_of(p: &Profile, tokens: &TokenSet) -> OpBreakdown {
     let mut by_op: BTreeMap<&str, Acc> = BTreeMap::new();
-    for d in &p.dispatches {
+    for d in p.dispatches.iter().filter(|d| tokens.contains(d.token)) {
         let a = by_op.entry(d.op.as_str()).or_default();
         a.calls += 1;
         a.bytes += d.bytes;
@@ -76,6 +85,10 @@ pub fn op_breakdown(p: &Profile) -> OpBreakdown {
             None => a.untimed += 1,
         }
     }
+    finish(by_op)
+}
+
+fn finish(by_op: BTreeMap<&str, Acc>) -> OpBreakdown {
     let timed_total: u64 = by_op.values().map(|a| a.timed_ns).sum();
     let any_timed = by_op.values().any(|a| a.untimed < a.calls);
     let mut rows: Vec<OpRow> = by_op
@@ -96,6 +109,24 @@ pub fn op_breakdown(p: &Profile) -> OpBreakdown {
     }
 }
 
+/// The same breakdown from dispatch sites: equal to [`op_breakdown_of`] over the
+/// sites' tokens when every site kept one op ([`super::sites::Sites::mismatched`] is
+/// 0), at the cost of one step per site instead of one per event.
+pub fn op_breakdown_from_sites(sites: &[super::sites::Site]) -> OpBreakdown {
+    let mut by_op: BTreeMap<&str, Acc> = BTreeMap::new();
+    for s in sites {
+        let a = by_op.entry(s.op.as_str()).or_default();
+        a.calls += s.calls;
+        a.untimed += s.calls - s.timed_calls;
+        a.bytes += s.bytes;
+        a.flops += s.flops;
+        a.timed_ns += s.timed_ns;
+        a.timed_bytes += s.timed_bytes;
+        a.timed_flops += s.timed_flops;
+    }
+    finish(by_op)
+}
+
 fn row(op: &str, a: &Acc, timed_total: u64) -> OpRow {
     let timed = a.calls - a.untimed;
     let total = (timed > 0).then_some(a.timed_ns);
@@ -107,6 +138,8 @@ fn row(op: &str, a: &Acc, timed_total: u64) -> OpRow {
         untimed_calls: a.untimed,
         bytes: a.bytes,
         flops: a.flops,
+        timed_bytes: a.timed_bytes,
+        timed_flops: a.timed_flops,
         total_gpu_ns: total,
         avg_gpu_ns: total.map(|t| t as f64 / timed as f64),
         gpu_percent: total

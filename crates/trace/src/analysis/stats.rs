@@ -17,11 +17,13 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     Some(sorted[rank.clamp(1, n) - 1])
 }
 
-/// Count, extremes, median and 90th percentile of a set of values.
+/// Count, extremes, median and the 10th and 90th percentiles of a set of values: a
+/// median is never shown without its spread (p10–p90) and its count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Summary {
     pub count: usize,
     pub min: u64,
+    pub p10: u64,
     pub median: u64,
     pub p90: u64,
     pub max: u64,
@@ -35,6 +37,7 @@ impl Summary {
         Some(Summary {
             count: v.len(),
             min: *v.first()?,
+            p10: percentile(&v, 10.0)?,
             median: percentile(&v, 50.0)?,
             p90: percentile(&v, 90.0)?,
             max: *v.last()?,
@@ -45,4 +48,23 @@ impl Summary {
 /// The nearest-rank median of unsorted values.
 pub fn median(values: impl IntoIterator<Item = u64>) -> Option<u64> {
     Summary::of(values).map(|s| s.median)
+}
+
+/// The median absolute deviation of `values` around `center` (nearest-rank median),
+/// or `None` when there are none. Robust z-scores divide by `1.4826 * MAD`, which
+/// equals the standard deviation for normally distributed values.
+pub fn mad(values: impl IntoIterator<Item = u64>, center: u64) -> Option<u64> {
+    median(values.into_iter().map(|v| v.abs_diff(center)))
+}
+
+/// The nearest-rank `p`-th percentile of unsorted `f64` values that are all finite,
+/// or `None` when there are none.
+pub fn percentile_f64(values: &mut [f64], p: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let rank = (p.clamp(0.0, 100.0) / 100.0 * n as f64).ceil() as usize;
+    Some(values[rank.clamp(1, n) - 1])
 }

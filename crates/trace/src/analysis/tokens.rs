@@ -1,18 +1,21 @@
 //! Per-token statistics: how long a token takes, on the wall and on the GPU.
 //!
-//! The first token usually pays for warm-up (pipeline compilation, first-touch of
-//! buffers, cold caches), so [`token_stats_steady`] leaves it out; both results say
-//! which tokens they used.
+//! The first tokens often pay for warm-up (pipeline compilation, first-touch of
+//! buffers, cold caches) or run at ramping GPU clocks, so [`token_stats_steady`] uses
+//! the steady tokens [`super::steady`] finds; both results say which tokens they used.
 
 use super::stats::Summary;
+use super::steady::{steady_state, SteadyMethod, SteadyState};
 use crate::Profile;
 
 /// Which tokens a [`TokenStats`] covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenSelection {
     All,
-    /// Every token but the first.
+    /// Every token but the first (too few tokens to detect a steady state).
     SkipFirst,
+    /// The steady tokens: slow start and outliers left out.
+    Steady,
 }
 
 /// Wall and GPU-busy time per token, in nanoseconds.
@@ -44,20 +47,28 @@ impl TokenStats {
 
 /// Statistics over every token.
 pub fn token_stats(p: &Profile) -> TokenStats {
-    stats(p, TokenSelection::All)
+    let all: Vec<&crate::TokenRecord> = p.tokens.iter().collect();
+    stats(&all, TokenSelection::All)
 }
 
-/// Statistics over every token but the first (warm-up); empty with fewer than 2 tokens.
+/// Statistics over the steady tokens (see [`super::steady`]); with fewer tokens than
+/// the detection needs, every token but the first.
 pub fn token_stats_steady(p: &Profile) -> TokenStats {
-    stats(p, TokenSelection::SkipFirst)
+    token_stats_of(p, &steady_state(p))
 }
 
-fn stats(p: &Profile, selection: TokenSelection) -> TokenStats {
-    let skip = match selection {
-        TokenSelection::All => 0,
-        TokenSelection::SkipFirst => 1,
+/// Statistics over the steady tokens of an already computed [`SteadyState`].
+pub fn token_stats_of(p: &Profile, s: &SteadyState) -> TokenStats {
+    let used: Vec<&crate::TokenRecord> = s.steady.iter().map(|&i| &p.tokens[i]).collect();
+    let selection = match s.method {
+        SteadyMethod::Detected => TokenSelection::Steady,
+        SteadyMethod::TooFewTokens if used.len() == p.tokens.len() => TokenSelection::All,
+        SteadyMethod::TooFewTokens => TokenSelection::SkipFirst,
     };
-    let used = p.tokens.get(skip..).unwrap_or(&[]);
+    stats(&used, selection)
+}
+
+fn stats(used: &[&crate::TokenRecord], selection: TokenSelection) -> TokenStats {
     let wall_ns = Summary::of(used.iter().map(|t| t.wall_ns));
     let has_cpu = used.iter().any(|t| t.cpu != crate::CpuTimes::default());
     let cpu = |f: fn(&crate::CpuTimes) -> u64| {

@@ -67,6 +67,9 @@ pub enum CaptureError {
     /// blob range past the blob's end).
     #[error("{}: {message}", path.display())]
     Reference { path: PathBuf, message: String },
+    /// A directory a capture may not be written to (see [`crate::capture::target`]).
+    #[error("capture directory {} {why}", path.display())]
+    Target { path: PathBuf, why: String },
     #[error("cannot serialize {}: {message}", path.display())]
     Serialize { path: PathBuf, message: String },
 }

@@ -25,6 +25,8 @@ pub struct Inspection {
     pub backend: String,
     pub workload: String,
     pub timing: TimingMode,
+    /// Why the run stopped early, when it did (the capture holds the steps before it).
+    pub incomplete: Option<String>,
     pub steps: usize,
     pub dispatches: usize,
     pub passes: usize,
@@ -151,6 +153,7 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
         backend: m.adapter.backend.clone(),
         workload: m.workload.name.clone(),
         timing: m.timing.mode,
+        incomplete: m.incomplete.clone(),
         steps: s.steps.len(),
         dispatches: s.dispatch_count(),
         passes,

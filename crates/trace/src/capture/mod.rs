@@ -21,6 +21,8 @@
 //! # Format changelog
 //!
 //! - 1.0: first version.
+//! - 1.1: `manifest.json` `incomplete` (optional): the run was stopped (an interrupt, a
+//!   GPU fault) and the capture holds the steps completed before it, with why.
 //!
 //! A reader accepts any capture with the same major version (newer minors may add
 //! fields, which older readers ignore) and refuses another major with a message naming
@@ -28,27 +30,32 @@
 
 pub mod bench;
 pub mod blob;
+pub mod budget;
 pub mod error;
 pub mod inspect;
 pub mod model;
+pub mod packed;
 pub mod read;
 pub mod render;
+pub mod target;
 pub mod validate;
 pub mod views;
 pub mod write;
 
 pub use bench::{CommandBench, Comparison, Mismatch, PerCommandReport, TimingClock};
 pub use blob::{fnv1a64, BlobSlice, FileEntry};
+pub use budget::{check_budget, OverBudget, ReplayLimits, ReplayMemory};
 pub use error::CaptureError;
 pub use inspect::{inspect, Inspection, MANY_CONSTANT_SETS};
 pub use model::*;
 pub use read::{read_capture, read_capture_from, CaptureSource, DirSource, MemSource};
+pub use target::{check_target, OnExisting};
 pub use write::CaptureWriter;
 
 use crate::FormatVersion;
 
 /// The capture format this build writes.
-pub const CAPTURE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 };
+pub const CAPTURE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 1 };
 
 /// File names inside a capture directory.
 pub mod files {

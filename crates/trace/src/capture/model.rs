@@ -28,6 +28,10 @@ pub struct Manifest {
     pub workload: WorkloadDesc,
     /// Every other file of the capture, with its length and hash.
     pub files: Vec<FileEntry>,
+    /// Set when the run was stopped early (an interrupt, a GPU fault): why, and how many
+    /// steps it holds. The steps it holds are whole and replayable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }
 
 /// `commands.json`: every resource the recorded commands use.

@@ -30,15 +30,44 @@ pub trait CaptureSource: Send + Sync {
     fn len(&self, path: &str) -> std::io::Result<u64>;
 }
 
-/// A capture directory on disk.
+/// Whether `path`, as a capture names its files, stays inside the capture directory:
+/// relative, `/`-separated, every component a plain name (no `..`, `.`, empty part,
+/// drive letter, backslash or NUL). Checked for every file the manifest lists, before
+/// anything is opened; blob and shader references must name listed files.
+pub fn is_inside(path: &str) -> bool {
+    !path.is_empty()
+        && path
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', ':', '\0']))
+}
+
+/// A capture directory on disk. A file whose real path (symbolic links followed) is
+/// outside the directory is refused as if missing.
 pub struct DirSource(pub PathBuf);
+
+impl DirSource {
+    fn resolve(&self, path: &str) -> std::io::Result<PathBuf> {
+        let root = std::fs::canonicalize(&self.0)?;
+        let real = std::fs::canonicalize(self.0.join(path))?;
+        if !real.starts_with(&root) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "a link to {}, outside the capture directory",
+                    real.display()
+                ),
+            ));
+        }
+        Ok(real)
+    }
+}
 
 impl CaptureSource for DirSource {
     fn read(&self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.0.join(path))
+        std::fs::read(self.resolve(path)?)
     }
     fn len(&self, path: &str) -> std::io::Result<u64> {
-        let meta = std::fs::metadata(self.0.join(path))?;
+        let meta = std::fs::metadata(self.resolve(path)?)?;
         if !meta.is_file() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
@@ -91,7 +120,7 @@ pub fn read_capture_from(
     let manifest: Manifest = parse_manifest(&manifest_bytes, &at(files::MANIFEST))?;
     let mut listed: HashMap<&str, &FileEntry> = HashMap::new();
     for f in &manifest.files {
-        if f.path.contains("..") || f.path.starts_with('/') || f.path.contains('\\') {
+        if !is_inside(&f.path) {
             return Err(CaptureError::Reference {
                 path: at(files::MANIFEST),
                 message: format!("file path `{}` leaves the capture directory", f.path),

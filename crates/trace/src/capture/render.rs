@@ -25,6 +25,12 @@ pub fn render_inspection(i: &Inspection) -> String {
         "Stream:   {} steps, {} dispatches in {} passes; {} unique commands ({} pipelines, {} bind groups)",
         i.steps, i.dispatches, i.passes, i.unique_commands, i.pipelines, i.bind_groups
     );
+    if let Some(why) = &i.incomplete {
+        let _ = writeln!(
+            o,
+            "INCOMPLETE: {why}; the steps above are the ones completed"
+        );
+    }
     let _ = writeln!(o, "Buffers:  {} ({})", i.buffers, bytes(i.buffer_bytes));
     let data = match (i.has_initial_data, i.output_steps.is_empty()) {
         (false, _) => {

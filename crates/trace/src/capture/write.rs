@@ -1,6 +1,6 @@
-//! Writing a capture directory. The manifest is written last, after every file it
-//! lists, so a capture cut short by a crash has no manifest and is refused as
-//! incomplete rather than half-read.
+//! Writing a capture directory: every file goes into a temporary sibling directory,
+//! which is renamed into place once the manifest (written last) is in it, so the target
+//! holds either the old capture (or nothing) or the whole new one ([`target`]).
 
 use std::path::{Path, PathBuf};
 
@@ -9,11 +9,16 @@ use serde::Serialize;
 use crate::capture::blob::{fnv1a64, FileEntry};
 use crate::capture::error::CaptureError;
 use crate::capture::model::{CapturedData, Commands, Manifest, Stream};
+use crate::capture::target::{self, OnExisting};
 use crate::capture::{files, views};
 
 /// Writes the files of one capture and remembers each one's length and hash.
 pub struct CaptureWriter {
-    dir: PathBuf,
+    /// The capture's directory once finished.
+    target: PathBuf,
+    on_existing: OnExisting,
+    /// Where its files are written until then (removed if the writer is dropped).
+    staging: tempfile::TempDir,
     files: Vec<FileEntry>,
 }
 
@@ -37,29 +42,34 @@ pub fn file_stem(name: &str) -> String {
 }
 
 impl CaptureWriter {
-    /// Creates `dir` (and `blobs/`, `shaders/`); an old manifest there is removed first.
-    pub fn create(dir: &Path) -> Result<CaptureWriter, CaptureError> {
+    /// Starts a capture that [`CaptureWriter::finish`] puts at `dir`. Refuses at once a
+    /// target that cannot take it ([`target::check_target`]); an existing capture there
+    /// is replaced only with [`OnExisting::Replace`].
+    pub fn create(dir: &Path, on_existing: OnExisting) -> Result<CaptureWriter, CaptureError> {
+        target::check_target(dir, on_existing)?;
+        let staging = target::temp_sibling(dir)?;
         for sub in ["blobs", "shaders"] {
-            let p = dir.join(sub);
+            let p = staging.path().join(sub);
             std::fs::create_dir_all(&p)
                 .map_err(|source| CaptureError::Write { path: p, source })?;
         }
-        let manifest = dir.join(files::MANIFEST);
-        if manifest.exists() {
-            std::fs::remove_file(&manifest).map_err(|source| CaptureError::Write {
-                path: manifest,
-                source,
-            })?;
-        }
         Ok(CaptureWriter {
-            dir: dir.to_path_buf(),
+            target: dir.to_path_buf(),
+            on_existing,
+            staging,
             files: Vec::new(),
         })
     }
 
     /// Writes `bytes` to `path` (inside the capture) and lists it with `role`.
     pub fn write_file(&mut self, path: &str, role: &str, bytes: &[u8]) -> Result<(), CaptureError> {
-        let full = self.dir.join(path);
+        if !crate::capture::read::is_inside(path) {
+            return Err(CaptureError::Reference {
+                path: self.target.clone(),
+                message: format!("file path `{path}` leaves the capture directory"),
+            });
+        }
+        let full = self.staging.path().join(path);
         std::fs::write(&full, bytes)
             .map_err(|source| CaptureError::Write { path: full, source })?;
         self.files.retain(|f| f.path != path);
@@ -80,7 +90,7 @@ impl CaptureWriter {
         value: &T,
     ) -> Result<(), CaptureError> {
         let mut json = serde_json::to_vec_pretty(value).map_err(|e| CaptureError::Serialize {
-            path: self.dir.join(path),
+            path: self.target.join(path),
             message: e.to_string(),
         })?;
         json.push(b'\n');
@@ -88,7 +98,7 @@ impl CaptureWriter {
     }
 
     /// Writes the commands, stream, data and the four views, then the manifest (with
-    /// `manifest.files` replaced by the files written).
+    /// `manifest.files` replaced by the files written), and moves the capture into place.
     pub fn finish(
         mut self,
         mut manifest: Manifest,
@@ -124,13 +134,14 @@ impl CaptureWriter {
         )?;
         self.files.sort_by(|a, b| a.path.cmp(&b.path));
         manifest.files = self.files;
-        let path = self.dir.join(files::MANIFEST);
+        let path = self.staging.path().join(files::MANIFEST);
         let mut json =
             serde_json::to_vec_pretty(&manifest).map_err(|e| CaptureError::Serialize {
-                path: path.clone(),
+                path: self.target.join(files::MANIFEST),
                 message: e.to_string(),
             })?;
         json.push(b'\n');
-        std::fs::write(&path, json).map_err(|source| CaptureError::Write { path, source })
+        std::fs::write(&path, json).map_err(|source| CaptureError::Write { path, source })?;
+        target::commit(self.staging, &self.target, self.on_existing)
     }
 }

@@ -1,13 +1,15 @@
-//! The plain-text report printed by `gpuscope profile`.
+//! The plain-text report printed by `gpuscope profile` and `gpuscope report`.
 //!
-//! Sections, in order: run (adapter, timing, workload, setup), tokens, ops, layers,
-//! counters (with checks, timestamp health and overhead), bottleneck. Long runs and
-//! deep models are shortened so the report fits a terminal: at most 16 token lines
-//! past 32 tokens, and a compact layer strip past 16 layers.
+//! Sections, in order: run (adapter, timing, workload, setup, ceilings), steady state,
+//! tokens, ops (with the roofline columns), roofline per token, layers, timeline,
+//! memory, counters (with checks, timestamp health and overhead), checklist,
+//! bottleneck. Long runs and deep models are shortened so the report fits a
+//! terminal: at most 16 token lines past 32 tokens, and a compact layer strip past 16
+//! layers. Every median is printed with its p10–p90 spread and its count.
 
 use std::fmt::Write;
 
-use super::units::{bytes, count, ms, opt, opt_ms, rate, us};
+use super::units::{bytes, count, ms, op_cells, opt, opt_ms, rate, spread_ms};
 use crate::analysis::{
     analyze, Analysis, CheckStatus, LayerTimeSource, SpanCounts, TokenSelection, TokenStats,
 };
@@ -19,7 +21,7 @@ pub const MAX_TOKENS_LISTED: usize = 32;
 pub const TOKENS_SHOWN_EACH_END: usize = 8;
 /// One line per layer up to this many layers; beyond, a strip.
 pub const MAX_LAYERS_LISTED: usize = 16;
-const LAYERS_PER_STRIP_LINE: usize = 8;
+const LAYERS_PER_STRIP_LINE: usize = 4;
 
 /// Appends one formatted line; writing to a `String` cannot fail.
 macro_rules! emit {
@@ -28,6 +30,12 @@ macro_rules! emit {
         let _ = writeln!($out, $($arg)*);
     }};
 }
+
+mod checklist;
+mod memory;
+mod roofline;
+pub(crate) mod steady;
+mod timeline;
 
 /// Analyses `p` and renders the full report.
 pub fn render_text(p: &Profile) -> String {
@@ -38,10 +46,16 @@ pub fn render_text(p: &Profile) -> String {
 pub fn render_analysis_text(p: &Profile, a: &Analysis) -> String {
     let mut out = String::new();
     run(&mut out, p);
+    roofline::ceilings(&mut out, a);
+    steady::section(&mut out, p, a);
     tokens(&mut out, p, a);
     ops(&mut out, p, a);
+    roofline::per_token(&mut out, a);
     layers(&mut out, p, a);
+    timeline::section(&mut out, p, a);
+    memory::section(&mut out, p, a);
     counters(&mut out, p, a);
+    checklist::section(&mut out, a);
     bottleneck(&mut out, a);
     out
 }
@@ -75,18 +89,30 @@ fn run(out: &mut String, p: &Profile) {
         t.reason,
         t.timestamp_period_ns
     );
-    emit!(
-        out,
-        "Workload: {} ({}), weights {}, {} params, {} of weights, {} layers; graph: {} dispatches, {} passes per token",
-        w.name,
-        w.architecture,
-        w.weights,
-        count(w.params),
-        bytes(w.weight_bytes),
-        w.layers,
-        w.graph_dispatches_per_token,
-        w.graph_passes_per_token
-    );
+    if let Some(s) = &t.sampling {
+        emit!(
+            out,
+            "          sampled: one dispatch in {} carries timestamps, rotating over tokens",
+            s.stride
+        );
+    }
+    if w.name.is_empty() && w.params == 0 && w.graph_dispatches_per_token == 0 {
+        // A program instrumented with gpuscope-record describes no model.
+        emit!(out, "Workload: not described (a program's own steps)");
+    } else {
+        emit!(
+            out,
+            "Workload: {} ({}), weights {}, {} params, {} of weights, {} layers; graph: {} dispatches, {} passes per token",
+            w.name,
+            w.architecture,
+            w.weights,
+            count(w.params),
+            bytes(w.weight_bytes),
+            w.layers,
+            w.graph_dispatches_per_token,
+            w.graph_passes_per_token
+        );
+    }
     let s = &p.setup;
     emit!(
         out,
@@ -97,6 +123,32 @@ fn run(out: &mut String, p: &Profile) {
         s.pipelines_created,
         bytes(s.bytes_uploaded)
     );
+    if !w.settings.is_empty() {
+        let settings: Vec<String> = w
+            .settings
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        emit!(out, "Settings: {}", settings.join("; "));
+    }
+    if let Some(c) = &p.commit {
+        emit!(out, "Commit:   {c}");
+    }
+    if let Some(i) = p.instrumentation.as_ref().filter(|i| i.is_partial()) {
+        emit!(
+            out,
+            "Instrumentation: partial: {} compute passes opened without the instrumented pass (not timed), {} command buffers the recorder did not encode, {} dispatches outside steps (counted, not attributed to a token)",
+            i.uninstrumented_passes,
+            i.uninstrumented_command_buffers,
+            i.dispatches_outside_steps
+        );
+    }
+    for note in &p.notes {
+        emit!(out, "Note:     {note}");
+    }
+    if let Some(why) = &p.incomplete {
+        emit!(out, "INCOMPLETE: {why}; what follows is what was measured");
+    }
 }
 
 fn tokens(out: &mut String, p: &Profile, a: &Analysis) {
@@ -175,9 +227,10 @@ fn weight_stream(out: &mut String, p: &Profile, a: &Analysis) {
     }
     let Some(wall) = stats.wall_ns else { return };
     let mut line = format!(
-        "  weights streamed: {} per token = {} GB/s at the median wall",
+        "  weights streamed: {} per token = {} GB/s at the median wall (n={})",
         super::units::bytes(p.workload.weight_bytes),
-        rate(Some(bytes / wall.median.max(1) as f64))
+        rate(Some(bytes / wall.median.max(1) as f64)),
+        wall.count
     );
     if let Some(busy) = stats.gpu_busy_ns {
         line.push_str(&format!(
@@ -195,13 +248,16 @@ fn token_summary(out: &mut String, s: &TokenStats) {
         (TokenSelection::SkipFirst, Some(f), Some(l)) => {
             format!("tokens {f}-{l} (first skipped)")
         }
-        (TokenSelection::SkipFirst, ..) => "no tokens".into(),
+        (TokenSelection::Steady, Some(f), Some(l)) => {
+            format!("steady tokens ({} in {f}-{l})", s.count())
+        }
+        (_, ..) => "no tokens".into(),
     };
     let gpu = match s.gpu_busy_ns {
         Some(g) => format!(
-            "GPU busy median {} ms, p90 {} ms ({} of {} tokens timed)",
+            "GPU busy median {} ms ({}; {} of {} tokens timed)",
             ms(g.median),
-            ms(g.p90),
+            spread_ms(&g),
             g.count,
             s.count()
         ),
@@ -209,9 +265,9 @@ fn token_summary(out: &mut String, s: &TokenStats) {
     };
     emit!(
         out,
-        "  {which}: wall median {} ms, p90 {} ms, min {} ms, max {} ms; {gpu}; {} tok/s at median",
+        "  {which}: wall median {} ms ({}), min {} ms, max {} ms; {gpu}; {} tok/s at median",
         ms(w.median),
-        ms(w.p90),
+        spread_ms(&w),
         ms(w.min),
         ms(w.max),
         opt(s.tok_per_s, 1)
@@ -224,11 +280,16 @@ fn token_summary(out: &mut String, s: &TokenStats) {
     ) {
         emit!(
             out,
-            "    CPU per token (median): launch {} ms (encode {} ms, submit {} ms), waiting on the GPU {} ms",
+            "    CPU per token (median, n={}): launch {} ms (p10-p90 {}-{}; encode {} ms, submit {} ms), waiting on the GPU {} ms (p10-p90 {}-{})",
+            l.count,
             ms(l.median),
+            ms(l.p10),
+            ms(l.p90),
             ms(e.median),
             ms(sub.median),
-            ms(wait.median)
+            ms(wait.median),
+            ms(wait.p10),
+            ms(wait.p90)
         );
     }
 }
@@ -237,8 +298,12 @@ fn ops(out: &mut String, p: &Profile, a: &Analysis) {
     let o = &a.ops;
     emit!(out);
     let source = match o.total_gpu_ns {
-        Some(_) => "GPU time from dispatch spans, all tokens".to_string(),
-        None => format!("no dispatch GPU times: timing {}", p.timing.mode),
+        Some(_) => format!("GPU time from dispatch spans, {}", steady::scope(a)),
+        None => format!(
+            "no dispatch GPU times: timing {}; {}",
+            p.timing.mode,
+            steady::scope(a)
+        ),
     };
     emit!(out, "Ops ({source})");
     if o.rows.is_empty() {
@@ -248,26 +313,24 @@ fn ops(out: &mut String, p: &Profile, a: &Analysis) {
     let width = o.rows.iter().map(|r| r.op.len()).max().unwrap_or(0).max(5);
     emit!(
         out,
-        "  {:<width$} {:>7} {:>10} {:>10} {:>6} {:>8} {:>9}",
+        "  {:<width$} {:>7} {:>10} {:>10} {:>6} {:>8} {:>9} {:>7} {:>7} {:>8}",
         "op",
         "calls",
         "total ms",
         "avg µs",
         "% GPU",
         "GB/s",
-        "GFLOP/s"
+        "GFLOP/s",
+        "FLOP/B",
+        "% ceil",
+        "bound"
     );
-    for r in &o.rows {
+    for (r, roof) in o.rows.iter().zip(&a.roofline.ops) {
+        let [calls, total, avg, pct, gbps, gflops, intensity, ceil, bound] = op_cells(r, roof);
         emit!(
             out,
-            "  {:<width$} {:>7} {:>10} {:>10} {:>6} {:>8} {:>9}",
-            r.op,
-            r.calls,
-            opt_ms(r.total_gpu_ns),
-            r.avg_gpu_ns.map_or_else(|| "-".into(), us),
-            opt(r.gpu_percent, 1),
-            rate(r.gb_per_s),
-            rate(r.gflop_per_s)
+            "  {:<width$} {calls:>7} {total:>10} {avg:>10} {pct:>6} {gbps:>8} {gflops:>9} {intensity:>7} {ceil:>7} {bound:>8}",
+            r.op
         );
     }
     emit!(
@@ -286,6 +349,12 @@ fn ops(out: &mut String, p: &Profile, a: &Analysis) {
         );
     } else if o.total_gpu_ns.is_none() && p.timing.mode != TimingMode::Dispatch {
         emit!(out, "  per-op GPU times need timing mode `dispatch`");
+    }
+    if a.roofline.ceilings.is_none() {
+        emit!(
+            out,
+            "  % ceil and bound need measured ceilings (see Ceilings above)"
+        );
     }
 }
 
@@ -306,7 +375,8 @@ fn layers(out: &mut String, p: &Profile, a: &Analysis) {
     };
     emit!(
         out,
-        "Layers (GPU ms per token, median over tokens, from {source})"
+        "Layers (GPU ms per token, median over {}, from {source})",
+        steady::scope(a)
     );
     let mark = |r: &crate::analysis::LayerRow| match r.source {
         Some(LayerTimeSource::DispatchSpans) if sources.contains(&LayerTimeSource::PassSpans) => {
@@ -319,14 +389,17 @@ fn layers(out: &mut String, p: &Profile, a: &Analysis) {
     let mut strip: Vec<String> = Vec::new();
     for r in &l.rows {
         let t = format!("{}{}", opt_ms(r.gpu_ns_median), mark(r));
+        let spread = r
+            .gpu_ns
+            .map_or(String::new(), |g| format!("{}-{}", ms(g.p10), ms(g.p90)));
         if layer_count > MAX_LAYERS_LISTED && r.layer.is_some() {
-            strip.push(format!("{} {t}", r.name));
+            strip.push(format!("{} {t} ({spread})", r.name));
             continue;
         }
         flush_strip(out, &mut strip);
         emit!(
             out,
-            "  {:<width$} {:>10}   ({} tokens timed)",
+            "  {:<width$} {:>10}   (p10-p90 {spread} ms, {} tokens timed)",
             r.name,
             t,
             r.tokens_timed
@@ -359,27 +432,33 @@ fn counters(out: &mut String, p: &Profile, a: &Analysis) {
     emit!(out);
     emit!(
         out,
-        "Counters per token (steady: the {} tokens after the first)",
+        "Counters per token (after the first: the {} tokens after the first)",
         c.steady_tokens
     );
     emit!(
         out,
-        "  {:<22} {:>12} {:>14} {:>12}",
+        "  {:<22} {:>12} {:>10} {:>15} {:>10}",
         "counter",
         "first token",
-        "steady median",
-        "steady max"
+        "median",
+        "p10-p90",
+        "max"
     );
     let cell = |x: Option<crate::Counters>, i: usize| {
         x.map_or_else(|| "-".to_string(), |x| x.fields()[i].1.to_string())
     };
     for (i, (name, _)) in crate::Counters::default().fields().iter().enumerate() {
+        let spread = match (c.steady_p10, c.steady_p90) {
+            (Some(lo), Some(hi)) => format!("{}-{}", lo.fields()[i].1, hi.fields()[i].1),
+            _ => "-".into(),
+        };
         emit!(
             out,
-            "  {:<22} {:>12} {:>14} {:>12}",
+            "  {:<22} {:>12} {:>10} {:>15} {:>10}",
             name,
             cell(c.first, i),
             cell(c.steady_median, i),
+            spread,
             cell(c.steady_max, i)
         );
     }

@@ -1,17 +1,23 @@
 //! Shader reflection with naga (the WGSL front end wgpu itself uses): entry points,
-//! group-0 bindings with the access the shader declares, override constants.
+//! buffer bindings with the access the shader declares, override constants.
+//!
+//! The recorder needs the access of every binding to infer barriers (a `read_write`
+//! storage binding is a write in wgpu's usage tracking, whatever the shader does with
+//! it) and to know which bindings a dispatch may have written (captured outputs).
 
 use std::collections::BTreeMap;
 
 use gpuscope_trace::capture::Access;
 
 /// What a WGSL module exposes to the commands that use it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ShaderInterface {
     /// Compute entry points.
     pub compute_entries: Vec<String>,
     /// Group-0 buffer bindings: `read` or `read_write` storage, uniforms as `read`.
     pub bindings: BTreeMap<u32, Access>,
+    /// Buffer bindings of every group, by `(group, binding)`.
+    pub group_bindings: BTreeMap<(u32, u32), Access>,
     /// Names of the `override` declarations.
     pub overrides: Vec<String>,
 }
@@ -19,12 +25,9 @@ pub struct ShaderInterface {
 /// Parses `wgsl` and reads its interface; the error is naga's message.
 pub fn reflect(wgsl: &str) -> Result<ShaderInterface, String> {
     let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
-    let mut bindings = BTreeMap::new();
+    let mut group_bindings = BTreeMap::new();
     for (_, g) in module.global_variables.iter() {
         let Some(rb) = &g.binding else { continue };
-        if rb.group != 0 {
-            continue;
-        }
         let access = match g.space {
             naga::AddressSpace::Storage { access }
                 if access.contains(naga::StorageAccess::STORE) =>
@@ -34,7 +37,7 @@ pub fn reflect(wgsl: &str) -> Result<ShaderInterface, String> {
             naga::AddressSpace::Storage { .. } | naga::AddressSpace::Uniform => Access::Read,
             _ => continue,
         };
-        bindings.insert(rb.binding, access);
+        group_bindings.insert((rb.group, rb.binding), access);
     }
     Ok(ShaderInterface {
         compute_entries: module
@@ -43,7 +46,12 @@ pub fn reflect(wgsl: &str) -> Result<ShaderInterface, String> {
             .filter(|e| e.stage == naga::ShaderStage::Compute)
             .map(|e| e.name.clone())
             .collect(),
-        bindings,
+        bindings: group_bindings
+            .iter()
+            .filter(|((g, _), _)| *g == 0)
+            .map(|((_, b), a)| (*b, *a))
+            .collect(),
+        group_bindings,
         overrides: module
             .overrides
             .iter()

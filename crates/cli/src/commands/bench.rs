@@ -1,0 +1,236 @@
+//! `gpuscope bench`: llama-bench's tests (pp, tg, pg) with its options and output
+//! fields, on the GPU decoder (see `gpuscope_model::bench` for what each test times).
+
+use std::io::Write;
+use std::time::SystemTime;
+
+use anyhow::anyhow;
+use gpuscope_model::{
+    bench_decoder, load_gguf, run_bench_test, synthetic_weights, BenchTest, ModelWeights,
+    BENCH_MAX_BATCH,
+};
+use gpuscope_runtime::Gpu;
+use gpuscope_trace::bench::{BenchContext, BenchRecord};
+use gpuscope_trace::render::bench::{
+    render_bench_csv, render_bench_json, render_bench_jsonl, render_bench_md,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::args::{BenchArgs, BenchFormat};
+use crate::exit::Exit;
+use crate::interrupt::Interrupt;
+
+/// llama-bench's defaults for `-p` and `-n` when they are not given.
+const DEFAULT_N_PROMPT: u32 = 512;
+const DEFAULT_N_GEN: u32 = 128;
+
+/// The tests in llama-bench's order: every pp, every tg, every pg; zeros skipped.
+fn tests(args: &BenchArgs) -> Vec<BenchTest> {
+    let list = |given: &[Vec<u32>], default: u32| -> Vec<u32> {
+        if given.is_empty() {
+            vec![default]
+        } else {
+            given.concat()
+        }
+    };
+    let pp = list(&args.n_prompt, DEFAULT_N_PROMPT)
+        .into_iter()
+        .map(|n| BenchTest {
+            n_prompt: n,
+            n_gen: 0,
+        });
+    let tg = list(&args.n_gen, DEFAULT_N_GEN)
+        .into_iter()
+        .map(|n| BenchTest {
+            n_prompt: 0,
+            n_gen: n,
+        });
+    let pg = args.pg.iter().map(|&(p, g)| BenchTest {
+        n_prompt: p,
+        n_gen: g,
+    });
+    pp.chain(tg)
+        .chain(pg)
+        .filter(|t| t.n_prompt + t.n_gen > 0)
+        .collect()
+}
+
+/// The weights, what describes them, and the token a prompt starts with (BOS).
+fn model(args: &BenchArgs) -> Result<(ModelWeights, BenchContext, u32), Exit> {
+    if let Some(path) = &args.model {
+        let m = load_gguf(path).map_err(|e| anyhow!("loading {}: {e}", path.display()))?;
+        for w in &m.info.warnings {
+            eprintln!("gpuscope: warning: {w}");
+        }
+        let bos = m
+            .gguf
+            .file
+            .metadata
+            .get_u64("tokenizer.ggml.bos_token_id")
+            .map_or(0, |b| b as u32);
+        let ctx = context(
+            &m.weights,
+            &m.info.architecture,
+            &path.display().to_string(),
+            "mmap",
+        );
+        return Ok((m.weights, ctx, bos));
+    }
+    let preset = super::profile::preset(&args.preset)?;
+    let format = args
+        .weights
+        .parse()
+        .map_err(|e| anyhow!("--weights {}: {e}", args.weights))?;
+    let weights = synthetic_weights(&preset.config(), format, args.seed, preset.name());
+    let ctx = context(
+        &weights,
+        "llama",
+        &format!("preset:{}", preset.name()),
+        "none",
+    );
+    Ok((weights, ctx, 1))
+}
+
+/// What describes the model (the device's fields are filled in once it is open).
+fn context(w: &ModelWeights, arch: &str, filename: &str, load_mode: &str) -> BenchContext {
+    let params = w.config.params();
+    let size = match params {
+        n if n >= 1_000_000_000 => format!("{:.1}B", n as f64 / 1e9),
+        n if n >= 1_000_000 => format!("{:.0}M", n as f64 / 1e6),
+        n => format!("{:.0}K", n as f64 / 1e3),
+    };
+    // The most common format, as llama.cpp names a file by its main type.
+    let summary = w.format_summary();
+    let main_format = summary
+        .split([' ', ','])
+        .next()
+        .unwrap_or("")
+        .to_uppercase();
+    BenchContext {
+        build_commit: env!("GPUSCOPE_BUILD_COMMIT").to_string(),
+        build_number: env!("GPUSCOPE_BUILD_NUMBER").parse().unwrap_or(0),
+        cpu_info: cpu_info(),
+        gpu_info: String::new(),
+        backends: String::new(),
+        model_filename: filename.to_string(),
+        model_type: format!("{arch} {size} {main_format}"),
+        model_size: w.weight_bytes(),
+        model_n_params: params,
+        n_batch: BENCH_MAX_BATCH,
+        n_gpu_layers: w.config.n_layers + 1,
+        devices: String::new(),
+        load_mode: load_mode.to_string(),
+    }
+}
+
+/// The CPU's model name (Linux), as llama-bench's `cpu_info`.
+fn cpu_info() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_default()
+}
+
+pub fn run(args: &BenchArgs) -> Result<(), Exit> {
+    if !args.sweep.is_empty() || !args.experiment.is_empty() {
+        return super::sweep::run(args);
+    }
+    if matches!(args.output, BenchFormat::Html) {
+        return Err(anyhow!("-o html draws sweeps (--sweep, --experiment); llama-bench's tests print md, csv, json or jsonl").into());
+    }
+    let tests = tests(args);
+    let total_tests = tests.len();
+    if tests.is_empty() {
+        return Err(anyhow!("nothing to run: every -p, -n and -pg is 0").into());
+    }
+    let (weights, mut ctx, first_token) = model(args)?;
+    let gpu = Gpu::new(&super::run::run_gpu_options(&args.device))?;
+    // An interrupt ends the run between repetitions: the tests measured so far are
+    // printed, then the exit says so.
+    let interrupt = Interrupt::install()?;
+    let adapter = gpu.adapter_desc();
+    ctx.gpu_info = adapter.name.clone();
+    ctx.backends = format!("wgpu-{}", adapter.backend);
+    ctx.devices = args.device.adapter.clone().unwrap_or_else(|| "auto".into());
+    eprintln!(
+        "gpuscope: bench {} on {} ({}), GPU timing {}; {} tests x {} repetitions",
+        ctx.model_type,
+        adapter.name,
+        adapter.backend,
+        gpu.timing(),
+        tests.len(),
+        args.repetitions
+    );
+    let plan = args.kernels.plan(&gpu)?;
+    let mut decoder = bench_decoder(&gpu, &weights, &tests, plan)?;
+    let kernels: Vec<String> = decoder
+        .decoder()
+        .settings()
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    eprintln!("gpuscope: kernels: {}", kernels.join("; "));
+    let warmups = if args.no_warmup { 0 } else { 1 };
+    let progress = ProgressBar::new(tests.len() as u64 * (args.repetitions + warmups) as u64)
+        .with_style(
+            ProgressStyle::with_template("{msg:>20} [{bar:30}] {pos}/{len} runs, {elapsed}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+    let mut records = Vec::new();
+    'tests: for test in tests {
+        if interrupt.caught().is_some() {
+            break;
+        }
+        let mut record = BenchRecord {
+            n_prompt: test.n_prompt,
+            n_gen: test.n_gen,
+            test_time: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            samples_ns: Vec::new(),
+        };
+        progress.set_message(record.name());
+        // llama-bench warms up with the whole prompt and one generated token.
+        if warmups > 0 {
+            let warm = BenchTest {
+                n_prompt: test.n_prompt,
+                n_gen: test.n_gen.min(1),
+            };
+            run_bench_test(&mut decoder, warm, first_token, args.seed)?;
+            progress.inc(1);
+        }
+        for rep in 0..args.repetitions {
+            let seed = args.seed.wrapping_add(rep as u64 + 1);
+            record
+                .samples_ns
+                .push(run_bench_test(&mut decoder, test, first_token, seed)?);
+            progress.inc(1);
+            if interrupt.caught().is_some() {
+                records.push(record);
+                break 'tests;
+            }
+        }
+        records.push(record);
+    }
+    progress.finish_and_clear();
+    let out = match args.output {
+        BenchFormat::Md => render_bench_md(&ctx, &records),
+        BenchFormat::Csv => render_bench_csv(&ctx, &records),
+        BenchFormat::Json => render_bench_json(&ctx, &records),
+        BenchFormat::Jsonl => render_bench_jsonl(&ctx, &records),
+        BenchFormat::Html => unreachable!("refused above"),
+    };
+    std::io::stdout().write_all(out.as_bytes())?;
+    match interrupt.caught() {
+        Some(caught) => Err(caught.exit(&format!(
+            "stopped after {} of {} tests; the repetitions measured are printed",
+            records.len(),
+            total_tests
+        ))),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,152 @@
+//! `gpuscope ops test | perf`: the harness of [`gpuscope_ops::harness`], results as a
+//! table, CSV or JSON (llama.cpp test-backend-ops field names); exit code 5 when a test
+//! fails.
+
+use std::io::Write;
+
+use anyhow::{anyhow, Context};
+use gpuscope_ops::harness::{cases, run_perf, run_test, CaseFilter, Fault, PerfOptions, ShapeSet};
+use gpuscope_ops::WeightFormat;
+use gpuscope_runtime::Gpu;
+use gpuscope_trace::analysis::compare::Thresholds;
+use gpuscope_trace::opstest::{perf_csv, perf_table, test_csv, test_table};
+
+use crate::args::{OpsArgs, OpsMode, OutputFormat};
+use crate::exit::{Exit, CHECK_FAILED};
+
+fn filter(args: &OpsArgs) -> Result<CaseFilter, Exit> {
+    let formats = args
+        .formats
+        .iter()
+        .map(|f| {
+            f.parse::<WeightFormat>()
+                .map_err(|e| anyhow!("--format {f}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(CaseFilter {
+        ops: args.op.clone(),
+        formats,
+        shapes: args.shape.clone(),
+    })
+}
+
+fn write_json(path: &std::path::Path, json: String) -> Result<(), Exit> {
+    gpuscope_trace::atomic::write_atomic(path, (json + "\n").as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("gpuscope: results written to {}", path.display());
+    Ok(())
+}
+
+pub fn run(mode: &OpsMode) -> Result<(), Exit> {
+    let (args, perf) = match mode {
+        OpsMode::Test(a) => (a, false),
+        OpsMode::Perf(a) => (a, true),
+    };
+    let mut thresholds = Thresholds::default();
+    for t in &args.threshold {
+        thresholds.set(t).map_err(|e| anyhow!(e))?;
+    }
+    let fault = args
+        .inject_fault
+        .as_deref()
+        .map(Fault::parse)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
+    let filter = filter(args)?;
+    let gpu = Gpu::new(&args.device.kernel_timing_options())?;
+    let set = if args.all_shapes {
+        ShapeSet::All
+    } else {
+        ShapeSet::Default
+    };
+    let list = cases(
+        set,
+        gpu.limits().max_storage_buffer_binding_size as u64,
+        &filter,
+    );
+    if list.is_empty() {
+        return Err(anyhow!(
+            "no case matches --op {:?} --format {:?} --shape {:?}",
+            args.op,
+            args.formats,
+            args.shape
+        )
+        .into());
+    }
+    let mut out = std::io::stdout();
+    if perf {
+        let ceiling_gb_s = match args.ceiling.as_deref() {
+            None => {
+                let copy = super::ceilings::cached(&gpu.adapter_desc(), true)
+                    .and_then(|(c, _)| c.copy_gbps);
+                match copy {
+                    Some(m) => eprintln!(
+                        "gpuscope: % of ceiling is of the cached copy bandwidth, {:.1} GB/s",
+                        m.median
+                    ),
+                    None => eprintln!(
+                        "gpuscope: no measured copy bandwidth for this adapter: run `gpuscope peak` once, or pass --ceiling GB/S"
+                    ),
+                }
+                copy.map(|m| m.median)
+            }
+            Some(v) => Some(
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|v| *v > 0.0)
+                    .ok_or_else(|| anyhow!("--ceiling {v}: expected GB/s, a positive number"))?,
+            ),
+        };
+        let opts = PerfOptions {
+            ceiling_gb_s,
+            ..Default::default()
+        };
+        let mut rows = Vec::new();
+        for c in &list {
+            rows.push(run_perf(&gpu, c, &opts).with_context(|| format!("{} {}", c.op, c.shape))?);
+        }
+        if let Some(p) = &args.json {
+            write_json(p, serde_json::to_string_pretty(&rows)?)?;
+        }
+        let text = match args.output {
+            OutputFormat::Table => perf_table(&rows),
+            OutputFormat::Csv => perf_csv(&rows),
+            OutputFormat::Json => serde_json::to_string_pretty(&rows)? + "\n",
+        };
+        out.write_all(text.as_bytes())?;
+        return Ok(());
+    }
+    let rows: Vec<_> = list
+        .iter()
+        .map(|c| run_test(&gpu, c, &thresholds, fault))
+        .collect();
+    if let Some(p) = &args.json {
+        write_json(p, serde_json::to_string_pretty(&rows)?)?;
+    }
+    let text = match args.output {
+        OutputFormat::Table => test_table(&rows),
+        OutputFormat::Csv => test_csv(&rows),
+        OutputFormat::Json => serde_json::to_string_pretty(&rows)? + "\n",
+    };
+    out.write_all(text.as_bytes())?;
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| r.op_name.as_str())
+        .collect();
+    if !failed.is_empty() {
+        let mut names = failed.clone();
+        names.sort();
+        names.dedup();
+        return Err(Exit {
+            code: CHECK_FAILED,
+            error: anyhow!(
+                "{} of {} cases failed: {}",
+                failed.len(),
+                rows.len(),
+                names.join(", ")
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! `gpuscope check` and `gpuscope ops` run as a user would: verdicts, exit codes, the
+//! breakpoint's capture replayed by `gpuscope replay`, one-line errors on bad input.
+
+use std::process::Output;
+
+use crate::common::{gpuscope, have_gpu, one_error, text};
+
+/// The last stderr line, which must be the one `error:` line.
+fn error_line(out: &Output) -> String {
+    one_error(&out.stderr)
+}
+
+#[test]
+fn check_passes_writes_json_and_fails_with_code_5_on_a_planted_fault() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("c.json");
+    let out = gpuscope(&["check", "--tokens", "2", "--json", json.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("PASS") && stdout.contains("Error growth per layer"));
+    let report: gpuscope_trace::check::CheckReport =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report.tokens.len(), 2);
+
+    // Dispatch 20 of 26 (13 per token with every fusion): token 1's L1 attention.
+    let out = gpuscope(&["check", "--tokens", "2", "--inject-fault", "corrupt=20"]);
+    assert_eq!(out.status.code(), Some(5));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("First divergent dispatch (local error"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(seq 20)") && stdout.contains("worst elements"));
+    assert!(error_line(&out).contains("check failed at dispatch 20"));
+}
+
+#[test]
+fn a_breakpoint_capture_replays_alone() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t");
+    let out = gpuscope(&[
+        "check",
+        "--tokens",
+        "2",
+        "--trace-tensors",
+        trace.to_str().unwrap(),
+        "--break-at",
+        "token=1,label=L0.attention",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("gpuscope replay"));
+    let out = gpuscope(&["replay", trace.join("capture").to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("match"), "{stdout}");
+}
+
+#[test]
+fn bad_check_input_gets_one_line_and_leaves_nothing() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t");
+    let t = trace.to_str().unwrap();
+    let cases: [(&[&str], i32, &str); 4] = [
+        (&["--against", "no-such-adapter"], 3, "no-such-adapter"),
+        (
+            &["--trace-tensors", t, "--filter", "op=softmax"],
+            1,
+            "selects no dispatch",
+        ),
+        (
+            &["--trace-tensors", t, "--break-at", "999999"],
+            1,
+            "--break-at 999999",
+        ),
+        (
+            &["--trace-tensors", "/proc/no/such/dir"],
+            1,
+            "cannot write the trace directory",
+        ),
+    ];
+    for (args, code, message) in cases {
+        let mut all = vec!["check", "--tokens", "2"];
+        all.extend_from_slice(args);
+        let out = gpuscope(&all);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            error_line(&out).contains(message),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn ops_test_names_a_planted_wrong_kernel_and_perf_prints_csv() {
+    if !have_gpu() {
+        return;
+    }
+    let out = gpuscope(&[
+        "ops",
+        "test",
+        "--op",
+        "rope",
+        "--shape",
+        "smollm2",
+        "--inject-fault",
+        "rope-theta",
+    ]);
+    assert_eq!(out.status.code(), Some(5));
+    assert!(
+        error_line(&out).contains("rope, rope_qkv, rope_qkv_batched"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = gpuscope(&[
+        "ops", "perf", "--op", "rms_norm", "--shape", "smollm2", "--output", "csv",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut lines = stdout.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("backend_name,op_name,format,shape,op_params,test_mode,time_us,"));
+    assert!(lines.next().unwrap().contains(",rms_norm,"));
+}

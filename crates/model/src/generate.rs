@@ -1,0 +1,301 @@
+//! The generation loop, one type for every command that decodes: the prompt (batched
+//! prefill, or one token per step where a capture must see each step), then decoding
+//! with steps in flight, stopping where the caller says (end of text), at a requested
+//! interrupt (a flag checked at every step boundary), or after the steps asked for.
+//!
+//! The caller sees every finished step through a callback while the next steps are
+//! already on the GPU, so printing, detokenizing and end-of-text checks never stall it:
+//! with `in_flight` steps queued, the callback of step N runs while steps N+1.. run.
+//! Steps still in flight after a stop are finished too (their results are handed over
+//! marked `after_stop`), so a recorder or capture that saw them submitted sees them end.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use gpuscope_runtime::{Gpu, PendingStep, StepOutput, MAX_IN_FLIGHT};
+
+use crate::error::ModelError;
+use crate::gpu::{DecoderOptions, GpuDecoder};
+use crate::weights::ModelWeights;
+
+/// How the loop runs.
+#[derive(Debug, Clone)]
+pub struct GenerateOptions {
+    /// Steps in flight (1 waits for each step before encoding the next; up to
+    /// [`MAX_IN_FLIGHT`]).
+    pub in_flight: usize,
+    /// Most prompt rows per prefill submit; 0 feeds the prompt one token per decode step
+    /// (what a capture of decode steps needs).
+    pub prefill_batch: u32,
+    /// Set (e.g. by a signal handler) to stop at the next step boundary.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions {
+            in_flight: MAX_IN_FLIGHT,
+            prefill_batch: 256,
+            stop: None,
+        }
+    }
+}
+
+/// One finished decode step, as the callback sees it.
+pub struct Step<'a> {
+    /// 0-based index among this call's steps.
+    pub index: u32,
+    /// KV-cache position decoded.
+    pub position: u32,
+    /// The greedy token the step produced.
+    pub token: u32,
+    pub output: &'a StepOutput,
+    /// The step was already in flight when the loop was told to stop.
+    pub after_stop: bool,
+}
+
+/// What the callback wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Why a decode loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// All the steps asked for ran.
+    Completed,
+    /// The callback said stop (end of text).
+    Stopped,
+    /// The stop flag was set.
+    Interrupted,
+}
+
+/// A prompt fed through the decoder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptDone {
+    /// The greedy token after the prompt's last one.
+    pub next: u32,
+    pub tokens: u32,
+    /// CPU wall time from the first token's upload to the last result.
+    pub wall_ns: u64,
+    /// How it was fed, for reports: "batched prefill, up to N tokens per submit" or
+    /// "one token per step".
+    pub method: String,
+}
+
+/// The decoder and the loop around it.
+pub struct Generator<'g> {
+    gpu: &'g Gpu,
+    decoder: GpuDecoder,
+    options: GenerateOptions,
+}
+
+impl<'g> Generator<'g> {
+    /// Uploads `weights`, builds the decode graph (and the prefill graph when
+    /// `options.prefill_batch > 0`, sized for `prompt_len` rows at most).
+    pub fn new(
+        gpu: &'g Gpu,
+        weights: &ModelWeights,
+        decoder: DecoderOptions,
+        options: GenerateOptions,
+        prompt_len: u32,
+    ) -> Result<Generator<'g>, ModelError> {
+        Self::from_decoder(
+            gpu,
+            GpuDecoder::new(gpu, weights, decoder)?,
+            options,
+            prompt_len,
+        )
+    }
+
+    /// The loop around a decoder built elsewhere (a planted slowdown, a shared one);
+    /// enables its prefill as [`Generator::new`] does.
+    pub fn from_decoder(
+        gpu: &'g Gpu,
+        mut decoder: GpuDecoder,
+        options: GenerateOptions,
+        prompt_len: u32,
+    ) -> Result<Generator<'g>, ModelError> {
+        if options.prefill_batch > 0 && prompt_len > 0 {
+            decoder.enable_prefill(gpu, prompt_len.clamp(1, options.prefill_batch))?;
+        }
+        Ok(Generator {
+            gpu,
+            decoder,
+            options,
+        })
+    }
+
+    pub fn decoder(&self) -> &GpuDecoder {
+        &self.decoder
+    }
+
+    pub fn decoder_mut(&mut self) -> &mut GpuDecoder {
+        &mut self.decoder
+    }
+
+    pub fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.options
+            .stop
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
+    /// Decodes `n` steps from position 0 without recording them (pipelines compile
+    /// lazily on some drivers; GPU clocks ramp up), then clears the position.
+    pub fn warm_up(&mut self, n: u32, first_token: u32) -> Result<(), ModelError> {
+        self.decoder.set_recorded(false);
+        let result = (0..n).try_for_each(|i| {
+            self.decoder
+                .step(self.gpu, (i == 0).then_some(first_token))
+                .map(drop)
+        });
+        self.decoder.set_recorded(true);
+        self.decoder.reset();
+        result
+    }
+
+    /// Feeds `prompt` at the current position: through batched prefill when it is
+    /// enabled, else one decode step per token (each handed to `each`, as `decode`
+    /// does). The next token stays on the GPU, so [`Generator::decode`] with no input
+    /// continues from it.
+    pub fn prompt(
+        &mut self,
+        prompt: &[u32],
+        mut each: impl FnMut(&Step) -> Result<(), ModelError>,
+    ) -> Result<PromptDone, ModelError> {
+        if prompt.is_empty() {
+            return Err(ModelError::Config("the prompt has no tokens".into()));
+        }
+        let start = Instant::now();
+        let batch = self.decoder.prefill_max_batch();
+        let (next, method) = if batch > 0 {
+            let mut next = 0;
+            for chunk in prompt.chunks(batch as usize) {
+                if self.stop_requested() {
+                    return Err(ModelError::Interrupted);
+                }
+                next = self.decoder.prefill(self.gpu, chunk)?.token;
+            }
+            (next, self.decoder.prefill_method())
+        } else {
+            let mut next = 0;
+            for (i, &t) in prompt.iter().enumerate() {
+                if self.stop_requested() {
+                    return Err(ModelError::Interrupted);
+                }
+                let position = self.decoder.position();
+                let step = self.decoder.step(self.gpu, Some(t))?;
+                next = step.token;
+                each(&Step {
+                    index: i as u32,
+                    position,
+                    token: next,
+                    output: &step.output,
+                    after_stop: false,
+                })?;
+            }
+            (next, "one token per step".to_string())
+        };
+        Ok(PromptDone {
+            next,
+            tokens: prompt.len() as u32,
+            wall_ns: start.elapsed().as_nanos() as u64,
+            method,
+        })
+    }
+
+    /// Decodes up to `n` steps with up to `in_flight` of them on the GPU at once. The
+    /// first step is fed `first_input` (none: it continues from the GPU's own last
+    /// token); each later step feeds itself the previous step's argmax without a trip
+    /// through the CPU. `each` sees every finished step in order.
+    pub fn decode(
+        &mut self,
+        first_input: Option<u32>,
+        n: u32,
+        mut each: impl FnMut(&Step) -> Result<Flow, ModelError>,
+    ) -> Result<Ended, ModelError> {
+        let depth = self.options.in_flight.clamp(1, MAX_IN_FLIGHT);
+        let mut pending: VecDeque<(u32, u32, PendingStep)> = VecDeque::new();
+        let mut submitted = 0u32;
+        let mut ended = Ended::Completed;
+        let mut error = None;
+        loop {
+            while ended == Ended::Completed && pending.len() < depth && submitted < n {
+                if self.stop_requested() {
+                    ended = Ended::Interrupted;
+                    break;
+                }
+                let position = self.decoder.position();
+                let input = if submitted == 0 { first_input } else { None };
+                match self.decoder.submit(self.gpu, input) {
+                    Ok(p) => pending.push_back((submitted, position, p)),
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+                submitted += 1;
+            }
+            if error.is_some() {
+                break;
+            }
+            let Some((index, position, p)) = pending.pop_front() else {
+                break;
+            };
+            let step = match self.decoder.finish(self.gpu, p) {
+                Ok(s) => s,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            };
+            let after_stop = ended != Ended::Completed;
+            let flow = each(&Step {
+                index,
+                position,
+                token: step.token,
+                output: &step.output,
+                after_stop,
+            });
+            match flow {
+                Ok(Flow::Stop) if !after_stop => ended = Ended::Stopped,
+                Ok(_) => {}
+                Err(e) => {
+                    error = Some(e);
+                    ended = Ended::Stopped;
+                }
+            }
+        }
+        // Whatever stopped the loop, steps already submitted are finished: the GPU ran
+        // them, and whoever records steps must see each one end.
+        while let Some((index, position, p)) = pending.pop_front() {
+            match self.decoder.finish(self.gpu, p) {
+                Ok(step) => {
+                    let _ = each(&Step {
+                        index,
+                        position,
+                        token: step.token,
+                        output: &step.output,
+                        after_stop: true,
+                    });
+                }
+                Err(e) => {
+                    error.get_or_insert(e);
+                }
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(ended),
+        }
+    }
+}

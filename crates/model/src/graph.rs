@@ -1,0 +1,444 @@
+//! The per-token decode graph, built from uploaded weights and a [`KernelPlan`].
+//!
+//! One section (compute pass) per layer, plus `embed` and `head`. With every fusion a
+//! layer is 5 dispatches: rms_norm+q/k/v gemv+rope+KV store, attention, output projection
+//! (+ residual), rms_norm+gate/up gemv+silu_mul, down projection (+ residual); with none
+//! it is 13 (norm, q/k/v, rope, scores, softmax, values, projection, add, norm, gate/up,
+//! silu_mul, down, add). A fusion whose precondition a layer does not meet (q/k/v or
+//! gate/up split over formats or row chunks) falls back to the unfused ops there, and
+//! the settings say so.
+
+use std::collections::BTreeMap;
+
+use gpuscope_ops::add::Add;
+use gpuscope_ops::argmax::Argmax;
+use gpuscope_ops::attention::{AttnFused, AttnVariant};
+use gpuscope_ops::gemv::{GemvBuffers, GemvEpilogue};
+use gpuscope_ops::rms_norm::RmsNorm;
+use gpuscope_ops::rope::Rope;
+use gpuscope_ops::silu_mul::SiluMul;
+use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, Graph, Section};
+
+use crate::config::LlamaConfig;
+use crate::error::ModelError;
+use crate::gpu::{Activations, GpuMatrix, GpuWeights};
+use crate::plan::{Fusion, KernelPlan};
+use crate::PlantedSlowdown;
+
+/// A dispatch whose declared cost depends on the context length, and how.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum AttnCost {
+    Fused,
+    Split,
+    Combine,
+    Scores,
+    Softmax,
+    Values,
+}
+
+/// The built graph and what the decoder needs to keep from building it.
+pub(crate) struct DecodeGraph {
+    pub graph: Graph,
+    /// (section, dispatch, kind) of the dispatches whose cost grows with the context.
+    pub attention: Vec<(usize, usize, AttnCost)>,
+    /// The resolved choices, for profiles.
+    pub settings: BTreeMap<String, String>,
+}
+
+impl AttnCost {
+    pub(crate) fn at(self, op: &AttnFused, n_ctx: u32) -> Cost {
+        match self {
+            AttnCost::Fused => op.cost_at(n_ctx),
+            AttnCost::Split => op.cost_split_at(n_ctx),
+            AttnCost::Combine => op.cost_combine_at(n_ctx),
+            AttnCost::Scores => op.parts().0.cost_at(n_ctx),
+            AttnCost::Softmax => op.parts().1.cost_at(n_ctx),
+            AttnCost::Values => op.parts().2.cost_at(n_ctx),
+        }
+    }
+}
+
+/// Builds the decode graph (`planted`: a test-only slowdown in one gemv of every layer).
+pub(crate) fn build_decode(
+    gpu: &Gpu,
+    c: &LlamaConfig,
+    max_ctx: u32,
+    plan: &KernelPlan,
+    w: &GpuWeights,
+    a: &Activations,
+    planted: Option<&PlantedSlowdown>,
+) -> Result<DecodeGraph, ModelError> {
+    let b = Builder {
+        gpu,
+        c,
+        plan,
+        a,
+        planted,
+        attn: c.attention(max_ctx),
+        rope: c.rope(max_ctx),
+        rms: RmsNorm {
+            n: c.dim,
+            eps: c.rms_eps,
+        },
+    };
+    let attention_variant = match plan.attention {
+        Some(v) => {
+            v.supported(gpu, &b.attn).map_err(ModelError::Kernel)?;
+            v
+        }
+        None => AttnVariant::for_adapter(gpu, &b.attn),
+    };
+    let mut skipped: BTreeMap<&'static str, String> = BTreeMap::new();
+    let mut sections = Vec::new();
+    let embed = w
+        .token_embd
+        .embedding(gpu, &a.token, &a.x)?
+        .into_iter()
+        .map(|d| d.labelled("token_embd", None))
+        .collect();
+    sections.push(Section::new("embed", None, embed));
+
+    let mut attention = Vec::new();
+    for (i, layer) in w.layers.iter().enumerate() {
+        let li = i as u32;
+        let mut l = Layer {
+            index: li,
+            dispatches: Vec::new(),
+            attention: Vec::new(),
+        };
+        let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
+
+        // Attention block.
+        let norm_folded = b.fused(Fusion::Norm);
+        if !norm_folded {
+            l.push(
+                "attn_norm",
+                vec![b.rms.dispatch(gpu, &a.x, &layer.attn_norm, &a.xn)?],
+            );
+        }
+        let (qkv_in, qkv_norm) = b.input(&layer.attn_norm);
+        let rope_fused = b.fused(Fusion::Rope) && layer.wqkv.iter().all(GpuMatrix::whole_pairs);
+        if b.fused(Fusion::Rope) && !rope_fused {
+            skipped.insert(
+                "rope",
+                format!("layer {li}: q/k/v row chunks do not hold whole row pairs"),
+            );
+        }
+        let mut qkv = Vec::new();
+        for part in &layer.wqkv {
+            let (epilogue, io) = if rope_fused {
+                let mut io = GemvBuffers::new(qkv_in, qkv_in, &a.qkv);
+                io.kv = Some((&a.step, kc, vc));
+                (GemvEpilogue::RopeKv(b.rope), io)
+            } else {
+                (
+                    GemvEpilogue::Store,
+                    GemvBuffers::new(qkv_in, qkv_in, &a.qkv),
+                )
+            };
+            let io = GemvBuffers {
+                norm_weight: qkv_norm,
+                ..io
+            };
+            qkv.extend(part.gemv_fused(
+                gpu,
+                plan,
+                b.norm_eps(),
+                epilogue,
+                io,
+                b.extra("attn_qkv"),
+            )?);
+        }
+        l.push("attn_qkv", qkv);
+        if !rope_fused {
+            let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
+            l.push(
+                "rope",
+                vec![b.rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
+            );
+        }
+        b.attention(&mut l, attention_variant, kc, vc)?;
+        b.residual_gemv(&mut l, "attn_output", &layer.wo, &a.attn)?;
+
+        // Feed-forward block.
+        if !norm_folded {
+            l.push(
+                "ffn_norm",
+                vec![b.rms.dispatch(gpu, &a.x, &layer.ffn_norm, &a.xn)?],
+            );
+        }
+        let (ffn_in, ffn_norm) = b.input(&layer.ffn_norm);
+        let stacked = match layer.w_gate_up.as_slice() {
+            [m] if m.chunks.len() == 1 => Some(m),
+            _ => None,
+        };
+        match stacked {
+            Some(m) if b.fused(Fusion::Silu) => {
+                let io = GemvBuffers {
+                    norm_weight: ffn_norm,
+                    ..GemvBuffers::new(ffn_in, ffn_in, &a.hidden)
+                };
+                let epilogue = GemvEpilogue::SiluMul {
+                    n: c.ffn_dim,
+                    up_row: w.up_row,
+                };
+                l.push(
+                    "ffn_gate_up",
+                    m.gemv_fused(
+                        gpu,
+                        plan,
+                        b.norm_eps(),
+                        epilogue,
+                        io,
+                        b.extra("ffn_gate_up"),
+                    )?,
+                );
+            }
+            _ => {
+                if b.fused(Fusion::Silu) {
+                    skipped.insert(
+                        "silu",
+                        format!("layer {li}: gate and up are not one matrix (formats differ or row chunks)"),
+                    );
+                }
+                let mut gu = Vec::new();
+                for part in &layer.w_gate_up {
+                    let io = GemvBuffers {
+                        norm_weight: ffn_norm,
+                        ..GemvBuffers::new(ffn_in, ffn_in, &a.gate_up)
+                    };
+                    gu.extend(part.gemv_fused(
+                        gpu,
+                        plan,
+                        b.norm_eps(),
+                        GemvEpilogue::Store,
+                        io,
+                        b.extra("ffn_gate_up"),
+                    )?);
+                }
+                l.push("ffn_gate_up", gu);
+                let silu = SiluMul { n: c.ffn_dim };
+                l.push(
+                    "ffn_silu_mul",
+                    vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?],
+                );
+            }
+        }
+        b.residual_gemv(&mut l, "ffn_down", &layer.w_down, &a.hidden)?;
+        for (d, kind) in l.attention {
+            attention.push((sections.len(), d, kind));
+        }
+        sections.push(Section::new(format!("L{li}"), Some(li), l.dispatches));
+    }
+
+    let mut head = Vec::new();
+    if !b.fused(Fusion::Norm) {
+        head.push(
+            b.rms
+                .dispatch(gpu, &a.x, &w.output_norm, &a.xn)?
+                .labelled("output_norm", None),
+        );
+    }
+    let (head_in, head_norm) = b.input(&w.output_norm);
+    head.extend(output_and_argmax(
+        gpu,
+        plan,
+        w,
+        a,
+        head_in,
+        b.norm_eps().zip(head_norm),
+        c.vocab,
+    )?);
+    sections.push(Section::new("head", None, head));
+
+    let gemv_detail = gemv_detail(gpu, plan);
+    Ok(DecodeGraph {
+        graph: Graph { sections },
+        attention,
+        settings: crate::plan::settings(plan, &gemv_detail, attention_variant, &skipped),
+    })
+}
+
+/// The head after its norm: logits = W_out·input (the norm folded in with `norm`: its
+/// eps and weight) into `logits`, then the argmax into `token`, where the next step's
+/// embedding reads it. Shared by the decode and prefill graphs.
+pub(crate) fn output_and_argmax(
+    gpu: &Gpu,
+    plan: &KernelPlan,
+    w: &GpuWeights,
+    a: &Activations,
+    input: &GpuBuffer,
+    norm: Option<(f32, &GpuBuffer)>,
+    vocab: u32,
+) -> Result<Vec<Dispatch>, ModelError> {
+    let io = GemvBuffers {
+        norm_weight: norm.map(|(_, nw)| nw),
+        ..GemvBuffers::new(input, input, &a.logits)
+    };
+    let mut ds: Vec<Dispatch> = w
+        .output
+        .gemv_fused(
+            gpu,
+            plan,
+            norm.map(|(eps, _)| eps),
+            GemvEpilogue::Store,
+            io,
+            0,
+        )?
+        .into_iter()
+        .map(|d| d.labelled("output", None))
+        .collect();
+    ds.push(
+        Argmax { n: vocab }
+            .dispatch(gpu, &a.logits, &a.token)?
+            .labelled("argmax", None),
+    );
+    Ok(ds)
+}
+
+/// How the gemv variant spreads rows, in words (the tuning rule, which varies by shape).
+fn gemv_detail(gpu: &Gpu, plan: &KernelPlan) -> String {
+    use gpuscope_ops::gemv::{GemvVariant, ROWS_WORKGROUP_SIZE, WORKGROUP_SIZE};
+    if let Some((lanes, rows)) = plan.gemv_shape {
+        return format!(
+            "fixed {lanes} lanes per row (at most {}), {rows} rows per lane",
+            plan.gemv.max_threads_per_row(gpu)
+        );
+    }
+    match plan.gemv {
+        GemvVariant::Blocks => format!(
+            "{WORKGROUP_SIZE}-thread workgroups, a block per lane step, lanes per row by shape (4-{}, {} reduction), 1-2 rows per lane",
+            plan.gemv.max_threads_per_row(gpu),
+            if plan.gemv.subgroup_reduce(gpu) { "subgroup" } else { "shared-memory" }
+        ),
+        GemvVariant::Rows => format!(
+            "{} rows per lane, {ROWS_WORKGROUP_SIZE} lanes per workgroup",
+            gpuscope_ops::gemv::MAX_ROWS_PER_THREAD
+        ),
+        GemvVariant::Subgroup => format!(
+            "{WORKGROUP_SIZE}-thread workgroups, lanes per row by shape up to {} (subgroup), 1-2 rows per lane",
+            gpu.adapter_info().subgroup_min_size
+        ),
+        GemvVariant::Shared => {
+            format!("{WORKGROUP_SIZE}-thread workgroups, lanes per row by shape (16-128), 1-4 rows per lane")
+        }
+    }
+}
+
+struct Builder<'a> {
+    gpu: &'a Gpu,
+    c: &'a LlamaConfig,
+    plan: &'a KernelPlan,
+    a: &'a Activations,
+    planted: Option<&'a PlantedSlowdown>,
+    attn: AttnFused,
+    rope: Rope,
+    rms: RmsNorm,
+}
+
+/// One layer's dispatches as they are built.
+struct Layer {
+    index: u32,
+    dispatches: Vec<Dispatch>,
+    /// (dispatch index, kind) of its context-dependent dispatches.
+    attention: Vec<(usize, AttnCost)>,
+}
+
+impl Layer {
+    fn push(&mut self, name: &str, list: Vec<Dispatch>) {
+        let label = format!("L{}.{name}", self.index);
+        self.dispatches.extend(
+            list.into_iter()
+                .map(|d| d.labelled(label.clone(), Some(self.index))),
+        );
+    }
+
+    fn push_attention(&mut self, name: &str, d: Dispatch, kind: AttnCost) {
+        self.attention.push((self.dispatches.len(), kind));
+        self.push(name, vec![d]);
+    }
+}
+
+impl Builder<'_> {
+    fn fused(&self, f: Fusion) -> bool {
+        self.plan.fusions.has(f)
+    }
+
+    /// The planted slowdown's extra passes for the gemv called `name` (0: none).
+    fn extra(&self, name: &str) -> u32 {
+        PlantedSlowdown::passes_for(self.planted, name)
+    }
+
+    fn norm_eps(&self) -> Option<f32> {
+        self.fused(Fusion::Norm).then_some(self.c.rms_eps)
+    }
+
+    /// What a gemv after an rms_norm reads: the residual stream and the norm weight (the
+    /// norm folded in), or the normed vector.
+    fn input<'b>(&'b self, norm_weight: &'b GpuBuffer) -> (&'b GpuBuffer, Option<&'b GpuBuffer>) {
+        if self.fused(Fusion::Norm) {
+            (&self.a.x, Some(norm_weight))
+        } else {
+            (&self.a.xn, None)
+        }
+    }
+
+    fn attention(
+        &self,
+        l: &mut Layer,
+        variant: AttnVariant,
+        kc: &GpuBuffer,
+        vc: &GpuBuffer,
+    ) -> Result<(), ModelError> {
+        let (gpu, a, op) = (self.gpu, self.a, &self.attn);
+        if !self.fused(Fusion::Attention) {
+            let scores = a.scores.as_ref().expect("allocated");
+            let (scores_op, softmax, values_op) = op.parts();
+            let d = scores_op.dispatch(gpu, &a.step, &a.q, kc, scores)?;
+            l.push_attention("attn_scores", d, AttnCost::Scores);
+            let d = softmax.dispatch(gpu, &a.step, scores)?;
+            l.push_attention("attn_softmax", d, AttnCost::Softmax);
+            let d = values_op.dispatch(gpu, &a.step, scores, vc, &a.attn)?;
+            l.push_attention("attn_values", d, AttnCost::Values);
+            return Ok(());
+        }
+        let ds = op.dispatch_variant(
+            gpu,
+            variant,
+            [&a.step, &a.q, kc, vc, &a.attn],
+            a.attn_scratch.as_ref(),
+        )?;
+        let kinds: &[AttnCost] = if ds.len() == 2 {
+            &[AttnCost::Split, AttnCost::Combine]
+        } else {
+            &[AttnCost::Fused]
+        };
+        for (d, kind) in ds.into_iter().zip(kinds) {
+            l.push_attention("attention", d, *kind);
+        }
+        Ok(())
+    }
+
+    /// x += W·input: the residual add in the gemv's epilogue, or a gemv into `delta` and
+    /// an `add` dispatch.
+    fn residual_gemv(
+        &self,
+        l: &mut Layer,
+        name: &str,
+        m: &GpuMatrix,
+        input: &GpuBuffer,
+    ) -> Result<(), ModelError> {
+        let (gpu, a) = (self.gpu, self.a);
+        if self.fused(Fusion::Residual) {
+            let ds = m.gemv(gpu, self.plan, input, &a.x, true, self.extra(name))?;
+            l.push(name, ds);
+        } else {
+            let delta = a.delta.as_ref().expect("allocated");
+            let ds = m.gemv(gpu, self.plan, input, delta, false, self.extra(name))?;
+            l.push(name, ds);
+            let add = Add { n: self.c.dim }.dispatch(gpu, &a.x, delta)?;
+            l.push(&format!("{name}_add"), vec![add]);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,259 @@
+//! Which kernels the decode graph uses: the gemv and attention variants and the fusions,
+//! chosen per adapter ([`KernelPlan::for_adapter`]), overridable (`--kernel`, `--fuse`),
+//! and recorded in profiles ([`gpuscope_trace::WorkloadDesc::settings`]) so a report
+//! always says what ran. Op names stay the kernel family (`gemv_q4_1`, `attention`; a
+//! fused op's name lists what it fused, `rms_norm+gemv_q4_1+rope`).
+
+use std::collections::BTreeMap;
+
+use gpuscope_ops::attention::AttnVariant;
+use gpuscope_ops::gemv::{GemvVariant, WeightLayout};
+use gpuscope_runtime::Gpu;
+
+/// One switchable fusion of the decode graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Fusion {
+    /// rms_norm folded into the gemv after it (q/k/v, gate/up, the output head): Σx²
+    /// beside the dot products, the norm's scale one scalar per row.
+    Norm,
+    /// rope and the KV-cache append in the q/k/v gemv's epilogue.
+    Rope,
+    /// silu(gate)·up in the gate/up gemv's epilogue.
+    Silu,
+    /// The residual adds in the output projections' epilogues (y += W·x).
+    Residual,
+    /// Scores, softmax and values of attention in one kernel.
+    Attention,
+}
+
+impl Fusion {
+    pub const ALL: [Fusion; 5] = [
+        Self::Norm,
+        Self::Rope,
+        Self::Silu,
+        Self::Residual,
+        Self::Attention,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Norm => "norm",
+            Self::Rope => "rope",
+            Self::Silu => "silu",
+            Self::Residual => "residual",
+            Self::Attention => "attention",
+        }
+    }
+}
+
+/// A set of fusions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Fusions(u8);
+
+impl Fusions {
+    pub fn all() -> Fusions {
+        Fusion::ALL.into_iter().collect()
+    }
+
+    pub fn none() -> Fusions {
+        Fusions(0)
+    }
+
+    pub fn has(self, f: Fusion) -> bool {
+        self.0 & (1 << f as u8) != 0
+    }
+
+    pub fn with(self, f: Fusion) -> Fusions {
+        Fusions(self.0 | (1 << f as u8))
+    }
+
+    pub fn without(self, f: Fusion) -> Fusions {
+        Fusions(self.0 & !(1 << f as u8))
+    }
+
+    /// `all`, `none`, or a comma-separated list of fusion names (`norm,rope`).
+    pub fn parse(s: &str) -> Result<Fusions, String> {
+        match s.trim() {
+            "all" => return Ok(Fusions::all()),
+            "none" | "" => return Ok(Fusions::none()),
+            _ => {}
+        }
+        s.split(',')
+            .map(|name| {
+                let name = name.trim();
+                Fusion::ALL
+                    .into_iter()
+                    .find(|f| f.name() == name)
+                    .ok_or_else(|| {
+                        format!(
+                            "unknown fusion `{name}`: expected all, none or a list of {}",
+                            Fusion::ALL.map(Fusion::name).join(", ")
+                        )
+                    })
+            })
+            .collect()
+    }
+
+    /// `all`, `none`, or the names in order.
+    pub fn describe(self) -> String {
+        if self == Fusions::all() {
+            return "all".into();
+        }
+        if self == Fusions::none() {
+            return "none".into();
+        }
+        Fusion::ALL
+            .into_iter()
+            .filter(|f| self.has(*f))
+            .map(Fusion::name)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl FromIterator<Fusion> for Fusions {
+    fn from_iter<I: IntoIterator<Item = Fusion>>(iter: I) -> Fusions {
+        iter.into_iter().fold(Fusions::none(), Fusions::with)
+    }
+}
+
+/// The decode graph's kernel choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelPlan {
+    pub gemv: GemvVariant,
+    /// `Some((lanes per row, rows per lane))`: that spread for every gemv instead of the
+    /// per-shape rule (sweeps: `--kernel gemv=blocks:16x4`).
+    pub gemv_shape: Option<(u32, u32)>,
+    /// How q4_0 / q4_1 / q8_0 matrices are stored on the GPU (`--kernel weights=packed`);
+    /// other formats, and the embedding table, keep their GGUF bytes.
+    pub weights: WeightLayout,
+    /// `None`: per adapter and context length ([`AttnVariant::for_adapter`]).
+    pub attention: Option<AttnVariant>,
+    pub fusions: Fusions,
+}
+
+impl KernelPlan {
+    /// What runs best on this adapter as far as measured: gemv and attention variants by
+    /// device type and features (see [`GemvVariant::for_adapter`]); every fusion on CPU
+    /// adapters, every fusion but `attention` on GPUs (H200, SmolLM2 q4_1, 128 tokens:
+    /// 833 tok/s without it, 790-809 with it: one workgroup per head walking the positions
+    /// is slower than three dispatches spread over heads and positions). Packed weights
+    /// on CPU adapters (lavapipe, SmolLM2 q4_1 `run`, 32 tokens, load 10 on 2 cores: CPU
+    /// time 2.0-2.5 s against 3.2-3.5 s, generation 8-16 against 4-7 tok/s: one 16-byte
+    /// load per block instead of five 4-byte ones); GGUF bytes on GPUs until measured.
+    pub fn for_adapter(gpu: &Gpu) -> KernelPlan {
+        let cpu = gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu;
+        KernelPlan {
+            gemv: GemvVariant::for_adapter(gpu),
+            gemv_shape: None,
+            weights: if cpu {
+                WeightLayout::Packed
+            } else {
+                WeightLayout::Gguf
+            },
+            attention: None,
+            fusions: if cpu {
+                Fusions::all()
+            } else {
+                Fusions::all().without(Fusion::Attention)
+            },
+        }
+    }
+
+    /// Applies one `--kernel` override, `OP=VARIANT` (`gemv=rows`, `attention=split`).
+    pub fn set_kernel(&mut self, spec: &str) -> Result<(), String> {
+        let (op, variant) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("`{spec}`: expected OP=VARIANT, e.g. gemv=subgroup"))?;
+        let names = |all: &[&str]| all.join(", ");
+        match op.trim() {
+            "gemv" => {
+                let (name, shape) = match variant.trim().split_once(':') {
+                    Some((name, shape)) => (
+                        name,
+                        Some(parse_shape(shape).map_err(|e| format!("`{spec}`: {e}"))?),
+                    ),
+                    None => (variant.trim(), None),
+                };
+                self.gemv = GemvVariant::parse(name).ok_or_else(|| {
+                    format!(
+                        "`{spec}`: unknown gemv variant (expected {}, optionally :LANESxROWS)",
+                        names(&GemvVariant::ALL.map(GemvVariant::name))
+                    )
+                })?;
+                self.gemv_shape = shape;
+            }
+            "weights" => {
+                self.weights = WeightLayout::parse(variant.trim()).ok_or_else(|| {
+                    format!(
+                        "`{spec}`: unknown weight layout (expected {})",
+                        names(&WeightLayout::ALL.map(WeightLayout::name))
+                    )
+                })?
+            }
+            "attention" => {
+                self.attention = Some(AttnVariant::parse(variant.trim()).ok_or_else(|| {
+                    format!(
+                        "`{spec}`: unknown attention variant (expected {})",
+                        names(&AttnVariant::ALL.map(AttnVariant::name))
+                    )
+                })?)
+            }
+            other => {
+                return Err(format!(
+                "`{spec}`: unknown op `{other}` (kernels with variants: gemv, attention, weights)"
+            ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `gpu` can run the chosen gemv variant (attention is checked per shape
+    /// when the graph is built).
+    pub fn check(&self, gpu: &Gpu) -> Result<(), String> {
+        self.gemv.supported(gpu)
+    }
+
+    /// The gemv variant's name with the fixed shape, if any (`blocks:16x4`).
+    pub fn gemv_name(&self) -> String {
+        match self.gemv_shape {
+            Some((lanes, rows)) => format!("{}:{lanes}x{rows}", self.gemv.name()),
+            None => self.gemv.name().to_string(),
+        }
+    }
+}
+
+/// `LANESxROWS` (lanes per row a power of two from 1 to 256, rows per lane 1 to 4).
+fn parse_shape(s: &str) -> Result<(u32, u32), String> {
+    let bad = || {
+        format!("bad gemv shape `{s}`: expected LANESxROWS, e.g. 16x2 (lanes a power of two up to 256, rows 1-4)")
+    };
+    let (lanes, rows) = s.trim().split_once('x').ok_or_else(bad)?;
+    let lanes: u32 = lanes.parse().map_err(|_| bad())?;
+    let rows: u32 = rows.parse().map_err(|_| bad())?;
+    if !lanes.is_power_of_two() || lanes > 256 || !(1..=4).contains(&rows) {
+        return Err(bad());
+    }
+    Ok((lanes, rows))
+}
+
+/// What a built decoder ran with, for [`gpuscope_trace::WorkloadDesc::settings`].
+pub(crate) fn settings(
+    plan: &KernelPlan,
+    gemv_detail: &str,
+    attention: AttnVariant,
+    skipped: &BTreeMap<&'static str, String>,
+) -> BTreeMap<String, String> {
+    let mut s = BTreeMap::new();
+    s.insert(
+        "gemv".into(),
+        format!("{}, {gemv_detail}", plan.gemv_name()),
+    );
+    s.insert("weights".into(), plan.weights.name().into());
+    s.insert("attention".into(), attention.name().into());
+    s.insert("fuse".into(), plan.fusions.describe());
+    for (fusion, why) in skipped {
+        s.insert(format!("fuse.{fusion}"), format!("skipped: {why}"));
+    }
+    s
+}

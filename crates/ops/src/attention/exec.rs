@@ -1,0 +1,126 @@
+//! CPU execution of `attention`, `attention_batched`, `attn_scores` and `attn_values`
+//! dispatches (see [`crate::exec`]).
+
+use super::{AttnBatched, AttnFused, AttnScores, AttnValues};
+use crate::exec::{Call, ExecError};
+use crate::Real;
+
+pub(crate) fn batched_shaders() -> Vec<&'static str> {
+    vec![super::batched::batched_shader().name]
+}
+
+/// (n_heads, n_kv_heads, head_dim, max_ctx) from the constants, checked.
+fn shape<T: Real>(c: &Call<T>) -> Result<(u32, u32, u32, u32), ExecError> {
+    let s = (
+        c.u32_const("N_HEADS")?,
+        c.u32_const("N_KV_HEADS")?,
+        c.u32_const("HEAD_DIM")?,
+        c.u32_const("MAX_CTX")?,
+    );
+    if s.1 == 0 || s.0 % s.1 != 0 {
+        return Err(ExecError::Constant {
+            shader: c.shader().to_string(),
+            name: "N_KV_HEADS".into(),
+            problem: format!("{}, which does not divide N_HEADS {}", s.1, s.0),
+        });
+    }
+    Ok(s)
+}
+
+/// `n_ctx = step[1]`, clamped to the cache as the kernels do.
+fn n_ctx<T: Real>(c: &Call<T>, max_ctx: u32) -> Result<u32, ExecError> {
+    Ok(c.u32_at(0, 1)?.min(max_ctx))
+}
+
+fn need_qkv<T: Real>(c: &Call<T>, (h, kv, hd, ctx): (u32, u32, u32, u32)) -> Result<(), ExecError> {
+    c.need_words(1, (h * hd) as u64)?;
+    c.need_words(2, (kv * hd) as u64 * ctx as u64)
+}
+
+/// Bindings: step, q, k_cache, v_cache, out.
+pub(crate) fn run_fused<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let s @ (n_heads, n_kv_heads, head_dim, max_ctx) = shape(c)?;
+    need_qkv(c, s)?;
+    c.need_words(3, (n_kv_heads * head_dim) as u64 * max_ctx as u64)?;
+    c.need_words(4, (n_heads * head_dim) as u64)?;
+    let op = AttnFused {
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        max_ctx,
+    };
+    let n = n_ctx(c, max_ctx)?;
+    let (q, k, v) = (c.floats(1)?, c.floats(2)?, c.floats(3)?);
+    op.cpu(n, &q, &k, &v, c.out(4)?);
+    Ok(())
+}
+
+/// Bindings: params (`[pos0, n_rows, ..]`), q (rows `Q_STRIDE` apart), k_cache, v_cache,
+/// out (rows `OUT_STRIDE` apart).
+pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (n_heads, n_kv_heads, head_dim, max_ctx) = shape(c)?;
+    let (pos0, n_rows) = (c.u32_at(0, 0)?, c.u32_at(0, 1)?);
+    let op = AttnBatched {
+        attn: AttnFused {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            max_ctx,
+        },
+        max_batch: n_rows,
+        q_stride: c.u32_const("Q_STRIDE")?,
+        out_stride: c.u32_const("OUT_STRIDE")?,
+    };
+    let hq = (n_heads * head_dim) as u64;
+    let rows = n_rows as u64;
+    c.need_words(1, op.q_stride as u64 * rows.saturating_sub(1) + hq)?;
+    for b in [2, 3] {
+        c.need_words(b, (n_kv_heads * head_dim) as u64 * max_ctx as u64)?;
+    }
+    c.need_words(4, op.out_stride as u64 * rows.saturating_sub(1) + hq)?;
+    // Row b sees min(pos0 + b + 1, max_ctx) cache rows, as the kernel clamps.
+    let (q, k, v) = (c.floats(1)?, c.floats(2)?, c.floats(3)?);
+    let out = c.out(4)?;
+    for b in 0..n_rows {
+        let row = AttnBatched { max_batch: 1, ..op };
+        let n = (pos0 + b + 1).min(max_ctx);
+        let (qo, oo) = ((b * op.q_stride) as usize, (b * op.out_stride) as usize);
+        row.cpu(n - 1, 1, &q[qo..], &k, &v, &mut out[oo..]);
+    }
+    Ok(())
+}
+
+/// Bindings: step, q, k_cache, scores.
+pub(crate) fn run_scores<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let s @ (n_heads, n_kv_heads, head_dim, max_ctx) = shape(c)?;
+    need_qkv(c, s)?;
+    c.need_words(3, n_heads as u64 * max_ctx as u64)?;
+    let op = AttnScores {
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        max_ctx,
+    };
+    let n = n_ctx(c, max_ctx)?;
+    let (q, k) = (c.floats(1)?, c.floats(2)?);
+    op.cpu(n, &q, &k, c.out(3)?);
+    Ok(())
+}
+
+/// Bindings: step, probs, v_cache, out.
+pub(crate) fn run_values<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (n_heads, n_kv_heads, head_dim, max_ctx) = shape(c)?;
+    c.need_words(1, n_heads as u64 * max_ctx as u64)?;
+    c.need_words(2, (n_kv_heads * head_dim) as u64 * max_ctx as u64)?;
+    c.need_words(3, (n_heads * head_dim) as u64)?;
+    let op = AttnValues {
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        max_ctx,
+    };
+    let n = n_ctx(c, max_ctx)?;
+    let (p, v) = (c.floats(1)?, c.floats(2)?);
+    op.cpu(n, &p, &v, c.out(3)?);
+    Ok(())
+}

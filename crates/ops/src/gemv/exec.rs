@@ -1,0 +1,210 @@
+//! CPU execution of the gemv family's dispatches (see [`crate::exec`]): the composed
+//! `gemv_<format>...` shaders (every variant, layout and fused form; what a shader
+//! computes comes from its name, [`ShaderKey::name`]) and `gemv_batched_<format>[.packed]`.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use super::shader::{EpilogueKind, ShaderKey};
+use super::{batched_shader, Gemv, GemvBatched, GemvEpilogue, GemvFused, WeightLayout};
+use crate::exec::{Call, ExecError};
+use crate::rope::Rope;
+use crate::{Real, WeightFormat};
+
+/// Every composed gemv shader, by name.
+fn keys() -> &'static HashMap<String, ShaderKey> {
+    static KEYS: OnceLock<HashMap<String, ShaderKey>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        [false, true]
+            .into_iter()
+            .flat_map(|norm| {
+                [EpilogueKind::Store, EpilogueKind::Rope, EpilogueKind::Silu]
+                    .into_iter()
+                    .flat_map(move |e| ShaderKey::all(norm, e))
+            })
+            .map(|k| (k.name(), k))
+            .collect()
+    })
+}
+
+/// The names of the composed shaders with this input and epilogue (one executor entry
+/// each: their bindings differ).
+pub(crate) fn fused_shaders(norm: bool, epilogue: EpilogueKind) -> Vec<&'static str> {
+    static NAMES: OnceLock<Vec<(bool, EpilogueKind, &'static str)>> = OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            keys()
+                .iter()
+                .map(|(name, k)| (k.norm, k.epilogue, name.as_str()))
+                .collect()
+        })
+        .iter()
+        .filter(|(n, e, _)| (*n, *e) == (norm, epilogue))
+        .map(|(_, _, name)| *name)
+        .collect()
+}
+
+fn bad_const<T: Real>(c: &Call<T>, name: &str, problem: String) -> ExecError {
+    ExecError::Constant {
+        shader: c.shader().to_string(),
+        name: name.into(),
+        problem,
+    }
+}
+
+/// The matrix: `rows` physical rows (packed: from SCALES_AT, which counts every block).
+fn gemv<T: Real>(
+    c: &Call<T>,
+    format: WeightFormat,
+    layout: WeightLayout,
+    rows: u32,
+) -> Result<Gemv, ExecError> {
+    let cols = c.u32_const("COLS")?;
+    if format.row_bytes(cols as u64).is_err() {
+        return Err(bad_const(
+            c,
+            "COLS",
+            format!("{cols}, not whole {} blocks", format.name()),
+        ));
+    }
+    let rows = match layout {
+        WeightLayout::Gguf => rows,
+        WeightLayout::Packed => {
+            let at = c.u32_const("SCALES_AT")? as u64;
+            let per_row = cols as u64 / 32 * if format == WeightFormat::Q8_0 { 2 } else { 1 };
+            u32::try_from(at / per_row.max(1)).unwrap_or(u32::MAX)
+        }
+    };
+    let g = Gemv {
+        rows,
+        cols,
+        format,
+        out_offset: c.u32_const("OUT_OFFSET")?,
+        layout,
+    };
+    c.need_bytes(0, g.buffer_bytes(), "matrix")?;
+    Ok(g)
+}
+
+/// Bindings: w, x, y, then the norm weight (with rms_norm folded in), then step, k_cache,
+/// v_cache (rope epilogue). The oracle is [`GemvFused::cpu`].
+pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let key = *keys()
+        .get(c.shader())
+        .ok_or_else(|| ExecError::NoExecutor {
+            shader: c.shader().to_string(),
+        })?;
+    let logical_rows = c.u32_const("ROWS")?;
+    let (epilogue, rows) = match key.epilogue {
+        EpilogueKind::Store => {
+            let e = if c.flag_const("ACCUMULATE")? {
+                GemvEpilogue::Accumulate
+            } else {
+                GemvEpilogue::Store
+            };
+            (e, logical_rows)
+        }
+        EpilogueKind::Silu => {
+            let (n, up_row) = (logical_rows / 2, c.u32_const("UP_ROW")?);
+            (GemvEpilogue::SiluMul { n, up_row }, up_row + n)
+        }
+        EpilogueKind::Rope => {
+            let head_dim = c.u32_const("HEAD_DIM")?.max(1);
+            let rope = Rope {
+                n_heads: c.u32_const("Q_DIM")? / head_dim,
+                n_kv_heads: c.u32_const("KV_DIM")? / head_dim,
+                head_dim,
+                rope_dims: c.u32_const("ROPE_DIMS")?,
+                base: c.f32_const("BASE")?,
+                max_ctx: c.u32_const("MAX_CTX")?,
+            };
+            (GemvEpilogue::RopeKv(rope), logical_rows)
+        }
+    };
+    let op = GemvFused {
+        gemv: gemv(c, key.format, key.layout, rows)?,
+        norm: if key.norm {
+            Some(c.f32_const("EPS")?)
+        } else {
+            None
+        },
+        epilogue,
+    };
+    let g = op.gemv;
+    c.need_words(1, g.cols as u64)?;
+    let (norm_binding, rope_first) = super::shader::binding_numbers(key.norm);
+    let nw = if key.norm {
+        c.need_words(norm_binding, g.cols as u64)?;
+        Some(c.floats(norm_binding)?)
+    } else {
+        None
+    };
+    let (w, x) = (c.bytes(0)?, c.floats(1)?);
+    match op.epilogue {
+        GemvEpilogue::RopeKv(rope) => {
+            let (step, kc, vc) = (rope_first, rope_first + 1, rope_first + 2);
+            let q_dim = (rope.n_heads * rope.head_dim) as u64;
+            c.need_words(2, q_dim.min(g.out_offset as u64 + g.rows as u64))?;
+            c.need_words(kc, rope.kv_row() * rope.max_ctx as u64)?;
+            c.need_words(vc, rope.kv_row() * rope.max_ctx as u64)?;
+            let pos = c.u32_at(step, 0)?;
+            let (mut y, mut k, mut v) = (c.floats(2)?, c.floats(kc)?, c.floats(vc)?);
+            op.cpu(
+                w,
+                &x,
+                nw.as_deref(),
+                &mut y,
+                Some((pos, &mut k[..], &mut v[..])),
+            );
+            c.out(2)?.copy_from_slice(&y);
+            c.out(kc)?.copy_from_slice(&k);
+            c.out(vc)?.copy_from_slice(&v);
+        }
+        GemvEpilogue::SiluMul { n, .. } => {
+            c.need_words(2, g.out_offset as u64 + n as u64)?;
+            op.cpu(w, &x, nw.as_deref(), c.out(2)?, None);
+        }
+        _ => {
+            c.need_words(2, g.out_offset as u64 + g.rows as u64)?;
+            op.cpu(w, &x, nw.as_deref(), c.out(2)?, None);
+        }
+    }
+    Ok(())
+}
+
+/// Every batched shader, by name.
+pub(crate) fn batched_shaders() -> Vec<&'static str> {
+    WeightLayout::ALL
+        .into_iter()
+        .flat_map(|l| {
+            WeightFormat::ALL
+                .into_iter()
+                .filter(move |f| l.supports(*f))
+                .map(move |f| batched_shader(f, l).name)
+        })
+        .collect()
+}
+
+/// Bindings: w, x (`n_rows × cols`), y (`n_rows × Y_STRIDE`), params (`[pos0, n_rows, ..]`).
+pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (format, layout) = WeightLayout::ALL
+        .into_iter()
+        .flat_map(|l| WeightFormat::ALL.into_iter().map(move |f| (f, l)))
+        .find(|(f, l)| l.supports(*f) && batched_shader(*f, *l).name == c.shader())
+        .ok_or_else(|| ExecError::NoExecutor {
+            shader: c.shader().to_string(),
+        })?;
+    let g = gemv(c, format, layout, c.u32_const("ROWS")?)?;
+    let n_rows = c.u32_at(3, 1)?;
+    let op = GemvBatched {
+        gemv: g,
+        max_batch: n_rows,
+        y_stride: c.u32_const("Y_STRIDE")?,
+    };
+    c.need_words(1, g.cols as u64 * n_rows as u64)?;
+    c.need_words(2, op.y_stride as u64 * n_rows as u64)?;
+    let accumulate = c.flag_const("ACCUMULATE")?;
+    let (w, x) = (c.bytes(0)?, c.floats(1)?);
+    op.cpu(w, &x, c.out(2)?, n_rows, accumulate);
+    Ok(())
+}

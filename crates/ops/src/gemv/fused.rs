@@ -1,0 +1,386 @@
+//! [`GemvFused`]: a gemv with rms_norm folded into its input and/or an epilogue that does
+//! the next op's work on the rows as they come out of the dot products (the decoder's
+//! dispatch count per layer goes from 9 to 5 with every fusion on).
+//!
+//! Op names (the kernel family, what reports group by): `gemv_<fmt>` for the plain and
+//! accumulating forms, `rms_norm+` in front when the norm is folded in, `+rope` or
+//! `+silu_mul` behind for those epilogues, e.g. `rms_norm+gemv_q4_1+rope`. The struct's
+//! fields are everything a CPU executor needs; [`GemvFused::cpu`] is the oracle.
+
+use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError};
+
+use super::shader::{self, EpilogueKind, ShaderKey};
+use super::{
+    Gemv, GemvTuning, GemvVariant, MAX_ROWS_PER_THREAD, ROWS_WORKGROUP_SIZE, WORKGROUP_SIZE,
+};
+use crate::rope::Rope;
+
+/// What happens to each row's dot product.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GemvEpilogue {
+    /// `y[out_offset + r] = row r`.
+    Store,
+    /// `y[out_offset + r] += row r` (a residual add).
+    Accumulate,
+    /// The matrix is (part of) the stacked q | k | v projection; global row
+    /// `g = out_offset + r` is q for `g < q_dim`, k for the next `kv_dim`, v after. q rows
+    /// are rope-rotated into `y`, k rows rotated into the KV cache row `pos`, v rows copied
+    /// into the V cache row `pos`, as [`Rope::cpu`] does (`pos` from the step buffer).
+    RopeKv(Rope),
+    /// The matrix is the stacked gate | up projection: rows `0..n` gate, rows
+    /// `up_row..up_row + n` up; `y[out_offset + j] = silu(gate_j) · up_j`.
+    SiluMul { n: u32, up_row: u32 },
+}
+
+/// A gemv with optional fusions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GemvFused {
+    /// The matrix (`rows` is all of its rows, padding included) and where rows land.
+    pub gemv: Gemv,
+    /// `Some(eps)`: x is the residual stream and the kernel multiplies it by the norm
+    /// weight and 1 / sqrt(mean(x²) + eps) first (rms_norm folded in).
+    pub norm: Option<f32>,
+    pub epilogue: GemvEpilogue,
+}
+
+/// The buffers a [`GemvFused`] dispatch binds.
+#[derive(Debug, Clone, Copy)]
+pub struct GemvBuffers<'a> {
+    pub w: &'a GpuBuffer,
+    pub x: &'a GpuBuffer,
+    pub y: &'a GpuBuffer,
+    /// The rms_norm weight (`cols` f32), with `norm`.
+    pub norm_weight: Option<&'a GpuBuffer>,
+    /// The step buffer (`[pos, ..]`), K cache and V cache, with [`GemvEpilogue::RopeKv`].
+    pub kv: Option<(&'a GpuBuffer, &'a GpuBuffer, &'a GpuBuffer)>,
+}
+
+impl<'a> GemvBuffers<'a> {
+    pub fn new(w: &'a GpuBuffer, x: &'a GpuBuffer, y: &'a GpuBuffer) -> GemvBuffers<'a> {
+        GemvBuffers {
+            w,
+            x,
+            y,
+            norm_weight: None,
+            kv: None,
+        }
+    }
+}
+
+impl GemvFused {
+    pub fn plain(gemv: Gemv) -> GemvFused {
+        GemvFused {
+            gemv,
+            norm: None,
+            epilogue: GemvEpilogue::Store,
+        }
+    }
+
+    /// The kernel family: `gemv_q4_1`, `rms_norm+gemv_q4_1+rope`, ...
+    pub fn op_name(&self) -> String {
+        shader::op_name(self.gemv.format, self.norm.is_some(), self.epilogue_kind())
+    }
+
+    pub(crate) fn epilogue_kind(&self) -> EpilogueKind {
+        match self.epilogue {
+            GemvEpilogue::Store | GemvEpilogue::Accumulate => EpilogueKind::Store,
+            GemvEpilogue::RopeKv(_) => EpilogueKind::Rope,
+            GemvEpilogue::SiluMul { .. } => EpilogueKind::Silu,
+        }
+    }
+
+    /// Rows as the frame counts them: matrix rows, or gate/up pairs × 2 for silu_mul.
+    pub(crate) fn logical_rows(&self) -> u32 {
+        match self.epilogue {
+            GemvEpilogue::SiluMul { n, .. } => 2 * n,
+            _ => self.gemv.rows,
+        }
+    }
+
+    /// The epilogue works on row pairs, so each lane must own whole pairs.
+    fn pairs(&self) -> bool {
+        matches!(
+            self.epilogue,
+            GemvEpilogue::RopeKv(_) | GemvEpilogue::SiluMul { .. }
+        )
+    }
+
+    /// Adjusts a tuning to what the epilogue needs (2 or 4 rows per lane for the pair
+    /// epilogues); tunings of [`Gemv::tuning`] go through here in the decoder.
+    pub fn fit_tuning(&self, mut tuning: GemvTuning) -> GemvTuning {
+        if self.pairs() && tuning.rows_per_thread % 2 == 1 {
+            tuning.rows_per_thread = (tuning.rows_per_thread + 1).min(MAX_ROWS_PER_THREAD);
+        }
+        tuning
+    }
+
+    /// The composed shader for `variant` (`subgroup_reduce`: the lanes frames' reduction
+    /// by subgroup shuffles, see [`GemvVariant::subgroup_reduce`]; `x_shared`: the `rows`
+    /// frame's x through subgroup shuffles, see `input_shared.wgsl`).
+    pub fn shader(
+        &self,
+        variant: GemvVariant,
+        subgroup_reduce: bool,
+        x_shared: bool,
+    ) -> &'static gpuscope_runtime::ShaderSource {
+        let key = ShaderKey {
+            variant,
+            subgroup_reduce: subgroup_reduce && variant != GemvVariant::Rows,
+            layout: self.gemv.layout,
+            format: self.gemv.format,
+            norm: self.norm.is_some(),
+            epilogue: self.epilogue_kind(),
+            x_shared,
+        };
+        shader::shader(key, key.name())
+    }
+
+    fn invalid(&self, what: impl std::fmt::Display) -> GpuError {
+        GpuError::Invalid(format!(
+            "{} {}x{}: {what}",
+            self.op_name(),
+            self.gemv.rows,
+            self.gemv.cols
+        ))
+    }
+
+    fn check_tuning(&self, gpu: &Gpu, t: GemvTuning) -> Result<(), GpuError> {
+        let GemvTuning {
+            variant,
+            threads_per_row: tpr,
+            rows_per_thread: nr,
+        } = t;
+        variant.supported(gpu).map_err(|e| self.invalid(e))?;
+        let max_tpr = variant.max_threads_per_row(gpu);
+        if !tpr.is_power_of_two() || tpr > max_tpr {
+            return Err(self.invalid(format!(
+                "threads_per_row {tpr} is not a power of two from 1 to {max_tpr} (variant {})",
+                variant.name()
+            )));
+        }
+        if !(1..=MAX_ROWS_PER_THREAD).contains(&nr) {
+            return Err(self.invalid(format!(
+                "rows_per_thread {nr} is not from 1 to {MAX_ROWS_PER_THREAD}"
+            )));
+        }
+        if self.pairs() && nr % 2 != 0 {
+            return Err(self.invalid(format!(
+                "rows_per_thread {nr}: the {} epilogue needs whole row pairs per lane (2 or 4)",
+                self.op_name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks the shape, the epilogue's constraints and the buffers' sizes.
+    fn check(&self, b: &GemvBuffers) -> Result<(), GpuError> {
+        let g = &self.gemv;
+        if g.rows == 0 || g.cols == 0 {
+            return Err(self.invalid("empty matrix"));
+        }
+        g.format
+            .row_bytes(u64::from(g.cols))
+            .map_err(|e| self.invalid(e))?;
+        // Kernels index with u32; a binding is at most 4 GiB anyway, but the element
+        // index of f32/f16 rows and the output index must not wrap either.
+        let elems = u64::from(g.rows) * u64::from(g.cols);
+        if elems > u64::from(u32::MAX)
+            || g.weight_bytes() > u64::from(u32::MAX)
+            || u64::from(g.out_offset) + u64::from(g.rows) > u64::from(u32::MAX)
+        {
+            return Err(self.invalid("more than 2^32 elements: split the matrix into row chunks"));
+        }
+        let need = |buf: &GpuBuffer, bytes: u64, what: &str| {
+            if buf.size() < bytes {
+                Err(self.invalid(format!(
+                    "{what} buffer \"{}\" has {} bytes, needs {bytes}",
+                    buf.label(),
+                    buf.size()
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        if !g.layout.supports(g.format) {
+            return Err(self.invalid(format!(
+                "{} has no {} weight layout",
+                g.format.name(),
+                g.layout.name()
+            )));
+        }
+        need(b.w, g.buffer_bytes(), "weight")?;
+        need(b.x, u64::from(g.cols) * 4, "x")?;
+        let out_end = match self.epilogue {
+            GemvEpilogue::SiluMul { n, .. } => u64::from(g.out_offset) + u64::from(n),
+            _ => u64::from(g.out_offset) + u64::from(g.rows),
+        };
+        match (self.norm, b.norm_weight) {
+            (Some(_), Some(nw)) => need(nw, u64::from(g.cols) * 4, "norm weight")?,
+            (Some(_), None) => {
+                return Err(self.invalid("rms_norm folded in but no norm weight bound"))
+            }
+            (None, _) => {}
+        }
+        match self.epilogue {
+            GemvEpilogue::Store | GemvEpilogue::Accumulate => need(b.y, out_end * 4, "y")?,
+            GemvEpilogue::SiluMul { n, up_row } => {
+                if up_row < n || u64::from(up_row) + u64::from(n) > u64::from(g.rows) {
+                    return Err(self.invalid(format!(
+                        "silu_mul: up rows {up_row}..{} must follow the {n} gate rows inside the matrix",
+                        u64::from(up_row) + u64::from(n)
+                    )));
+                }
+                need(b.y, out_end * 4, "y")?;
+            }
+            GemvEpilogue::RopeKv(rope) => {
+                let q_dim = rope.n_heads * rope.head_dim;
+                let kv_dim = rope.n_kv_heads * rope.head_dim;
+                let ok_rope = rope.head_dim % 2 == 0
+                    && rope.rope_dims % 2 == 0
+                    && rope.rope_dims <= rope.head_dim
+                    && rope.max_ctx > 0;
+                if !ok_rope {
+                    return Err(self.invalid(format!("rope: bad shape {rope:?}")));
+                }
+                if g.out_offset % 2 != 0
+                    || g.rows % 2 != 0
+                    || u64::from(g.out_offset) + u64::from(g.rows)
+                        > u64::from(q_dim) + 2 * u64::from(kv_dim)
+                {
+                    return Err(self.invalid(format!(
+                        "rope: rows {}..{} must be whole pairs within q|k|v ({} rows)",
+                        g.out_offset,
+                        u64::from(g.out_offset) + u64::from(g.rows),
+                        q_dim + 2 * kv_dim
+                    )));
+                }
+                let Some((step, kc, vc)) = b.kv else {
+                    return Err(self.invalid("rope: no step buffer and KV cache bound"));
+                };
+                need(b.y, u64::from(q_dim).min(out_end) * 4, "y (q)")?;
+                need(step, 16, "step")?;
+                let cache = 4 * u64::from(kv_dim) * u64::from(rope.max_ctx);
+                need(kc, cache, "k_cache")?;
+                need(vc, cache, "v_cache")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the dispatch.
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        tuning: GemvTuning,
+        b: &GemvBuffers,
+    ) -> Result<Dispatch, GpuError> {
+        self.dispatch_planted(gpu, tuning, b, 0)
+    }
+
+    /// Like [`Self::dispatch`], with a *planted slowdown* for tests of the regression
+    /// gate: every lane computes its dot products `extra_passes` more times
+    /// (`EXTRA_PASSES` in the frames). The output is the same and so are the dispatch,
+    /// its declared cost and every counter: only GPU time grows, which is what the gate
+    /// must catch from timings alone. 0 is [`Self::dispatch`].
+    pub fn dispatch_planted(
+        &self,
+        gpu: &Gpu,
+        tuning: GemvTuning,
+        b: &GemvBuffers,
+        extra_passes: u32,
+    ) -> Result<Dispatch, GpuError> {
+        self.check_tuning(gpu, tuning)?;
+        self.check(b)?;
+        let g = &self.gemv;
+        let GemvTuning {
+            variant,
+            threads_per_row,
+            rows_per_thread,
+        } = tuning;
+        let rows = self.logical_rows();
+        let mut constants: Vec<(&str, f64)> = vec![
+            ("ROWS", f64::from(rows)),
+            ("COLS", f64::from(g.cols)),
+            ("OUT_OFFSET", f64::from(g.out_offset)),
+            ("NR", f64::from(rows_per_thread)),
+        ];
+        let rows_per_wg = match variant {
+            GemvVariant::Rows => {
+                constants.push(("WG", f64::from(ROWS_WORKGROUP_SIZE)));
+                ROWS_WORKGROUP_SIZE * rows_per_thread
+            }
+            _ => {
+                constants.push(("TPR", f64::from(threads_per_row)));
+                WORKGROUP_SIZE / threads_per_row * rows_per_thread
+            }
+        };
+        if let Some(eps) = self.norm {
+            constants.push(("EPS", f64::from(eps)));
+        }
+        if g.layout == super::WeightLayout::Packed {
+            constants.push((
+                "SCALES_AT",
+                f64::from(super::WeightLayout::scales_at(g.format, g.rows, g.cols)),
+            ));
+        }
+        // Only when planted, so every other pipeline keeps its cache key.
+        if extra_passes > 0 {
+            constants.push(("EXTRA_PASSES", f64::from(extra_passes)));
+        }
+        let mut buffers: Vec<&GpuBuffer> = vec![b.w, b.x, b.y];
+        let mut reads: Vec<&GpuBuffer> = vec![b.w, b.x];
+        let mut writes: Vec<&GpuBuffer> = vec![b.y];
+        if let (Some(_), Some(nw)) = (self.norm, b.norm_weight) {
+            buffers.push(nw);
+            reads.push(nw);
+        }
+        match self.epilogue {
+            GemvEpilogue::Store => constants.push(("ACCUMULATE", 0.0)),
+            GemvEpilogue::Accumulate => {
+                constants.push(("ACCUMULATE", 1.0));
+                reads.push(b.y);
+            }
+            GemvEpilogue::SiluMul { up_row, .. } => constants.push(("UP_ROW", f64::from(up_row))),
+            GemvEpilogue::RopeKv(rope) => {
+                constants.extend([
+                    ("Q_DIM", f64::from(rope.n_heads * rope.head_dim)),
+                    ("KV_DIM", f64::from(rope.n_kv_heads * rope.head_dim)),
+                    ("HEAD_DIM", f64::from(rope.head_dim)),
+                    ("ROPE_DIMS", f64::from(rope.rope_dims)),
+                    ("BASE", f64::from(rope.base)),
+                    ("MAX_CTX", f64::from(rope.max_ctx)),
+                ]);
+                let (step, kc, vc) = b.kv.expect("checked");
+                buffers.extend([step, kc, vc]);
+                reads.push(step);
+                writes.extend([kc, vc]);
+            }
+        }
+        let x_shared = shader::x_shared(gpu, variant, g.format);
+        // Built without naga's runtime checks (no loop counters in the unit loops, no
+        // clamps). In range by construction, with the sizes `check` verified: weight rows
+        // are clamped to ROWS - 1 (silu's up rows < up_row + n <= rows), units < n_units,
+        // and a unit's words lie in its row's blocks but for q4_0's and q8_0's spliced
+        // word, at most 2 bytes past the last block, inside the buffer's 4-byte padding;
+        // x (and the norm weight) are read below COLS (/ 4 as vec4); y is written below
+        // out_offset + rows (silu: + n; rope: q rows below q_dim); KV-cache rows only
+        // for pos < MAX_CTX; workgroup arrays at lid + s < (group + 1) · TPR <= 256.
+        // Every loop is bounded by a constant (units, x's length, EXTRA_PASSES) or halves
+        // to 0.
+        let pipeline = gpu.pipeline_trusted(
+            self.shader(variant, variant.subgroup_reduce(gpu), x_shared),
+            "main",
+            &constants,
+        )?;
+        let bind_group = gpu.bind_group(&pipeline, &buffers)?;
+        Ok(Dispatch::new(
+            self.op_name(),
+            pipeline,
+            bind_group,
+            grid_2d(rows.div_ceil(rows_per_wg)),
+            self.cost(),
+            &reads,
+            &writes,
+        ))
+    }
+}

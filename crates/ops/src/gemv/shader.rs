@@ -1,0 +1,272 @@
+//! Composing a gemv shader from its pieces: a frame (how rows map to threads), the weight
+//! format's `unit_dot`, the input (x as it is, or rms-normed on the fly) and the epilogue
+//! (store, accumulate, rope + KV cache, silu·mul). Each combination in use is built once
+//! and kept for the life of the process (pipelines refer to their source by `&'static`).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use gpuscope_runtime::ShaderSource;
+
+use super::{GemvVariant, WeightLayout};
+use crate::quant::WeightFormat;
+
+/// What the shader does after the dot products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum EpilogueKind {
+    /// y = row (or y += row with the ACCUMULATE constant).
+    Store,
+    /// Rope on q and k rows, k and v rows into the KV cache.
+    Rope,
+    /// y[j] = silu(gate_j) · up_j.
+    Silu,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ShaderKey {
+    pub variant: GemvVariant,
+    /// The lanes frames' reduction: subgroup shuffles (else a shared-memory tree).
+    pub subgroup_reduce: bool,
+    pub layout: WeightLayout,
+    pub format: WeightFormat,
+    pub norm: bool,
+    pub epilogue: EpilogueKind,
+    /// x shared through subgroup shuffles (`input_shared.wgsl`; `rows` frame only).
+    pub x_shared: bool,
+}
+
+/// The kernel family of a fused form: `gemv_q4_1`, `rms_norm+gemv_q4_1+rope`, ...
+pub(crate) fn op_name(format: WeightFormat, norm: bool, epilogue: EpilogueKind) -> String {
+    let gemv = super::Gemv {
+        rows: 1,
+        cols: format.block_elems(),
+        format,
+        out_offset: 0,
+        layout: WeightLayout::Gguf,
+    };
+    let mut name = String::new();
+    if norm {
+        name.push_str("rms_norm+");
+    }
+    name.push_str(gemv.op_name());
+    match epilogue {
+        EpilogueKind::Store => {}
+        EpilogueKind::Rope => name.push_str("+rope"),
+        EpilogueKind::Silu => name.push_str("+silu_mul"),
+    }
+    name
+}
+
+impl ShaderKey {
+    /// The shader's name: the op name, the variant, then what else distinguishes it
+    /// (`rms_norm+gemv_q4_1+rope.blocks.packed.subgroup`). CPU executors find the
+    /// kernel by this name (`exec.rs`).
+    pub(crate) fn name(&self) -> String {
+        let mut name = format!(
+            "{}.{}",
+            op_name(self.format, self.norm, self.epilogue),
+            self.variant.name()
+        );
+        if self.layout != WeightLayout::Gguf {
+            name += &format!(".{}", self.layout.name());
+        }
+        if self.x_shared {
+            name += ".xshared";
+        }
+        if self.variant == GemvVariant::Blocks {
+            name += if self.subgroup_reduce {
+                ".subgroup"
+            } else {
+                ".shared"
+            };
+        }
+        name
+    }
+
+    /// Every key a dispatch can use with this input and epilogue.
+    pub(crate) fn all(norm: bool, epilogue: EpilogueKind) -> Vec<ShaderKey> {
+        let mut keys = Vec::new();
+        for variant in GemvVariant::ALL {
+            for format in WeightFormat::ALL {
+                for layout in WeightLayout::ALL.into_iter().filter(|l| l.supports(format)) {
+                    for (x_shared, subgroup_reduce) in
+                        [(false, false), (false, true), (true, false)]
+                    {
+                        let possible = match variant {
+                            GemvVariant::Shared => !subgroup_reduce && !x_shared,
+                            GemvVariant::Subgroup => subgroup_reduce,
+                            GemvVariant::Rows => !subgroup_reduce,
+                            GemvVariant::Blocks => !x_shared,
+                        };
+                        if possible {
+                            keys.push(ShaderKey {
+                                variant,
+                                subgroup_reduce,
+                                layout,
+                                format,
+                                norm,
+                                epilogue,
+                                x_shared,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        keys
+    }
+}
+
+/// The format's part for a layout: its bindings and `unit_dot` (packed: also
+/// `block_dot`), plus the block-format helpers.
+pub(crate) fn format_part(format: WeightFormat, layout: WeightLayout) -> &'static str {
+    macro_rules! quant {
+        ($file:literal) => {
+            concat!(include_str!($file), "\n", include_str!("quant_common.wgsl"))
+        };
+    }
+    macro_rules! packed {
+        ($file:literal) => {
+            concat!(include_str!("packed_common.wgsl"), "\n", quant!($file))
+        };
+    }
+    if layout == WeightLayout::Packed {
+        return match format {
+            WeightFormat::Q4_0 => packed!("packed_q4_0.wgsl"),
+            WeightFormat::Q4_1 => packed!("packed_q4_1.wgsl"),
+            WeightFormat::Q8_0 => packed!("packed_q8_0.wgsl"),
+            other => panic!("{} has no packed layout", other.name()),
+        };
+    }
+    match format {
+        WeightFormat::F32 => include_str!("kernel_f32.wgsl"),
+        WeightFormat::F16 => include_str!("kernel_f16.wgsl"),
+        WeightFormat::BF16 => include_str!("kernel_bf16.wgsl"),
+        WeightFormat::Q8_0 => quant!("kernel_q8_0.wgsl"),
+        WeightFormat::Q4_0 => quant!("kernel_q4_0.wgsl"),
+        WeightFormat::Q4_1 => quant!("kernel_q4_1.wgsl"),
+        WeightFormat::Q4_K => quant!("kernel_q4_k.wgsl"),
+        WeightFormat::Q5_K => quant!("kernel_q5_k.wgsl"),
+        WeightFormat::Q6_K => quant!("kernel_q6_k.wgsl"),
+    }
+}
+
+/// Whether the format's kernel reads x as `vec4<f32>` (the block formats) or `f32`.
+pub(crate) fn x_is_vec4(format: WeightFormat) -> bool {
+    format.is_quantized()
+}
+
+/// `xsq` (x squared, summed over a vec4) for x's element type.
+pub(crate) fn x_helpers(format: WeightFormat) -> &'static str {
+    if x_is_vec4(format) {
+        "fn xsq(v: XT) -> f32 {\n    return dot(v, v);\n}\n"
+    } else {
+        "fn xsq(v: XT) -> f32 {\n    return v * v;\n}\n"
+    }
+}
+
+/// Binding numbers past w (0), x (1) and y (2): the norm weight, then step, k_cache and
+/// v_cache. Bind groups take buffers in binding order, so the numbers are consecutive.
+pub(crate) fn binding_numbers(norm: bool) -> (u32, u32) {
+    let norm_binding = 3;
+    let rope_first = if norm { 4 } else { 3 };
+    (norm_binding, rope_first)
+}
+
+fn compose(key: ShaderKey, name: &str) -> String {
+    let frame = match key.variant {
+        GemvVariant::Rows => include_str!("kernel_rows.wgsl").to_string(),
+        lanes => {
+            let reduce = if key.subgroup_reduce {
+                include_str!("reduce_subgroup.wgsl")
+            } else {
+                include_str!("reduce_shared.wgsl")
+            };
+            let whole_blocks = lanes == GemvVariant::Blocks;
+            format!(
+                "{}\n{reduce}",
+                include_str!("kernel.wgsl").replace("WHOLE_BLOCKS_ON", &whole_blocks.to_string())
+            )
+        }
+    };
+    // block_dot: in the packed format files; for GGUF bytes a file per block format, or
+    // four unit_dots.
+    let block = match (key.layout, key.format) {
+        (WeightLayout::Packed, _) => "",
+        (WeightLayout::Gguf, WeightFormat::Q4_0) => include_str!("block_q4_0.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q4_1) => include_str!("block_q4_1.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q8_0) => include_str!("block_q8_0.wgsl"),
+        (WeightLayout::Gguf, _) => include_str!("block_generic.wgsl"),
+    };
+    let (norm_binding, rope_first) = binding_numbers(key.norm);
+    let input = match (key.x_shared, key.norm) {
+        (true, true) => include_str!("input_shared.wgsl")
+            .replace(
+                "NORM_BINDING",
+                &format!(
+                    "@group(0) @binding({norm_binding}) var<storage, read> nw: array<XT>;\noverride EPS: f32;"
+                ),
+            )
+            .replace("NORM_ON", "true")
+            .replace("NORM_WEIGHT", "nw[i]"),
+        (true, false) => include_str!("input_shared.wgsl")
+            .replace("NORM_BINDING", "const EPS: f32 = 0.0;")
+            .replace("NORM_ON", "false")
+            .replace("NORM_WEIGHT", "XT(1.0)"),
+        (false, true) => {
+            include_str!("input_norm.wgsl").replace("B_NORM", &norm_binding.to_string())
+        }
+        (false, false) => include_str!("input_plain.wgsl").to_string(),
+    };
+    let epilogue = match key.epilogue {
+        EpilogueKind::Store => include_str!("epilogue_store.wgsl").to_string(),
+        EpilogueKind::Silu => include_str!("epilogue_silu.wgsl").to_string(),
+        EpilogueKind::Rope => format!(
+            "{}\n{}",
+            include_str!("epilogue_rope.wgsl")
+                .replace("B_STEP", &rope_first.to_string())
+                .replace("B_KCACHE", &(rope_first + 1).to_string())
+                .replace("B_VCACHE", &(rope_first + 2).to_string()),
+            include_str!("../rope/angle.wgsl")
+        ),
+    };
+    format!(
+        "// {name}: composed by gpuscope-ops (gemv/shader.rs) from frame, format, input and epilogue.\n{frame}\n{}\n{block}\n{}\n{input}\n{epilogue}",
+        format_part(key.format, key.layout),
+        x_helpers(key.format),
+    )
+}
+
+/// Whether the `rows` frame shares x through subgroup shuffles for this format on `gpu`:
+/// the 32-element block formats (4 units read exactly a block's 8 vec4 of x), on an
+/// adapter whose subgroups are exactly the frame's workgroup.
+pub(crate) fn x_shared(
+    gpu: &gpuscope_runtime::Gpu,
+    variant: GemvVariant,
+    format: WeightFormat,
+) -> bool {
+    let info = gpu.adapter_info();
+    variant == GemvVariant::Rows
+        && matches!(
+            format,
+            WeightFormat::Q4_0 | WeightFormat::Q4_1 | WeightFormat::Q8_0
+        )
+        && gpu
+            .features()
+            .contains(gpuscope_runtime::wgpu::Features::SUBGROUP)
+        && info.subgroup_min_size == super::ROWS_WORKGROUP_SIZE
+        && info.subgroup_max_size == super::ROWS_WORKGROUP_SIZE
+}
+
+/// The shader for `key`, named `name` (built on first use, then shared).
+pub(crate) fn shader(key: ShaderKey, name: String) -> &'static ShaderSource {
+    static CACHE: OnceLock<Mutex<HashMap<ShaderKey, &'static ShaderSource>>> = OnceLock::new();
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
+    cache.entry(key).or_insert_with(|| {
+        let wgsl = compose(key, &name);
+        Box::leak(Box::new(ShaderSource {
+            name: Box::leak(name.into_boxed_str()),
+            wgsl: Box::leak(wgsl.into_boxed_str()),
+        }))
+    })
+}

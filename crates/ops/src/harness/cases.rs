@@ -1,0 +1,878 @@
+//! The shape table of `ops test | perf`: each [`Case`] builds one dispatch with the op's
+//! own `dispatch` method on seeded random inputs, outputs guarded ([`super::guard`]).
+
+use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, STEP_BUFFER_BYTES};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Normal};
+
+use super::guard::Guarded;
+use crate::add::Add;
+use crate::argmax::Argmax;
+use crate::attention::{AttnBatched, AttnFused, AttnScores, AttnValues};
+use crate::embedding::{Embedding, EmbeddingBatched};
+use crate::gemv::{Gemv, GemvBatched};
+use crate::rms_norm::{RmsNorm, RmsNormBatched};
+use crate::rope::{Rope, RopeBatched};
+use crate::silu_mul::{SiluMul, SiluMulBatched};
+use crate::softmax::Softmax;
+use crate::WeightFormat;
+
+/// Which shapes: the model's and the awkward ones, or those plus Llama-3-8B's and the
+/// device's largest binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShapeSet {
+    Default,
+    All,
+}
+
+/// What to run: substrings of the op (kernel) name, formats, shape names; empty = all.
+#[derive(Debug, Clone, Default)]
+pub struct CaseFilter {
+    pub ops: Vec<String>,
+    pub formats: Vec<WeightFormat>,
+    pub shapes: Vec<String>,
+}
+
+impl CaseFilter {
+    pub fn matches(&self, c: &Case) -> bool {
+        (self.ops.is_empty() || self.ops.iter().any(|o| c.op.contains(o.as_str())))
+            && (self.formats.is_empty() || c.format.is_some_and(|f| self.formats.contains(&f)))
+            && (self.shapes.is_empty() || self.shapes.iter().any(|s| c.shape.contains(s.as_str())))
+    }
+}
+
+/// One op × format × shape.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The kernel (shader) name, e.g. `gemv_q4_1`.
+    pub op: String,
+    pub format: Option<WeightFormat>,
+    /// The shape's name in the table.
+    pub shape: String,
+    pub params: Params,
+}
+
+#[derive(Debug, Clone)]
+pub enum Params {
+    Gemv {
+        rows: u32,
+        cols: u32,
+        out_offset: u32,
+        accumulate: bool,
+    },
+    GemvBatched {
+        rows: u32,
+        cols: u32,
+        n_rows: u32,
+        accumulate: bool,
+    },
+    Embedding {
+        rows: u32,
+        dim: u32,
+    },
+    EmbeddingBatched {
+        rows: u32,
+        dim: u32,
+        n_rows: u32,
+    },
+    RmsNorm {
+        n: u32,
+    },
+    RmsNormBatched {
+        n: u32,
+        n_rows: u32,
+        last_only: bool,
+    },
+    Rope {
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        pos: u32,
+        qkv: bool,
+    },
+    RopeBatched {
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        pos0: u32,
+        n_rows: u32,
+    },
+    Attention {
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        max_ctx: u32,
+        n_ctx: u32,
+    },
+    AttentionBatched {
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        max_ctx: u32,
+        pos0: u32,
+        n_rows: u32,
+    },
+    Scores {
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        max_ctx: u32,
+        n_ctx: u32,
+    },
+    Values {
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        max_ctx: u32,
+        n_ctx: u32,
+    },
+    Softmax {
+        rows: u32,
+        stride: u32,
+        n_ctx: u32,
+    },
+    SiluMul {
+        n: u32,
+    },
+    SiluMulBatched {
+        n: u32,
+        n_rows: u32,
+    },
+    Add {
+        n: u32,
+    },
+    Argmax {
+        n: u32,
+    },
+}
+
+/// Inputs and guarded outputs of one case, as they are created.
+pub struct Builder<'g> {
+    pub gpu: &'g Gpu,
+    rng: StdRng,
+    pub outputs: Vec<Guarded>,
+}
+
+impl<'g> Builder<'g> {
+    pub fn new(gpu: &'g Gpu, seed: u64) -> Builder<'g> {
+        Builder {
+            gpu,
+            rng: StdRng::seed_from_u64(seed),
+            outputs: Vec::new(),
+        }
+    }
+
+    fn randn(&mut self, n: usize, std: f32) -> Vec<f32> {
+        let d = Normal::new(0.0f32, std).unwrap();
+        (0..n).map(|_| d.sample(&mut self.rng)).collect()
+    }
+
+    pub(crate) fn input_f32(&mut self, label: &str, n: u64) -> Result<GpuBuffer, GpuError> {
+        let v = self.randn(n as usize, 1.0);
+        self.gpu.create_buffer_init(label, bytemuck::cast_slice(&v))
+    }
+
+    fn input_u32(&mut self, label: &str, words: &[u32]) -> Result<GpuBuffer, GpuError> {
+        self.gpu
+            .create_buffer_init(label, bytemuck::cast_slice(words))
+    }
+
+    /// A weight matrix at a trained model's scale (σ 0.02), quantized row by row. Rows are
+    /// one random row under 21 scale and sign patterns, so a 49152-row table is quantized
+    /// 21 times, not 49152.
+    pub(crate) fn weights(
+        &mut self,
+        label: &str,
+        rows: u32,
+        cols: u32,
+        f: WeightFormat,
+    ) -> Result<GpuBuffer, GpuError> {
+        self.weights_in(label, rows, cols, f, crate::gemv::WeightLayout::Gguf)
+    }
+
+    /// [`Self::weights`] stored in `layout` (which must support `f`).
+    pub(crate) fn weights_in(
+        &mut self,
+        label: &str,
+        rows: u32,
+        cols: u32,
+        f: WeightFormat,
+        layout: crate::gemv::WeightLayout,
+    ) -> Result<GpuBuffer, GpuError> {
+        let base = self.randn(cols as usize, 0.02);
+        let pattern = |r: u32| -> Vec<u8> {
+            let s = 1.0 + (r % 7) as f32 * 0.125;
+            let row: Vec<f32> = base
+                .iter()
+                .enumerate()
+                .map(|(c, v)| {
+                    if (c + r as usize) % 3 == 0 {
+                        -v * s
+                    } else {
+                        v * s
+                    }
+                })
+                .collect();
+            f.quantize_row(&row)
+        };
+        let patterns: Vec<Vec<u8>> = (0..21.min(rows)).map(pattern).collect();
+        let mut bytes = Vec::with_capacity(patterns[0].len() * rows as usize);
+        for r in 0..rows {
+            bytes.extend_from_slice(&patterns[(r % 21) as usize]);
+        }
+        self.gpu.create_buffer_init(label, &layout.pack(f, &bytes))
+    }
+
+    /// A guarded output of `n` words: random contents (an in-place or accumulated output
+    /// the op reads) or canaries (a pure output).
+    pub(crate) fn output(
+        &mut self,
+        label: &str,
+        n: u64,
+        random: bool,
+    ) -> Result<GpuBuffer, GpuError> {
+        let init: Vec<u8> = if random {
+            bytemuck::cast_slice(&self.randn(n as usize, 1.0)).to_vec()
+        } else {
+            Vec::new()
+        };
+        let g = Guarded::new(self.gpu, label, 4 * n, &init)?;
+        let view = g.view.clone();
+        self.outputs.push(g);
+        Ok(view)
+    }
+
+    fn step(&mut self, pos: u32, n_ctx: u32) -> Result<GpuBuffer, GpuError> {
+        let b = self.gpu.create_buffer("step", STEP_BUFFER_BYTES)?;
+        self.gpu
+            .write_buffer(&b, 0, bytemuck::cast_slice(&[pos, n_ctx, 0, 0]));
+        Ok(b)
+    }
+}
+
+impl Case {
+    /// The op's parameters, for the report.
+    pub fn op_params(&self) -> String {
+        format!("{:?}", self.params)
+    }
+
+    /// Builds the case's dispatch (its outputs guarded in `b.outputs`).
+    pub fn build(&self, b: &mut Builder) -> Result<Dispatch, GpuError> {
+        let gpu = b.gpu;
+        let fmt = self.format.unwrap_or(WeightFormat::F32);
+        Ok(match self.params {
+            Params::Gemv {
+                rows,
+                cols,
+                out_offset,
+                accumulate,
+            } => {
+                let op = Gemv {
+                    rows,
+                    cols,
+                    format: fmt,
+                    out_offset,
+                    layout: crate::gemv::WeightLayout::Gguf,
+                };
+                let w = b.weights("w", rows, cols, fmt)?;
+                let x = b.input_f32("x", cols as u64)?;
+                let y = b.output("y", (out_offset + rows) as u64, accumulate)?;
+                if accumulate {
+                    op.dispatch_accumulate(gpu, &w, &x, &y)?
+                } else {
+                    op.dispatch(gpu, &w, &x, &y)?
+                }
+            }
+            Params::GemvBatched {
+                rows,
+                cols,
+                n_rows,
+                accumulate,
+            } => {
+                let gemv = Gemv {
+                    rows,
+                    cols,
+                    format: fmt,
+                    out_offset: 0,
+                    layout: crate::gemv::WeightLayout::Gguf,
+                };
+                let op = GemvBatched {
+                    gemv,
+                    max_batch: n_rows,
+                    y_stride: rows,
+                };
+                let w = b.weights("w", rows, cols, fmt)?;
+                let x = b.input_f32("x", (cols * n_rows) as u64)?;
+                let y = b.output("y", (rows * n_rows) as u64, accumulate)?;
+                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
+                op.dispatch(gpu, &w, &x, &y, &params, accumulate)?
+            }
+            Params::Embedding { rows, dim } => {
+                let op = Embedding {
+                    rows,
+                    dim,
+                    format: fmt,
+                    row_start: 0,
+                };
+                let table = b.weights("table", rows, dim, fmt)?;
+                let token = b.input_u32("token", &[rows - 1])?;
+                let out = b.output("out", dim as u64, false)?;
+                op.dispatch(gpu, &table, &token, &out)?
+            }
+            Params::EmbeddingBatched { rows, dim, n_rows } => {
+                let emb = Embedding {
+                    rows,
+                    dim,
+                    format: fmt,
+                    row_start: 0,
+                };
+                let op = EmbeddingBatched {
+                    emb,
+                    max_batch: n_rows,
+                };
+                let table = b.weights("table", rows, dim, fmt)?;
+                let toks: Vec<u32> = (0..n_rows).map(|i| (i * 7919) % rows).collect();
+                let tokens = b.input_u32("tokens", &toks)?;
+                let out = b.output("out", (dim * n_rows) as u64, false)?;
+                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
+                op.dispatch(gpu, &table, &tokens, &out, &params)?
+            }
+            Params::RmsNorm { n } => {
+                let op = RmsNorm { n, eps: 1e-5 };
+                let x = b.input_f32("x", n as u64)?;
+                let w = b.input_f32("weight", n as u64)?;
+                let out = b.output("out", n as u64, false)?;
+                op.dispatch(gpu, &x, &w, &out)?
+            }
+            Params::RmsNormBatched {
+                n,
+                n_rows,
+                last_only,
+            } => {
+                let op = RmsNormBatched {
+                    norm: RmsNorm { n, eps: 1e-5 },
+                    max_batch: n_rows,
+                    last_only,
+                };
+                let x = b.input_f32("x", (n * n_rows) as u64)?;
+                let w = b.input_f32("weight", n as u64)?;
+                let out_rows = if last_only { 1 } else { n_rows };
+                let out = b.output("out", (n * out_rows) as u64, false)?;
+                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
+                op.dispatch(gpu, &x, &w, &out, &params)?
+            }
+            Params::Rope {
+                heads,
+                kv,
+                hd,
+                pos,
+                qkv,
+            } => {
+                let op = Rope {
+                    n_heads: heads,
+                    n_kv_heads: kv,
+                    head_dim: hd,
+                    rope_dims: hd,
+                    base: 10000.0,
+                    max_ctx: pos + 1,
+                };
+                let step = b.step(pos, pos + 1)?;
+                let cache = op.kv_row() * op.max_ctx as u64;
+                let (qn, kvn) = ((heads * hd) as u64, op.kv_row());
+                if qkv {
+                    let qkv = b.output("qkv", qn + 2 * kvn, true)?;
+                    let kc = b.output("k_cache", cache, true)?;
+                    let vc = b.output("v_cache", cache, true)?;
+                    op.dispatch_qkv(
+                        gpu,
+                        &step,
+                        &qkv,
+                        (0, qn as u32, (qn + kvn) as u32),
+                        &kc,
+                        &vc,
+                    )?
+                } else {
+                    let q = b.output("q", qn, true)?;
+                    let k = b.input_f32("k", kvn)?;
+                    let v = b.input_f32("v", kvn)?;
+                    let kc = b.output("k_cache", cache, true)?;
+                    let vc = b.output("v_cache", cache, true)?;
+                    op.dispatch(gpu, &step, &q, &k, &v, &kc, &vc)?
+                }
+            }
+            Params::RopeBatched {
+                heads,
+                kv,
+                hd,
+                pos0,
+                n_rows,
+            } => {
+                let rope = Rope {
+                    n_heads: heads,
+                    n_kv_heads: kv,
+                    head_dim: hd,
+                    rope_dims: hd,
+                    base: 10000.0,
+                    max_ctx: pos0 + n_rows,
+                };
+                let (qn, kvn) = (heads * hd, rope.kv_row() as u32);
+                let stride = qn + 2 * kvn;
+                let op = RopeBatched {
+                    rope,
+                    max_batch: n_rows,
+                    qkv_stride: stride,
+                    offsets: (0, qn, qn + kvn),
+                };
+                let params = b.input_u32("params", &[pos0, n_rows, 0, 0])?;
+                let qkv = b.output("qkv", (stride * n_rows) as u64, true)?;
+                let cache = rope.kv_row() * rope.max_ctx as u64;
+                let kc = b.output("k_cache", cache, true)?;
+                let vc = b.output("v_cache", cache, true)?;
+                op.dispatch(gpu, &params, &qkv, &kc, &vc)?
+            }
+            Params::Attention {
+                heads,
+                kv,
+                hd,
+                max_ctx,
+                n_ctx,
+            } => {
+                let op = AttnFused {
+                    n_heads: heads,
+                    n_kv_heads: kv,
+                    head_dim: hd,
+                    max_ctx,
+                };
+                let step = b.step(n_ctx - 1, n_ctx)?;
+                let q = b.input_f32("q", (heads * hd) as u64)?;
+                let cache = (kv * hd) as u64 * max_ctx as u64;
+                let kc = b.input_f32("k_cache", cache)?;
+                let vc = b.input_f32("v_cache", cache)?;
+                let out = b.output("out", (heads * hd) as u64, false)?;
+                op.dispatch(gpu, &step, &q, &kc, &vc, &out)?
+            }
+            Params::AttentionBatched {
+                heads,
+                kv,
+                hd,
+                max_ctx,
+                pos0,
+                n_rows,
+            } => {
+                let attn = AttnFused {
+                    n_heads: heads,
+                    n_kv_heads: kv,
+                    head_dim: hd,
+                    max_ctx,
+                };
+                let hq = heads * hd;
+                let op = AttnBatched {
+                    attn,
+                    max_batch: n_rows,
+                    q_stride: hq,
+                    out_stride: hq,
+                };
+                let params = b.input_u32("params", &[pos0, n_rows, 0, 0])?;
+                let q = b.input_f32("q", (hq * n_rows) as u64)?;
+                let cache = (kv * hd) as u64 * max_ctx as u64;
+                let kc = b.input_f32("k_cache", cache)?;
+                let vc = b.input_f32("v_cache", cache)?;
+                let out = b.output("out", (hq * n_rows) as u64, false)?;
+                op.dispatch(gpu, &params, &q, &kc, &vc, &out)?
+            }
+            Params::Scores {
+                heads,
+                kv,
+                hd,
+                max_ctx,
+                n_ctx,
+            } => {
+                let op = AttnScores {
+                    n_heads: heads,
+                    n_kv_heads: kv,
+                    head_dim: hd,
+                    max_ctx,
+                };
+                let step = b.step(n_ctx - 1, n_ctx)?;
+                let q = b.input_f32("q", (heads * hd) as u64)?;
+                let kc = b.input_f32("k_cache", (kv * hd) as u64 * max_ctx as u64)?;
+                let scores = b.output("scores", (heads * max_ctx) as u64, true)?;
+                op.dispatch(gpu, &step, &q, &kc, &scores)?
+            }
+            Params::Values {
+                heads,
+                kv,
+                hd,
+                max_ctx,
+                n_ctx,
+            } => {
+                let op = AttnValues {
+                    n_heads: heads,
+                    n_kv_heads: kv,
+                    head_dim: hd,
+                    max_ctx,
+                };
+                let step = b.step(n_ctx - 1, n_ctx)?;
+                let p = b.input_f32("probs", (heads * max_ctx) as u64)?;
+                let vc = b.input_f32("v_cache", (kv * hd) as u64 * max_ctx as u64)?;
+                let out = b.output("out", (heads * hd) as u64, false)?;
+                op.dispatch(gpu, &step, &p, &vc, &out)?
+            }
+            Params::Softmax {
+                rows,
+                stride,
+                n_ctx,
+            } => {
+                let op = Softmax {
+                    rows,
+                    row_stride: stride,
+                };
+                let step = b.step(n_ctx - 1, n_ctx)?;
+                let data = b.output("data", (rows * stride) as u64, true)?;
+                op.dispatch(gpu, &step, &data)?
+            }
+            Params::SiluMul { n } => {
+                let gate = b.input_f32("gate", n as u64)?;
+                let up = b.input_f32("up", n as u64)?;
+                let out = b.output("out", n as u64, false)?;
+                SiluMul { n }.dispatch(gpu, &gate, &up, &out)?
+            }
+            Params::SiluMulBatched { n, n_rows } => {
+                let up_offset = n.next_multiple_of(64);
+                let op = SiluMulBatched {
+                    n,
+                    max_batch: n_rows,
+                    in_stride: up_offset + n,
+                    up_offset,
+                };
+                let gu = b.input_f32("gate_up", ((up_offset + n) * n_rows) as u64)?;
+                let out = b.output("out", (n * n_rows) as u64, false)?;
+                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
+                op.dispatch(gpu, &gu, &out, &params)?
+            }
+            Params::Add { n } => {
+                let acc = b.output("acc", n as u64, true)?;
+                let x = b.input_f32("x", n as u64)?;
+                Add { n }.dispatch(gpu, &acc, &x)?
+            }
+            Params::Argmax { n } => {
+                let logits = b.input_f32("logits", n as u64)?;
+                let out = b.output("out", 1, false)?;
+                Argmax { n }.dispatch(gpu, &logits, &out)?
+            }
+        })
+    }
+}
+
+fn case(op: &str, format: Option<WeightFormat>, shape: &str, params: Params) -> Case {
+    Case {
+        op: op.to_string(),
+        format,
+        shape: shape.to_string(),
+        params,
+    }
+}
+
+/// The table, filtered. `max_binding`: the device's `max_storage_buffer_binding_size`.
+pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> {
+    let mut out = Vec::new();
+    // Matrices (rows, cols): SmolLM2-135M's, then awkward ones. A width a format cannot
+    // hold (not whole blocks) is skipped for that format.
+    let mut matrices: Vec<(&str, u32, u32)> = vec![
+        ("smollm2.attn_q", 576, 576),
+        ("smollm2.attn_kv", 192, 576),
+        ("smollm2.ffn_down", 576, 1536),
+        ("smollm2.lm_head", 49152, 576),
+        ("k_block.256x512", 256, 512),
+        ("one_row", 1, 256),
+        ("odd_rows.37", 37, 256),
+        ("odd_cols.100", 5, 100),
+    ];
+    if set == ShapeSet::All {
+        matrices.extend([
+            ("llama8b.attn_q", 4096, 4096),
+            ("llama8b.ffn_down", 4096, 14336),
+        ]);
+    }
+    for f in WeightFormat::ALL {
+        let fits = |cols: u32| f.row_bytes(cols as u64).is_ok();
+        let gemv = crate::gemv::shader(f).name;
+        for &(shape, rows, cols) in &matrices {
+            if !fits(cols) {
+                continue;
+            }
+            out.push(case(
+                gemv,
+                Some(f),
+                shape,
+                Params::Gemv {
+                    rows,
+                    cols,
+                    out_offset: 0,
+                    accumulate: false,
+                },
+            ));
+        }
+        let (r, c) = if fits(576) { (576, 576) } else { (256, 512) };
+        out.push(case(
+            gemv,
+            Some(f),
+            "accumulate",
+            Params::Gemv {
+                rows: r,
+                cols: c,
+                out_offset: 0,
+                accumulate: true,
+            },
+        ));
+        out.push(case(
+            gemv,
+            Some(f),
+            "out_offset.64",
+            Params::Gemv {
+                rows: 37,
+                cols: c,
+                out_offset: 64,
+                accumulate: false,
+            },
+        ));
+        if set == ShapeSet::All {
+            // As many rows of 4096 as the largest binding holds.
+            let row_bytes = f.row_bytes(4096).unwrap();
+            let rows = (max_binding / row_bytes).min(u32::MAX as u64 / 4096) as u32;
+            out.push(case(
+                gemv,
+                Some(f),
+                "max_binding",
+                Params::Gemv {
+                    rows,
+                    cols: 4096,
+                    out_offset: 0,
+                    accumulate: false,
+                },
+            ));
+        }
+        let batched = crate::gemv::batched_shader(f, crate::gemv::WeightLayout::Gguf).name;
+        out.push(case(
+            batched,
+            Some(f),
+            "batch.5",
+            Params::GemvBatched {
+                rows: 37,
+                cols: c,
+                n_rows: 5,
+                accumulate: false,
+            },
+        ));
+        out.push(case(
+            batched,
+            Some(f),
+            "batch.9.accumulate",
+            Params::GemvBatched {
+                rows: 64,
+                cols: c,
+                n_rows: 9,
+                accumulate: true,
+            },
+        ));
+        let emb = crate::embedding::shader(f).name;
+        let dim = if fits(576) { 576 } else { 512 };
+        out.push(case(
+            emb,
+            Some(f),
+            "smollm2.token_embd",
+            Params::Embedding { rows: 49152, dim },
+        ));
+        out.push(case(
+            emb,
+            Some(f),
+            "one_row",
+            Params::Embedding { rows: 1, dim },
+        ));
+        if fits(100) {
+            out.push(case(
+                emb,
+                Some(f),
+                "odd_cols.100",
+                Params::Embedding { rows: 3, dim: 100 },
+            ));
+        }
+        let emb_b = crate::embedding::batched_shader(f).name;
+        out.push(case(
+            emb_b,
+            Some(f),
+            "batch.3",
+            Params::EmbeddingBatched {
+                rows: 100,
+                dim,
+                n_rows: 3,
+            },
+        ));
+    }
+    for (shape, n) in [("smollm2", 576), ("one", 1), ("odd.1000", 1000)] {
+        out.push(case("rms_norm", None, shape, Params::RmsNorm { n }));
+        out.push(case(
+            "silu_mul",
+            None,
+            shape,
+            Params::SiluMul {
+                n: if shape == "smollm2" { 1536 } else { n },
+            },
+        ));
+        out.push(case("add", None, shape, Params::Add { n }));
+        out.push(case(
+            "argmax",
+            None,
+            shape,
+            Params::Argmax {
+                n: if shape == "smollm2" { 49152 } else { n },
+            },
+        ));
+    }
+    out.push(case(
+        "rms_norm_batched",
+        None,
+        "batch.5",
+        Params::RmsNormBatched {
+            n: 576,
+            n_rows: 5,
+            last_only: false,
+        },
+    ));
+    out.push(case(
+        "rms_norm_batched",
+        None,
+        "batch.5.last_only",
+        Params::RmsNormBatched {
+            n: 576,
+            n_rows: 5,
+            last_only: true,
+        },
+    ));
+    out.push(case(
+        "silu_mul_batched",
+        None,
+        "batch.3",
+        Params::SiluMulBatched { n: 1536, n_rows: 3 },
+    ));
+    for (shape, (heads, kv, hd)) in [
+        ("smollm2", (9, 3, 64)),
+        ("llama8b", (32, 8, 128)),
+        ("one_head.hd2", (1, 1, 2)),
+    ] {
+        out.push(case(
+            "rope",
+            None,
+            shape,
+            Params::Rope {
+                heads,
+                kv,
+                hd,
+                pos: 37,
+                qkv: false,
+            },
+        ));
+        out.push(case(
+            "rope_qkv",
+            None,
+            shape,
+            Params::Rope {
+                heads,
+                kv,
+                hd,
+                pos: 37,
+                qkv: true,
+            },
+        ));
+        out.push(case(
+            "rope_qkv_batched",
+            None,
+            shape,
+            Params::RopeBatched {
+                heads,
+                kv,
+                hd,
+                pos0: 3,
+                n_rows: 5,
+            },
+        ));
+    }
+    for (shape, (heads, kv, hd), max_ctx, n_ctx) in [
+        ("smollm2.ctx11", (9, 3, 64), 16, 11),
+        ("smollm2.ctx1", (9, 3, 64), 16, 1),
+        ("smollm2.ctx300", (9, 3, 64), 300, 300),
+        ("llama8b.ctx33", (32, 8, 128), 40, 33),
+    ] {
+        out.push(case(
+            "attention",
+            None,
+            shape,
+            Params::Attention {
+                heads,
+                kv,
+                hd,
+                max_ctx,
+                n_ctx,
+            },
+        ));
+        out.push(case(
+            "attn_scores",
+            None,
+            shape,
+            Params::Scores {
+                heads,
+                kv,
+                hd,
+                max_ctx,
+                n_ctx,
+            },
+        ));
+        out.push(case(
+            "attn_values",
+            None,
+            shape,
+            Params::Values {
+                heads,
+                kv,
+                hd,
+                max_ctx,
+                n_ctx,
+            },
+        ));
+        out.push(case(
+            "softmax",
+            None,
+            shape,
+            Params::Softmax {
+                rows: heads,
+                stride: max_ctx,
+                n_ctx,
+            },
+        ));
+    }
+    out.push(case(
+        "attention_batched",
+        None,
+        "smollm2.batch5",
+        Params::AttentionBatched {
+            heads: 9,
+            kv: 3,
+            hd: 64,
+            max_ctx: 16,
+            pos0: 2,
+            n_rows: 5,
+        },
+    ));
+    out.retain(|c| filter.matches(c));
+    out
+}
+
+/// A seed per case, so every run of a case sees the same inputs.
+pub fn seed(c: &Case) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in c.op.bytes().chain(c.shape.bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}

@@ -1,0 +1,686 @@
+//! gemv variants (`shared`, `subgroup`, `rows`, `blocks`; GGUF and packed weight layouts) and fused forms (rms_norm folded in; rope +
+//! KV-cache store, silu·mul or residual add as the epilogue) against their CPU oracles, for
+//! every weight format over awkward shapes: one row, row counts that leave a workgroup
+//! partly past the end, widths of one block and odd widths where the format allows.
+
+use gpuscope_ops::gemv::{
+    Gemv, GemvBuffers, GemvEpilogue, GemvFused, GemvTuning, GemvVariant, WeightLayout,
+    MAX_ROWS_PER_THREAD,
+};
+use gpuscope_ops::quant::WeightFormat;
+use gpuscope_ops::rms_norm::RmsNorm;
+use gpuscope_ops::rope::Rope;
+use gpuscope_runtime::Gpu;
+
+use crate::common::{self, activations, f32_bytes, read_f32, run, weights};
+use crate::quant_gemv_embedding::{abs_dots, rel_tol, GemvCase};
+
+/// The variants this adapter can run.
+fn variants(gpu: &Gpu) -> Vec<GemvVariant> {
+    GemvVariant::ALL
+        .into_iter()
+        .filter(|v| v.supported(gpu).is_ok())
+        .collect()
+}
+
+/// Widths to test per format: one block, a few blocks, SmolLM2's 576 (K formats: their
+/// 256-element super-blocks), and for the float formats odd widths.
+fn widths(format: WeightFormat) -> Vec<u32> {
+    match format.block_elems() {
+        256 => vec![256, 768],
+        32 => vec![32, 576],
+        _ => vec![32, 576, 33, 1],
+    }
+}
+
+#[test]
+fn every_variant_matches_the_oracle_for_every_format() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(300);
+    for variant in variants(gpu) {
+        for format in WeightFormat::ALL {
+            for cols in widths(format) {
+                for rows in [1, 13, 70] {
+                    let case = GemvCase::new(&mut rng, format, rows, cols);
+                    let tuning = case.gemv.tuning(variant, gpu);
+                    assert_eq!(tuning.variant, variant);
+                    case.check(gpu, Some(tuning));
+                }
+            }
+        }
+    }
+}
+
+/// `rows` with every rows-per-lane and `subgroup` with every lane count up to the
+/// subgroup size, on 37 rows (the last workgroup is partly past the end).
+#[test]
+fn rows_and_subgroup_every_tuning() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(301);
+    let vs = variants(gpu);
+    for format in [WeightFormat::Q4_1, WeightFormat::Q6_K, WeightFormat::F16] {
+        let cols = if format.block_elems() == 256 { 512 } else { 96 };
+        let case = GemvCase::new(&mut rng, format, 37, cols);
+        for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
+            if vs.contains(&GemvVariant::Rows) {
+                case.check(
+                    gpu,
+                    Some(GemvTuning {
+                        variant: GemvVariant::Rows,
+                        threads_per_row: 1,
+                        rows_per_thread,
+                    }),
+                );
+            }
+            if vs.contains(&GemvVariant::Subgroup) {
+                let mut tpr = 1;
+                while tpr <= gpu.adapter_info().subgroup_min_size {
+                    case.check(
+                        gpu,
+                        Some(GemvTuning {
+                            variant: GemvVariant::Subgroup,
+                            threads_per_row: tpr,
+                            rows_per_thread,
+                        }),
+                    );
+                    tpr *= 2;
+                }
+            }
+        }
+    }
+}
+
+/// The formats with a packed layout.
+const PACKABLE: [WeightFormat; 3] = [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0];
+
+/// Packed weights (quants then scales) through every variant: one row, a partial last
+/// workgroup, one block and 18 blocks per row; and `blocks` with every lane count its
+/// reduction allows and every rows-per-lane.
+#[test]
+fn packed_layout_every_variant_matches_the_oracle() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(302);
+    for format in PACKABLE {
+        for cols in [32, 576] {
+            for rows in [1, 13, 70] {
+                let mut case = GemvCase::new(&mut rng, format, rows, cols);
+                case.gemv.layout = WeightLayout::Packed;
+                for variant in variants(gpu) {
+                    case.check(gpu, Some(case.gemv.tuning(variant, gpu)));
+                }
+            }
+        }
+        let mut case = GemvCase::new(&mut rng, format, 37, 96);
+        for layout in WeightLayout::ALL {
+            case.gemv.layout = layout;
+            let max = GemvVariant::Blocks.max_threads_per_row(gpu);
+            for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
+                let mut tpr = 1;
+                while tpr <= max {
+                    let t = case.gemv.tuning_with(
+                        GemvVariant::Blocks,
+                        Some((tpr, rows_per_thread)),
+                        gpu,
+                    );
+                    assert_eq!(
+                        (t.threads_per_row, t.rows_per_thread),
+                        (tpr, rows_per_thread)
+                    );
+                    case.check(gpu, Some(t));
+                    tpr *= 4;
+                }
+            }
+        }
+    }
+}
+
+/// The fused forms over packed weights: rms_norm with the residual add, rope with the KV
+/// stores, silu·mul, every variant.
+#[test]
+fn packed_layout_fused_forms_match_the_oracle() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(314);
+    let rope = Rope {
+        n_heads: 3,
+        n_kv_heads: 1,
+        head_dim: 8,
+        rope_dims: 6,
+        base: 10000.0,
+        max_ctx: 5,
+    };
+    let packed = |format, rows, out_offset| Gemv {
+        layout: WeightLayout::Packed,
+        ..matrix(format, rows, 64, out_offset)
+    };
+    for variant in variants(gpu) {
+        for format in PACKABLE {
+            let ops = [
+                (
+                    GemvFused {
+                        gemv: packed(format, 21, 2),
+                        norm: Some(1e-5),
+                        epilogue: GemvEpilogue::Accumulate,
+                    },
+                    26,
+                ),
+                (
+                    GemvFused {
+                        gemv: packed(format, 40, 0),
+                        norm: Some(1e-5),
+                        epilogue: GemvEpilogue::RopeKv(rope),
+                    },
+                    24,
+                ),
+                (
+                    GemvFused {
+                        gemv: packed(format, 29, 0),
+                        norm: None,
+                        epilogue: GemvEpilogue::SiluMul { n: 13, up_row: 16 },
+                    },
+                    16,
+                ),
+            ];
+            for (op, y_len) in ops {
+                FusedCase::new(&mut rng, op).check(gpu, variant, y_len, 3);
+            }
+        }
+    }
+}
+
+#[test]
+fn packing_is_a_byte_permutation_and_rejects_other_formats() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(315);
+    for format in PACKABLE {
+        let (rows, cols) = (3u32, 96u32);
+        let gguf = format.quantize_row(&weights(&mut rng, (rows * cols) as usize));
+        let packed = WeightLayout::Packed.pack(format, &gguf);
+        let blocks = (rows * cols / 32) as usize;
+        assert_eq!(packed.len(), gguf.len().next_multiple_of(16));
+        assert_eq!(WeightLayout::Packed.unpack(format, &packed, blocks), gguf);
+        // The first block's quants lead the buffer; its scale leads the scales region.
+        let qb = if format == WeightFormat::Q8_0 { 32 } else { 16 };
+        let sb = format.block_bytes() as usize - qb;
+        assert_eq!(packed[..qb], gguf[sb..sb + qb]);
+        let at = WeightLayout::scales_at(format, rows, cols) as usize * 16;
+        assert_eq!(at, blocks * qb);
+        assert_eq!(packed[at..at + sb], gguf[..sb]);
+    }
+    let f16 = Gemv {
+        layout: WeightLayout::Packed,
+        ..matrix(WeightFormat::F16, 2, 32, 0)
+    };
+    assert!(!WeightLayout::Packed.supports(WeightFormat::F16));
+    let b = gpu.create_buffer("w", 1024).unwrap();
+    let err = f16
+        .dispatch(gpu, &b, &b, &b)
+        .err()
+        .expect("f16 has no packed layout");
+    assert!(err.to_string().contains("no packed weight layout"), "{err}");
+}
+
+#[test]
+fn variant_tunings_out_of_range_are_errors() {
+    let Some(gpu) = common::gpu() else { return };
+    let g = Gemv {
+        rows: 4,
+        cols: 64,
+        format: WeightFormat::Q4_0,
+        out_offset: 0,
+        layout: WeightLayout::Gguf,
+    };
+    let w = gpu.create_buffer("w", g.weight_bytes()).unwrap();
+    let x = gpu.create_buffer("x", 64 * 4).unwrap();
+    let y = gpu.create_buffer("y", 4 * 4).unwrap();
+    let rows_with_lanes = GemvTuning {
+        variant: GemvVariant::Rows,
+        threads_per_row: 2,
+        rows_per_thread: 1,
+    };
+    assert!(g.dispatch_with(gpu, &w, &x, &y, rows_with_lanes).is_err());
+    if GemvVariant::Subgroup.supported(gpu).is_ok() {
+        let too_wide = GemvTuning {
+            variant: GemvVariant::Subgroup,
+            threads_per_row: gpu.adapter_info().subgroup_min_size * 2,
+            rows_per_thread: 1,
+        };
+        let err = g.dispatch_with(gpu, &w, &x, &y, too_wide).unwrap_err();
+        assert!(err.to_string().contains("threads_per_row"), "{err}");
+    }
+    // A pair epilogue refuses an odd number of rows per lane.
+    let silu = GemvFused {
+        gemv: Gemv { rows: 4, ..g },
+        norm: None,
+        epilogue: GemvEpilogue::SiluMul { n: 2, up_row: 2 },
+    };
+    let odd = GemvTuning {
+        variant: GemvVariant::Shared,
+        threads_per_row: 4,
+        rows_per_thread: 1,
+    };
+    let err = silu
+        .dispatch(gpu, odd, &GemvBuffers::new(&w, &x, &y))
+        .unwrap_err();
+    assert!(err.to_string().contains("pairs"), "{err}");
+    assert_eq!(silu.fit_tuning(odd).rows_per_thread, 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// Fused forms
+// ---------------------------------------------------------------------------------------
+
+/// One fused case: weights of `rows × cols`, the residual stream x (not normalized: the
+/// fused norm does that), the norm weight.
+struct FusedCase {
+    op: GemvFused,
+    w: Vec<u8>,
+    x: Vec<f32>,
+    nw: Vec<f32>,
+}
+
+impl FusedCase {
+    fn new(rng: &mut rand::rngs::StdRng, op: GemvFused) -> FusedCase {
+        let g = op.gemv;
+        let w = g
+            .format
+            .quantize_row(&weights(rng, (g.rows * g.cols) as usize));
+        // A residual stream a few times larger than unit scale, and norm weights near 1.
+        let x: Vec<f32> = activations(rng, g.cols as usize)
+            .into_iter()
+            .map(|v| 3.0 * v)
+            .collect();
+        let nw: Vec<f32> = activations(rng, g.cols as usize)
+            .into_iter()
+            .map(|v| 1.0 + 0.1 * v)
+            .collect();
+        FusedCase { op, w, x, nw }
+    }
+
+    /// The input the weights see (x, or x rms-normed).
+    fn input(&self) -> Vec<f32> {
+        let g = self.op.gemv;
+        match self.op.norm {
+            Some(eps) => {
+                let mut out = vec![0f32; g.cols as usize];
+                RmsNorm { n: g.cols, eps }.cpu(&self.x, &self.nw, &mut out);
+                out
+            }
+            None => self.x.clone(),
+        }
+    }
+
+    /// Σ|w·x'| per matrix row, for the tolerance.
+    fn row_scales(&self) -> Vec<f32> {
+        let g = self.op.gemv;
+        abs_dots(
+            g.format,
+            &self.w,
+            g.rows as usize,
+            g.cols as usize,
+            &self.input(),
+        )
+    }
+
+    /// The matrix rows before the epilogue (oracle).
+    fn raw_rows(&self) -> Vec<f32> {
+        let g = self.op.gemv;
+        let mut rows = vec![0f32; g.rows as usize];
+        Gemv {
+            out_offset: 0,
+            layout: WeightLayout::Gguf,
+            ..g
+        }
+        .cpu(&self.w, &self.input(), &mut rows);
+        rows
+    }
+
+    /// Runs the fused op with `variant` and compares y (and the caches) with the oracle.
+    fn check(&self, gpu: &Gpu, variant: GemvVariant, y_len: usize, pos: u32) {
+        let g = self.op.gemv;
+        let what = format!(
+            "{} {}x{} [{}, {} weights]",
+            self.op.op_name(),
+            g.rows,
+            g.cols,
+            variant.name(),
+            g.layout.name()
+        );
+        // `w` holds the GGUF bytes; the buffer (and the oracle) get them in g's layout.
+        let stored = g.layout.pack(g.format, &self.w);
+        let wb = gpu.create_buffer_init("w", &stored).unwrap();
+        let xb = gpu.create_buffer_init("x", &f32_bytes(&self.x)).unwrap();
+        let nwb = gpu.create_buffer_init("nw", &f32_bytes(&self.nw)).unwrap();
+        let y0: Vec<f32> = (0..y_len).map(|i| 0.25 * (i % 7) as f32 - 0.5).collect();
+        let yb = gpu.create_buffer_init("y", &f32_bytes(&y0)).unwrap();
+        let (kv_len, rope) = match self.op.epilogue {
+            GemvEpilogue::RopeKv(r) => ((r.kv_row() * u64::from(r.max_ctx)) as usize, Some(r)),
+            _ => (4, None),
+        };
+        let cache0: Vec<f32> = (0..kv_len).map(|i| (i % 5) as f32).collect();
+        let kb = gpu
+            .create_buffer_init("k_cache", &f32_bytes(&cache0))
+            .unwrap();
+        let vb = gpu
+            .create_buffer_init("v_cache", &f32_bytes(&cache0))
+            .unwrap();
+        let step = gpu
+            .create_buffer_init("step", bytemuck::cast_slice(&[pos, pos + 1, 0, 0]))
+            .unwrap();
+        let buffers = GemvBuffers {
+            w: &wb,
+            x: &xb,
+            y: &yb,
+            norm_weight: self.op.norm.map(|_| &nwb),
+            kv: rope.map(|_| (&step, &kb, &vb)),
+        };
+        let tuning = self.op.fit_tuning(g.tuning(variant, gpu));
+        let d = self
+            .op
+            .dispatch(gpu, tuning, &buffers)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(d.op, self.op.op_name());
+        run(gpu, vec![d]);
+        let (mut want, mut want_k, mut want_v) = (y0.clone(), cache0.clone(), cache0.clone());
+        self.op.cpu(
+            &stored,
+            &self.x,
+            Some(&self.nw),
+            &mut want,
+            rope.map(|_| (pos, &mut want_k[..], &mut want_v[..])),
+        );
+        let tol = rel_tol(g.format) * 2.0;
+        let scales = self.row_scales();
+        let raw = self.raw_rows();
+        compare(
+            &what,
+            &read_f32(gpu, &yb)[..y_len],
+            &want,
+            |i| self.scale_of_y(i, &scales, &raw),
+            tol,
+        );
+        if rope.is_some() {
+            for (name, buf, want) in [("k_cache", &kb, &want_k), ("v_cache", &vb, &want_v)] {
+                compare(
+                    &format!("{what} {name}"),
+                    &read_f32(gpu, buf)[..kv_len],
+                    want,
+                    |i| self.scale_of_cache(i, &scales, pos),
+                    tol,
+                );
+            }
+        }
+    }
+
+    /// The error scale of y[i]: the row's Σ|w·x'| (both rows of a rotated pair; for
+    /// silu·mul, gate's scaled by |up| · 1.1 (silu's steepest slope) plus up's scaled by
+    /// |silu(gate)| ≤ |gate|, from the oracle's rows `raw`).
+    fn scale_of_y(&self, i: usize, scales: &[f32], raw: &[f32]) -> f32 {
+        let off = self.op.gemv.out_offset as usize;
+        match self.op.epilogue {
+            GemvEpilogue::SiluMul { n, up_row } => {
+                let j = i.wrapping_sub(off);
+                if j >= n as usize {
+                    return 0.0;
+                }
+                let u = up_row as usize + j;
+                1.1 * raw[u].abs() * scales[j] + raw[j].abs() * scales[u] + 1e-6
+            }
+            GemvEpilogue::RopeKv(_) => {
+                let r = i.wrapping_sub(off);
+                if r >= scales.len() {
+                    return 0.0;
+                }
+                let p = r & !1;
+                scales[p] + scales[p + 1]
+            }
+            _ => {
+                let r = i.wrapping_sub(off);
+                scales.get(r).copied().unwrap_or(0.0)
+            }
+        }
+    }
+
+    fn scale_of_cache(&self, i: usize, scales: &[f32], pos: u32) -> f32 {
+        let GemvEpilogue::RopeKv(rope) = self.op.epilogue else {
+            return 0.0;
+        };
+        let kv = rope.kv_row() as usize;
+        let at = pos as usize * kv;
+        if !(at..at + kv).contains(&i) {
+            return 0.0;
+        }
+        let e = (i - at) & !1;
+        let q = (rope.n_heads * rope.head_dim) as usize;
+        let off = self.op.gemv.out_offset as usize;
+        // The cache element's global row: k rows follow q, v rows follow k; only this
+        // part's rows are written.
+        let mut total = 0.0;
+        for g in [q + e, q + kv + e] {
+            if let Some(r) = g.checked_sub(off).filter(|r| r + 1 < scales.len()) {
+                total += scales[r] + scales[r + 1];
+            }
+        }
+        total
+    }
+}
+
+/// Elements with scale 0 must match exactly (untouched); the others within `tol · scale`.
+fn compare(what: &str, got: &[f32], want: &[f32], scale: impl Fn(usize) -> f32, tol: f32) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            g.is_finite(),
+            "{what}: [{i}] = {g} is not finite (oracle {w})"
+        );
+        let s = scale(i);
+        if s == 0.0 {
+            assert_eq!(
+                g.to_bits(),
+                w.to_bits(),
+                "{what}: [{i}] changed: {g} vs {w}"
+            );
+        } else {
+            // Rope's GPU sin/cos and pow add ~1e-6 relative at small positions.
+            let err = (g - w).abs();
+            assert!(
+                err <= tol * s + 1e-5 * w.abs(),
+                "{what}: [{i}] gpu {g} vs oracle {w}: |err| {err:e} > {tol:e} · {s:e}"
+            );
+        }
+    }
+}
+
+fn matrix(format: WeightFormat, rows: u32, cols: u32, out_offset: u32) -> Gemv {
+    Gemv {
+        rows,
+        cols,
+        format,
+        out_offset,
+        layout: WeightLayout::Gguf,
+    }
+}
+
+/// Width per format for the fused cases: whole blocks (the K formats' 256).
+fn fused_width(format: WeightFormat) -> u32 {
+    if format.block_elems() == 256 {
+        256
+    } else {
+        96
+    }
+}
+
+#[test]
+fn norm_folded_into_gemv_matches_rms_norm_then_gemv() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(310);
+    for variant in variants(gpu) {
+        for format in WeightFormat::ALL {
+            // Odd widths for the float formats: f16 and bf16 rows then start mid-word and
+            // the last unit has one column (each x element still read once per row).
+            let widths = if format.is_quantized() {
+                vec![fused_width(format)]
+            } else {
+                vec![fused_width(format), 33]
+            };
+            for cols in widths {
+                for (rows, epilogue) in [(1, GemvEpilogue::Store), (21, GemvEpilogue::Accumulate)] {
+                    let op = GemvFused {
+                        gemv: matrix(format, rows, cols, 2),
+                        norm: Some(1e-5),
+                        epilogue,
+                    };
+                    FusedCase::new(&mut rng, op).check(gpu, variant, rows as usize + 5, 0);
+                }
+            }
+        }
+    }
+}
+
+/// Tiny attention shapes: 3 q heads, 1 kv head of 8 dims, 6 of them rotating (so the
+/// last pair of each head is left alone). The stacked q|k|v matrix (40 rows) in one
+/// dispatch, and a v part alone at its offset (as when attn_v has another format).
+#[test]
+fn rope_epilogue_matches_gemv_then_rope_and_cache_stores() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(311);
+    let rope = Rope {
+        n_heads: 3,
+        n_kv_heads: 1,
+        head_dim: 8,
+        rope_dims: 6,
+        base: 10000.0,
+        max_ctx: 5,
+    };
+    let (q, kv) = (24u32, 8u32);
+    for variant in variants(gpu) {
+        for format in WeightFormat::ALL {
+            let cols = fused_width(format);
+            for norm in [None, Some(1e-5)] {
+                let stacked = GemvFused {
+                    gemv: matrix(format, q + 2 * kv, cols, 0),
+                    norm,
+                    epilogue: GemvEpilogue::RopeKv(rope),
+                };
+                FusedCase::new(&mut rng, stacked).check(gpu, variant, q as usize, 3);
+                let v_part = GemvFused {
+                    gemv: matrix(format, kv, cols, q + kv),
+                    norm,
+                    epilogue: GemvEpilogue::RopeKv(rope),
+                };
+                FusedCase::new(&mut rng, v_part).check(gpu, variant, q as usize, 4);
+            }
+        }
+    }
+}
+
+/// Past the end of the cache nothing is stored (the q rows are still rotated).
+#[test]
+fn rope_epilogue_outside_the_cache_stores_nothing() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(312);
+    let rope = Rope {
+        n_heads: 2,
+        n_kv_heads: 2,
+        head_dim: 4,
+        rope_dims: 4,
+        base: 10000.0,
+        max_ctx: 2,
+    };
+    let op = GemvFused {
+        gemv: matrix(WeightFormat::Q8_0, 24, 64, 0),
+        norm: None,
+        epilogue: GemvEpilogue::RopeKv(rope),
+    };
+    for variant in variants(gpu) {
+        FusedCase::new(&mut rng, op).check(gpu, variant, 8, 2);
+    }
+}
+
+/// gate rows 0..n, up rows from an aligned start after a gap of zero rows (as the decoder
+/// stacks them); n odd and small so the last lane has a partial pair group.
+#[test]
+fn silu_epilogue_matches_gemv_then_silu_mul() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(313);
+    for variant in variants(gpu) {
+        for format in WeightFormat::ALL {
+            let cols = fused_width(format);
+            for (n, up_row, norm) in [(1u32, 4u32, None), (13, 16, Some(1e-5)), (40, 40, None)] {
+                let op = GemvFused {
+                    gemv: matrix(format, up_row + n, cols, 0),
+                    norm,
+                    epilogue: GemvEpilogue::SiluMul { n, up_row },
+                };
+                FusedCase::new(&mut rng, op).check(gpu, variant, n as usize + 3, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_op_names_and_costs() {
+    let g = matrix(WeightFormat::Q4_1, 64, 576, 0);
+    let rope = Rope {
+        n_heads: 1,
+        n_kv_heads: 1,
+        head_dim: 32,
+        rope_dims: 32,
+        base: 1e4,
+        max_ctx: 8,
+    };
+    let plain = GemvFused::plain(g);
+    let normed = GemvFused {
+        norm: Some(1e-5),
+        ..plain
+    };
+    let roped = GemvFused {
+        epilogue: GemvEpilogue::RopeKv(rope),
+        ..normed
+    };
+    let silu = GemvFused {
+        epilogue: GemvEpilogue::SiluMul { n: 16, up_row: 32 },
+        ..normed
+    };
+    assert_eq!(plain.op_name(), "gemv_q4_1");
+    assert_eq!(normed.op_name(), "rms_norm+gemv_q4_1");
+    assert_eq!(roped.op_name(), "rms_norm+gemv_q4_1+rope");
+    assert_eq!(silu.op_name(), "rms_norm+gemv_q4_1+silu_mul");
+    assert_eq!(plain.cost(), g.cost());
+    assert_eq!(normed.cost().bytes, g.cost().bytes + 576 * 4);
+    // silu·mul reads the 32 gate and up rows, not the 16 padding rows, and writes 16.
+    let row_bytes = g.weight_bytes() / 64;
+    assert_eq!(silu.cost().bytes, 32 * row_bytes + 2 * 576 * 4 + 16 * 4);
+}
+
+#[test]
+fn fused_forms_check_their_buffers() {
+    let Some(gpu) = common::gpu() else { return };
+    let g = matrix(WeightFormat::Q8_0, 8, 64, 0);
+    let w = gpu.create_buffer("w", g.weight_bytes()).unwrap();
+    let x = gpu.create_buffer("x", 64 * 4).unwrap();
+    let y = gpu.create_buffer("y", 8 * 4).unwrap();
+    let t = g.tuning(GemvVariant::Shared, gpu);
+    let normed = GemvFused {
+        norm: Some(1e-5),
+        ..GemvFused::plain(g)
+    };
+    let err = normed
+        .dispatch(gpu, t, &GemvBuffers::new(&w, &x, &y))
+        .unwrap_err();
+    assert!(err.to_string().contains("norm weight"), "{err}");
+    let rope = GemvFused {
+        epilogue: GemvEpilogue::RopeKv(Rope {
+            n_heads: 1,
+            n_kv_heads: 1,
+            head_dim: 4,
+            rope_dims: 4,
+            base: 1e4,
+            max_ctx: 4,
+        }),
+        ..GemvFused::plain(Gemv { out_offset: 1, ..g })
+    };
+    let err = rope
+        .dispatch(gpu, rope.fit_tuning(t), &GemvBuffers::new(&w, &x, &y))
+        .unwrap_err();
+    assert!(err.to_string().contains("pairs"), "{err}");
+}
