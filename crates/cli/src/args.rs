@@ -205,11 +205,12 @@ impl DeviceArgs {
     }
 }
 
-/// Kernel variants and fusions of the decode graph (profile, run, bench).
+/// Kernel variants and fusions of the decode graph (profile, run, bench, check).
 #[derive(Debug, Args, Default)]
 pub struct KernelArgs {
-    /// Pick a kernel variant, OP=VARIANT (repeatable): gemv=shared|subgroup|rows|blocks
-    /// (optionally :LANESxROWS, e.g. gemv=blocks:16x2, one spread for every gemv),
+    /// Pick a kernel variant, OP=VARIANT (repeatable): gemv=shared|subgroup|rows|blocks|dp4a
+    /// (optionally :LANESxROWS, e.g. gemv=blocks:16x2, one spread for every gemv; dp4a:
+    /// int8 activations and integer dot products, packed q4_0/q4_1/q8_0 weights),
     /// attention=workgroup|subgroup|split, weights=gguf|packed. Default: by adapter (the
     /// profile records it).
     #[arg(long = "kernel", value_name = "OP=VARIANT")]
@@ -446,6 +447,8 @@ pub struct CheckArgs {
     /// Plant a fault to see the check find it: `corrupt=N` changes dispatch N's output.
     #[arg(long, hide = true)]
     pub inject_fault: Option<String>,
+    #[command(flatten)]
+    pub kernels: KernelArgs,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

@@ -116,7 +116,8 @@ impl GpuMatrix {
                     norm,
                     epilogue,
                 };
-                let tuning = op.fit_tuning(gemv.tuning_with(plan.gemv, plan.gemv_shape, gpu));
+                let variant = plan.gemv_for(gpu, self.tensor_format, self.layout);
+                let tuning = op.fit_tuning(gemv.tuning_with(variant, plan.gemv_shape, gpu));
                 let io = GemvBuffers { w: buf, ..io };
                 Ok(op.dispatch_planted(gpu, tuning, &io, extra_passes)?)
             })
@@ -507,7 +508,7 @@ impl GpuDecoder {
         // The KV cache is sized from the token count: say so before any allocation.
         check_kv_cache(gpu, options.max_ctx, c.kv_dim() as u64 * 4)?;
         let acts = Activations::new(gpu, &c, options.max_ctx, &plan)?;
-        let uploaded = GpuWeights::upload(gpu, weights, plan.weights)?;
+        let uploaded = GpuWeights::upload(gpu, weights, plan.upload_layout())?;
         let built =
             crate::graph::build_decode(gpu, &c, options.max_ctx, &plan, &uploaded, &acts, planted)?;
         let runner = Self::make_runner(gpu, &built.graph, &acts, options.read_logits)?;

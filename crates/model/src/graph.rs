@@ -311,6 +311,11 @@ fn gemv_detail(gpu: &Gpu, plan: &KernelPlan) -> String {
             plan.gemv.max_threads_per_row(gpu),
             if plan.gemv.subgroup_reduce(gpu) { "subgroup" } else { "shared-memory" }
         ),
+        GemvVariant::Dp4a => format!(
+            "x quantized to int8 per 32-block in workgroup memory, integer dot products, a block per lane step, lanes per row by shape (4-{}), 1-2 rows per lane; q4_0/q4_1/q8_0 only, other formats run `{}`",
+            plan.gemv.max_threads_per_row(gpu),
+            plan.gemv_fallback(gpu).name()
+        ),
         GemvVariant::Rows => format!(
             "{} rows per lane, {ROWS_WORKGROUP_SIZE} lanes per workgroup",
             gpuscope_ops::gemv::MAX_ROWS_PER_THREAD

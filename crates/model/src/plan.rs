@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use gpuscope_ops::attention::AttnVariant;
 use gpuscope_ops::gemv::{GemvVariant, WeightLayout};
+use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::Gpu;
 
 /// One switchable fusion of the decode graph.
@@ -214,6 +215,36 @@ impl KernelPlan {
         self.gemv.supported(gpu)
     }
 
+    /// How q4_0 / q4_1 / q8_0 matrices go up: packed for `gemv=dp4a` (its kernels read
+    /// only that layout), else as [`Self::weights`] asks.
+    pub fn upload_layout(&self) -> WeightLayout {
+        if self.gemv == GemvVariant::Dp4a {
+            WeightLayout::Packed
+        } else {
+            self.weights
+        }
+    }
+
+    /// The variant a matrix of `format` stored in `layout` runs: the plan's, or where it
+    /// has no kernel for that matrix (`dp4a` over K-quants, f16, ...), `subgroup` where
+    /// the adapter offers it, else `shared` (the profile's settings say so).
+    pub fn gemv_for(&self, gpu: &Gpu, format: WeightFormat, layout: WeightLayout) -> GemvVariant {
+        if self.gemv.runs(format, layout) {
+            self.gemv
+        } else {
+            self.gemv_fallback(gpu)
+        }
+    }
+
+    /// See [`Self::gemv_for`].
+    pub fn gemv_fallback(&self, gpu: &Gpu) -> GemvVariant {
+        if GemvVariant::Subgroup.supported(gpu).is_ok() {
+            GemvVariant::Subgroup
+        } else {
+            GemvVariant::Shared
+        }
+    }
+
     /// The gemv variant's name with the fixed shape, if any (`blocks:16x4`).
     pub fn gemv_name(&self) -> String {
         match self.gemv_shape {
@@ -249,7 +280,7 @@ pub(crate) fn settings(
         "gemv".into(),
         format!("{}, {gemv_detail}", plan.gemv_name()),
     );
-    s.insert("weights".into(), plan.weights.name().into());
+    s.insert("weights".into(), plan.upload_layout().name().into());
     s.insert("attention".into(), attention.name().into());
     s.insert("fuse".into(), plan.fusions.describe());
     for (fusion, why) in skipped {

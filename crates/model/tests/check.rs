@@ -22,6 +22,7 @@ fn decoder_options() -> DecoderOptions {
 
 fn options(tokens: u32) -> CheckOptions {
     CheckOptions {
+        plan: None,
         model: "test".into(),
         prompt: vec![3],
         tokens,
@@ -358,4 +359,48 @@ fn vulkan_is_compared_with_gl_dispatch_by_dispatch() {
     assert!(outputs.len() >= run.report.dispatches.len());
     // Local: GL's kernel on Vulkan's inputs, for every output.
     assert!(outputs.iter().all(|o| o.local.is_some()));
+}
+
+/// The dp4a gemv (int8 activations) in the decoder: every dispatch against its executor,
+/// which quantizes x the way the kernel does, in f32 and in f64; q4_0 / q4_1 / q8_0 run
+/// dp4a, f16 falls back to the float variant (the settings say which).
+#[test]
+fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
+    use gpuscope_ops::gemv::GemvVariant;
+    let Some(gpu) = common::gpu() else { return };
+    if let Err(why) = GemvVariant::Dp4a.supported(gpu) {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    for format in [
+        WeightFormat::Q4_0,
+        WeightFormat::Q4_1,
+        WeightFormat::Q8_0,
+        WeightFormat::F16,
+    ] {
+        let w = common::weights(Preset::Tiny, format);
+        let mut plan = gpuscope_model::KernelPlan::for_adapter(gpu);
+        plan.set_kernel("gemv=dp4a").unwrap();
+        for precision in [Precision::F32, Precision::F64] {
+            let opts = CheckOptions {
+                plan: Some(plan),
+                precision,
+                ..options(3)
+            };
+            let run = check(gpu, &w, &opts).unwrap();
+            let v = verdict(&run.report);
+            assert!(v.passed(), "{format} {precision:?}: {:?}", v.first());
+            let dp4a = run
+                .report
+                .dispatches
+                .iter()
+                .filter(|d| d.shader.contains(".dp4a"))
+                .count();
+            if format == WeightFormat::F16 {
+                assert_eq!(dp4a, 0, "f16 has no dp4a kernel");
+            } else {
+                assert!(dp4a > 0, "{format}: no dp4a dispatch checked");
+            }
+        }
+    }
 }

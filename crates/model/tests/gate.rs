@@ -157,7 +157,9 @@ fn gate_never_fails_a_a_runs_and_always_fails_a_planted_ten_percent_slowdown() {
     let runs = interleaved(&gpu, &[None, Some(&guess)]);
     let (guess_change, _) = judge(&runs[0], &runs[1]);
     let passes = if guess_change > 0.0 {
-        (first_guess as f64 * PLANTED / guess_change).round().max(1.0) as u32
+        (first_guess as f64 * PLANTED / guess_change)
+            .round()
+            .max(1.0) as u32
     } else {
         first_guess
     };

@@ -128,7 +128,12 @@ impl GemvCase {
         run(gpu, vec![d]);
         let got = read_f32(gpu, &yb);
         let mut want = vec![0.0f32; g.rows as usize];
-        g.cpu(&stored, &self.x, &mut want);
+        // The dp4a kernels compute with x quantized to int8 blocks: so does their oracle.
+        let x = match tuning {
+            Some(t) if t.variant.quantizes_x() => gpuscope_ops::gemv::q8_blocks(&self.x),
+            _ => self.x.clone(),
+        };
+        g.cpu(&stored, &x, &mut want);
         let scale = abs_dots(g.format, &self.w, g.rows as usize, g.cols as usize, &self.x);
         let what = format!("{} ({tuning:?})", self.name());
         assert_close(&what, g.format, &got[..g.rows as usize], &want, &scale);

@@ -1,6 +1,7 @@
 //! The ops test binary: every op, GPU against its CPU oracle.
 mod batched;
 mod common;
+mod dp4a;
 mod gemv_variants;
 mod harness;
 mod kernels;

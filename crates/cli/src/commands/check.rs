@@ -116,6 +116,7 @@ pub fn run(args: &CheckArgs) -> Result<(), Exit> {
         filter,
         break_at,
         fault,
+        plan: Some(args.kernels.plan(&gpu)?),
     };
     eprintln!(
         "gpuscope: checking {} token(s) of {} dispatch by dispatch against {} ...",

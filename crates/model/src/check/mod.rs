@@ -89,6 +89,9 @@ pub struct CheckOptions {
     /// `trace_dir`.
     pub break_at: Option<BreakAt>,
     pub fault: Option<Fault>,
+    /// The tested GPU's kernel variants and fusions (`None`: the adapter's plan,
+    /// [`crate::KernelPlan::for_adapter`]).
+    pub plan: Option<crate::KernelPlan>,
 }
 
 /// A finished check.

@@ -191,7 +191,10 @@ fn check_in<T: Real>(
         max_ctx: opts.max_ctx,
         read_logits: false,
     };
-    let dec = GpuDecoder::new(gpu, weights, dec_opts.clone())?;
+    let dec = match &opts.plan {
+        Some(plan) => GpuDecoder::with_plan(gpu, weights, dec_opts.clone(), *plan)?,
+        None => GpuDecoder::new(gpu, weights, dec_opts.clone())?,
+    };
     let subject = GpuPath::new(gpu, dec.graph(), opts.serial || opts.validate)?;
     let per_step = subject.dispatches.len();
 

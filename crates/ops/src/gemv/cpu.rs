@@ -70,25 +70,55 @@ impl super::GemvFused {
         y: &mut [T],
         kv: Option<(u32, &mut [T], &mut [T])>,
     ) {
+        self.cpu_variant(false, w, x, norm_weight, y, kv)
+    }
+
+    /// [`Self::cpu`] for a variant that quantizes x (`quantized_x`: the `dp4a` kernels,
+    /// [`super::GemvVariant::quantizes_x`]): the gemv's input, x (times the norm weight
+    /// when rms_norm is folded in, the norm's scale applied to each row's sum after, as
+    /// the kernel does), goes through [`super::q8_blocks`] in f32 first.
+    pub fn cpu_variant<T: Real>(
+        &self,
+        quantized_x: bool,
+        w: &[u8],
+        x: &[T],
+        norm_weight: Option<&[T]>,
+        y: &mut [T],
+        kv: Option<(u32, &mut [T], &mut [T])>,
+    ) {
         use super::GemvEpilogue;
         let g = self.gemv;
         let cols = g.cols as usize;
-        let normed;
-        let input = match self.norm {
-            Some(eps) => {
+        let x = &x[..cols];
+        let norm_weight = || &norm_weight.expect("the fused rms_norm needs its weight")[..cols];
+        let (input, row_scale): (Vec<T>, T) = match (self.norm, quantized_x) {
+            (Some(eps), false) => {
                 let mut out = vec![T::zero(); cols];
-                crate::rms_norm::RmsNorm { n: g.cols, eps }.cpu(
-                    x,
-                    norm_weight.expect("the fused rms_norm needs its weight"),
-                    &mut out,
-                );
-                normed = out;
-                &normed[..]
+                crate::rms_norm::RmsNorm { n: g.cols, eps }.cpu(x, norm_weight(), &mut out);
+                (out, T::one())
             }
-            None => &x[..cols],
+            (None, false) => (x.to_vec(), T::one()),
+            (norm, true) => {
+                let (u, scale): (Vec<f32>, T) = match norm {
+                    Some(eps) => {
+                        let sum_sq = crate::real::dot(x, x);
+                        let scale = T::one() / (sum_sq / T::of_u32(g.cols) + T::of(eps)).sqrt();
+                        let u = x
+                            .iter()
+                            .zip(norm_weight())
+                            .map(|(&v, &nw)| (v * nw).as_f32());
+                        (u.collect(), scale)
+                    }
+                    None => (x.iter().map(|v| v.as_f32()).collect(), T::one()),
+                };
+                (super::q8_blocks(&u).into_iter().map(T::of).collect(), scale)
+            }
         };
         let mut rows = vec![T::zero(); g.rows as usize];
-        Gemv { out_offset: 0, ..g }.cpu(w, input, &mut rows);
+        Gemv { out_offset: 0, ..g }.cpu(w, &input, &mut rows);
+        if row_scale != T::one() {
+            rows.iter_mut().for_each(|r| *r = *r * row_scale);
+        }
         let off = g.out_offset as usize;
         match self.epilogue {
             GemvEpilogue::Store => y[off..off + rows.len()].copy_from_slice(&rows),

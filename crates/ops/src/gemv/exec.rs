@@ -140,6 +140,7 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         None
     };
     let (w, x) = (c.bytes(0)?, c.floats(1)?);
+    let q8x = key.variant.quantizes_x();
     match op.epilogue {
         GemvEpilogue::RopeKv(rope) => {
             let (step, kc, vc) = (rope_first, rope_first + 1, rope_first + 2);
@@ -149,7 +150,8 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
             c.need_words(vc, rope.kv_row() * rope.max_ctx as u64)?;
             let pos = c.u32_at(step, 0)?;
             let (mut y, mut k, mut v) = (c.floats(2)?, c.floats(kc)?, c.floats(vc)?);
-            op.cpu(
+            op.cpu_variant(
+                q8x,
                 w,
                 &x,
                 nw.as_deref(),
@@ -162,11 +164,11 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         }
         GemvEpilogue::SiluMul { n, .. } => {
             c.need_words(2, g.out_offset as u64 + n as u64)?;
-            op.cpu(w, &x, nw.as_deref(), c.out(2)?, None);
+            op.cpu_variant(q8x, w, &x, nw.as_deref(), c.out(2)?, None);
         }
         _ => {
             c.need_words(2, g.out_offset as u64 + g.rows as u64)?;
-            op.cpu(w, &x, nw.as_deref(), c.out(2)?, None);
+            op.cpu_variant(q8x, w, &x, nw.as_deref(), c.out(2)?, None);
         }
     }
     Ok(())

@@ -151,6 +151,27 @@ impl GemvFused {
             rows_per_thread: nr,
         } = t;
         variant.supported(gpu).map_err(|e| self.invalid(e))?;
+        let g = &self.gemv;
+        if !variant.runs(g.format, g.layout) {
+            return Err(self.invalid(format!(
+                "gemv variant `{}` has no kernel for {} weights in the {} layout (dp4a: q4_0, q4_1, q8_0, packed)",
+                variant.name(),
+                g.format.name(),
+                g.layout.name()
+            )));
+        }
+        if variant == GemvVariant::Dp4a {
+            // xq (16 bytes per 16 columns), xm (8 bytes per block) and the 256-float
+            // reduction array of kernel_dp4a.wgsl.
+            let bytes = u64::from(g.cols) + u64::from(g.cols / 32) * 8 + 1024;
+            let limit = u64::from(gpu.limits().max_compute_workgroup_storage_size);
+            if bytes > limit {
+                return Err(self.invalid(format!(
+                    "the dp4a kernel keeps x as int8 in workgroup memory: {bytes} bytes for {} columns, the device allows {limit} (use gemv=subgroup for this matrix)",
+                    g.cols
+                )));
+            }
+        }
         let max_tpr = variant.max_threads_per_row(gpu);
         if !tpr.is_power_of_two() || tpr > max_tpr {
             return Err(self.invalid(format!(
@@ -316,6 +337,10 @@ impl GemvFused {
         };
         if let Some(eps) = self.norm {
             constants.push(("EPS", f64::from(eps)));
+        }
+        if variant == GemvVariant::Dp4a {
+            constants.push(("XQ_VEC4S", f64::from(g.cols / 16)));
+            constants.push(("X_BLOCKS", f64::from(g.cols / 32)));
         }
         if g.layout == super::WeightLayout::Packed {
             constants.push((

@@ -20,7 +20,13 @@
 //! - `blocks`: the lanes frame with a whole 32-element block per lane step (`block_dot`:
 //!   every word of the block loaded once, a single 16-byte load over the packed layout),
 //!   reduced with subgroup shuffles where offered, else shared memory: more bytes in
-//!   flight per lane for big matrices.
+//!   flight per lane for big matrices;
+//! - `dp4a`: x quantized to int8 per 32-element block in workgroup memory, then integer
+//!   dot products (`dot4I8Packed`) against the packed q4_0 / q4_1 / q8_0 quants, as
+//!   llama.cpp's MMVQ kernels do (`kernel_dp4a.wgsl`). It computes W·x̂ with x̂ the
+//!   quantized x ([`q8_blocks`]), not W·x: its oracle quantizes the same way. Other
+//!   formats and the GGUF layout have no dp4a form ([`GemvVariant::runs`]); the decoder
+//!   gives those matrices its fallback variant.
 //!
 //! Weight layouts ([`WeightLayout`], `--kernel weights=gguf|packed`): the GGUF bytes, or
 //! q4_0 / q4_1 / q8_0 repacked at upload into 16-byte-aligned quants and a scales region.
@@ -79,10 +85,17 @@ pub enum GemvVariant {
     Subgroup,
     Rows,
     Blocks,
+    Dp4a,
 }
 
 impl GemvVariant {
-    pub const ALL: [GemvVariant; 4] = [Self::Shared, Self::Subgroup, Self::Rows, Self::Blocks];
+    pub const ALL: [GemvVariant; 5] = [
+        Self::Shared,
+        Self::Subgroup,
+        Self::Rows,
+        Self::Blocks,
+        Self::Dp4a,
+    ];
 
     /// The name `--kernel gemv=NAME` takes and profiles record.
     pub fn name(self) -> &'static str {
@@ -91,7 +104,28 @@ impl GemvVariant {
             Self::Subgroup => "subgroup",
             Self::Rows => "rows",
             Self::Blocks => "blocks",
+            Self::Dp4a => "dp4a",
         }
+    }
+
+    /// Whether this variant has a kernel for `format` stored in `layout` (`dp4a`: q4_0,
+    /// q4_1 and q8_0, packed; every other variant: everything).
+    pub fn runs(self, format: WeightFormat, layout: WeightLayout) -> bool {
+        match self {
+            Self::Dp4a => {
+                layout == WeightLayout::Packed
+                    && matches!(
+                        format,
+                        WeightFormat::Q4_0 | WeightFormat::Q4_1 | WeightFormat::Q8_0
+                    )
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether the kernel computes with x quantized to int8 blocks ([`q8_blocks`]).
+    pub fn quantizes_x(self) -> bool {
+        self == Self::Dp4a
     }
 
     pub fn parse(name: &str) -> Option<GemvVariant> {
@@ -116,7 +150,7 @@ impl GemvVariant {
     /// and `blocks` where SUBGROUP is offered) rather than a shared-memory tree.
     pub fn subgroup_reduce(self, gpu: &Gpu) -> bool {
         match self {
-            Self::Subgroup => true,
+            Self::Subgroup | Self::Dp4a => true,
             Self::Blocks => Self::Subgroup.supported(gpu).is_ok(),
             Self::Shared | Self::Rows => false,
         }
@@ -143,9 +177,46 @@ impl GemvVariant {
                     gpu.adapter_info().name
                 ))
             }
+            Self::Dp4a => {
+                let info = gpu.adapter_info();
+                if !gpu.features().contains(gpuscope_runtime::wgpu::Features::SUBGROUP)
+                    || info.subgroup_min_size < 8
+                {
+                    Err(format!(
+                        "gemv variant `dp4a` needs the SUBGROUP feature with subgroups of at least 8 lanes; \"{}\" offers {} (use gemv=subgroup or gemv=shared)",
+                        info.name,
+                        if gpu.features().contains(gpuscope_runtime::wgpu::Features::SUBGROUP) {
+                            format!("subgroups of {} to {} lanes", info.subgroup_min_size, info.subgroup_max_size)
+                        } else {
+                            "no subgroups".to_string()
+                        }
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
             _ => Ok(()),
         }
     }
+}
+
+/// x as the `dp4a` kernels see it: each 32-element block quantized to int8 with one
+/// scale, `d = max|x| / 127`, `q = round(x / d)` (ties to even, as WGSL's `round`),
+/// returned dequantized (`q · d`), in f32 as the kernel computes it. A partial last block
+/// (not a dp4a shape) is quantized on its own.
+pub fn q8_blocks(x: &[f32]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    for block in x.chunks(32) {
+        let amax = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
+        out.extend(
+            block
+                .iter()
+                .map(|&v| (v * inv).round_ties_even().clamp(-128.0, 127.0) * d),
+        );
+    }
+    out
 }
 
 /// How a dispatch spreads the matrix over threads (see `kernel.wgsl`, `kernel_rows.wgsl`).
@@ -280,7 +351,7 @@ impl Gemv {
                 threads_per_row: 1,
                 rows_per_thread: MAX_ROWS_PER_THREAD,
             },
-            GemvVariant::Blocks => {
+            GemvVariant::Blocks | GemvVariant::Dp4a => {
                 // A lane's step is a whole 32-element block (4 units): about 4 blocks
                 // per lane per row, at least 4 lanes, at most what the reduction allows.
                 let steps = self.units_per_row().div_ceil(4);

@@ -92,12 +92,13 @@ impl ShaderKey {
                     for (x_shared, subgroup_reduce) in
                         [(false, false), (false, true), (true, false)]
                     {
-                        let possible = match variant {
-                            GemvVariant::Shared => !subgroup_reduce && !x_shared,
-                            GemvVariant::Subgroup => subgroup_reduce,
-                            GemvVariant::Rows => !subgroup_reduce,
-                            GemvVariant::Blocks => !x_shared,
-                        };
+                        let possible = variant.runs(format, layout)
+                            && match variant {
+                                GemvVariant::Shared => !subgroup_reduce && !x_shared,
+                                GemvVariant::Subgroup | GemvVariant::Dp4a => subgroup_reduce,
+                                GemvVariant::Rows => !subgroup_reduce,
+                                GemvVariant::Blocks => !x_shared,
+                            };
                         if possible {
                             keys.push(ShaderKey {
                                 variant,
@@ -173,7 +174,56 @@ pub(crate) fn binding_numbers(norm: bool) -> (u32, u32) {
     (norm_binding, rope_first)
 }
 
+/// The `dp4a` frame with its format's `block_idot` and its input (x, and the norm weight
+/// when rms_norm is folded in).
+fn compose_dp4a(key: ShaderKey, name: &str) -> String {
+    let (norm_binding, rope_first) = binding_numbers(key.norm);
+    let norm_decl = if key.norm {
+        format!("@group(0) @binding({norm_binding}) var<storage, read> nw: array<vec4<f32>>;\noverride EPS: f32;")
+    } else {
+        "const EPS: f32 = 0.0;".to_string()
+    };
+    let frame = include_str!("kernel_dp4a.wgsl")
+        .replace("NORM_ON", &key.norm.to_string())
+        .replace("NORM_DECL", &norm_decl)
+        .replace(
+            "NORM_WEIGHT",
+            if key.norm { "nw[i]" } else { "vec4<f32>(1.0)" },
+        );
+    let idot = match key.format {
+        WeightFormat::Q4_0 => include_str!("idot_q4_0.wgsl"),
+        WeightFormat::Q4_1 => include_str!("idot_q4_1.wgsl"),
+        WeightFormat::Q8_0 => include_str!("idot_q8_0.wgsl"),
+        other => panic!("{} has no dp4a kernel", other.name()),
+    };
+    format!(
+        "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{idot}\n{}\n{}",
+        include_str!("packed_common.wgsl"),
+        include_str!("reduce_subgroup.wgsl"),
+        epilogue_part(key.epilogue, rope_first),
+    )
+}
+
+/// The epilogue's source (rope's bindings numbered after `rope_first`).
+fn epilogue_part(epilogue: EpilogueKind, rope_first: u32) -> String {
+    match epilogue {
+        EpilogueKind::Store => include_str!("epilogue_store.wgsl").to_string(),
+        EpilogueKind::Silu => include_str!("epilogue_silu.wgsl").to_string(),
+        EpilogueKind::Rope => format!(
+            "{}\n{}",
+            include_str!("epilogue_rope.wgsl")
+                .replace("B_STEP", &rope_first.to_string())
+                .replace("B_KCACHE", &(rope_first + 1).to_string())
+                .replace("B_VCACHE", &(rope_first + 2).to_string()),
+            include_str!("../rope/angle.wgsl")
+        ),
+    }
+}
+
 fn compose(key: ShaderKey, name: &str) -> String {
+    if key.variant == GemvVariant::Dp4a {
+        return compose_dp4a(key, name);
+    }
     let frame = match key.variant {
         GemvVariant::Rows => include_str!("kernel_rows.wgsl").to_string(),
         lanes => {
@@ -218,18 +268,7 @@ fn compose(key: ShaderKey, name: &str) -> String {
         }
         (false, false) => include_str!("input_plain.wgsl").to_string(),
     };
-    let epilogue = match key.epilogue {
-        EpilogueKind::Store => include_str!("epilogue_store.wgsl").to_string(),
-        EpilogueKind::Silu => include_str!("epilogue_silu.wgsl").to_string(),
-        EpilogueKind::Rope => format!(
-            "{}\n{}",
-            include_str!("epilogue_rope.wgsl")
-                .replace("B_STEP", &rope_first.to_string())
-                .replace("B_KCACHE", &(rope_first + 1).to_string())
-                .replace("B_VCACHE", &(rope_first + 2).to_string()),
-            include_str!("../rope/angle.wgsl")
-        ),
-    };
+    let epilogue = epilogue_part(key.epilogue, rope_first);
     format!(
         "// {name}: composed by gpuscope-ops (gemv/shader.rs) from frame, format, input and epilogue.\n{frame}\n{}\n{block}\n{}\n{input}\n{epilogue}",
         format_part(key.format, key.layout),

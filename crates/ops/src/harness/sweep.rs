@@ -154,6 +154,15 @@ impl SweepPoint {
         self.variant
             .supported(gpu)
             .map_err(|e| format!("variant={}: {e}", self.variant.name()))?;
+        let layout = self.gemv().layout;
+        if !self.variant.runs(f, layout) {
+            return Err(format!(
+                "variant={}: no kernel for {} weights in the {} layout (dp4a: q4_0, q4_1, q8_0 with layout=packed)",
+                self.variant.name(),
+                f.name(),
+                layout.name()
+            ));
+        }
         let t = self.tuning(gpu);
         let max_lanes = self.variant.max_threads_per_row(gpu);
         if !t.threads_per_row.is_power_of_two() || t.threads_per_row > max_lanes {

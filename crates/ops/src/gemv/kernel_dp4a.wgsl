@@ -1,0 +1,155 @@
+// gemv frame "dp4a": integer dot products over int8 activations (what llama.cpp's MMVQ
+// kernels do). y[OUT_OFFSET + r] = sum_c W[r, c] * x̂[c], where x̂ is x quantized per
+// 32-element block: d = max|x| / 127, q = round(x / d) (to even), x̂ = q * d.
+//
+// Why: the float frames spend ~5 instructions per 4-bit weight (unpack, bias, convert,
+// FMA) and are bound by instruction issue, not memory, on an H200 (BENCHMARKS.md run 8:
+// the q4_0 gemv's compute-only time is 95% of its full time). Here 8 weights cost two
+// masks and two dot4I8Packed (one IDP4A each on NVIDIA), plus one int-to-float conversion
+// and one FMA per 32-weight block.
+//
+// Phase 1 (every workgroup, over the whole of x): 8 lanes per block, a vec4 each; the
+// block's max |x| and sum of q meet through three subgroup shuffles (subgroups of at
+// least 8 lanes: checked on the Rust side), the packed quants go to workgroup memory as
+// 8 words per block (xq: 2 vec4 per block), (d, d * sum q) to xm. With rms_norm folded
+// in, x ∘ norm weight is what is quantized (the norm's scale is one scalar, applied to
+// each row's sum) and sum x² is reduced over the workgroup once.
+// Phase 2: the lanes frame of kernel.wgsl with a whole block per lane step: TPR lanes per
+// row group, NR rows per lane, each block's x words read once from workgroup memory for
+// the NR rows.
+//
+// Pieces appended after this file (composed in shader.rs): the format's block_idot (and
+// binding 0, `w`), the reduction (group_sum), the epilogue (phys_row, emit).
+
+override ROWS: u32;
+override COLS: u32;
+override OUT_OFFSET: u32;
+override TPR: u32;
+override NR: u32;
+// As in kernel.wgsl: the regression gate's planted slowdown and the compute-only
+// experiment; both 0 (compiled away) in real runs.
+override EXTRA_PASSES: u32 = 0u;
+override ROW_SPAN: u32 = 0u;
+// COLS / 16 and COLS / 32: workgroup arrays sized by the shape (the Rust side checks
+// their bytes against the device's workgroup storage limit).
+override XQ_VEC4S: u32;
+override X_BLOCKS: u32;
+
+const WG_SIZE: u32 = 256u;
+// group_sum adds no sum of squares here: phase 1 reduces it.
+const HAS_NORM: bool = false;
+const NORM: bool = NORM_ON;
+
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+NORM_DECL
+
+var<workgroup> xq: array<vec4<u32>, XQ_VEC4S>;
+var<workgroup> xm: array<vec2<f32>, X_BLOCKS>;
+var<workgroup> ss_red: array<f32, WG_SIZE>;
+
+fn span_row(r: u32) -> u32 {
+    return select(r % max(ROW_SPAN, 1u), r, ROW_SPAN == 0u);
+}
+
+struct GroupSum {
+    acc: vec4<f32>,
+    ss: f32,
+}
+
+@compute @workgroup_size(WG_SIZE)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let wg_lin = wg.x + wg.y * nwg.x;
+    let first_row = wg_lin * ((WG_SIZE / TPR) * NR);
+    // Workgroup-uniform, so returning before the barriers is allowed.
+    if first_row >= ROWS {
+        return;
+    }
+
+    // Phase 1. Every lane runs every step (the bound is a constant), so the shuffles run
+    // in uniform control flow; lanes past the last block quantize zeros and store nothing.
+    let part = lid & 7u;
+    var ss = 0.0;
+    for (var b0 = 0u; b0 < X_BLOCKS; b0 += WG_SIZE / 8u) {
+        let b = b0 + (lid >> 3u);
+        let valid = b < X_BLOCKS;
+        let i = min(b, X_BLOCKS - 1u) * 8u + part;
+        var v = select(vec4<f32>(0.0), x[i], valid);
+        if NORM {
+            ss += dot(v, v);
+            v = v * NORM_WEIGHT;
+        }
+        var amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
+        amax = max(amax, subgroupShuffleXor(amax, 1u));
+        amax = max(amax, subgroupShuffleXor(amax, 2u));
+        amax = max(amax, subgroupShuffleXor(amax, 4u));
+        let d = amax / 127.0;
+        let inv = select(0.0, 1.0 / d, d > 0.0);
+        let q = vec4<i32>(round(v * inv));
+        var qs = (q.x + q.y) + (q.z + q.w);
+        qs += subgroupShuffleXor(qs, 1u);
+        qs += subgroupShuffleXor(qs, 2u);
+        qs += subgroupShuffleXor(qs, 4u);
+        if valid {
+            xq[2u * b + (part >> 2u)][part & 3u] = pack4xI8Clamp(q);
+            if part == 0u {
+                xm[b] = vec2<f32>(d, d * f32(qs));
+            }
+        }
+    }
+    var scale = 1.0;
+    if NORM {
+        ss_red[lid] = ss;
+        workgroupBarrier();
+        for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
+            if lid < s {
+                ss_red[lid] += ss_red[lid + s];
+            }
+            workgroupBarrier();
+        }
+        scale = inverseSqrt(ss_red[0] / f32(COLS) + EPS);
+    } else {
+        workgroupBarrier();
+    }
+
+    // Phase 2. Rows past the end (last workgroup) recompute the last row, unwritten.
+    let row0 = first_row + (lid / TPR) * NR;
+    let lane = lid % TPR;
+    let r0 = phys_row(span_row(min(row0, ROWS - 1u)));
+    let r1 = phys_row(span_row(min(row0 + 1u, ROWS - 1u)));
+    let r2 = phys_row(span_row(min(row0 + 2u, ROWS - 1u)));
+    let r3 = phys_row(span_row(min(row0 + 3u, ROWS - 1u)));
+    let blocks = COLS / 32u;
+    var acc = vec4<f32>(0.0);
+    for (var b = lane; b < blocks; b += TPR) {
+        let xa = xq[2u * b];
+        let xb = xq[2u * b + 1u];
+        let m = xm[b];
+        acc.x += block_idot(r0, b, xa, xb, m);
+        if NR > 1u {
+            acc.y += block_idot(r1, b, xa, xb, m);
+        }
+        if NR > 2u {
+            acc.z += block_idot(r2, b, xa, xb, m);
+        }
+        if NR > 3u {
+            acc.w += block_idot(r3, b, xa, xb, m);
+        }
+    }
+    var extra = 0.0;
+    for (var p = 0u; p < EXTRA_PASSES; p++) {
+        for (var b = lane; b < blocks; b += TPR) {
+            extra += block_idot(r0, b, xq[2u * b], xq[2u * b + 1u], xm[b]);
+        }
+    }
+    if abs(extra) > 3.0e38 {
+        acc.x = extra;
+    }
+    let total = group_sum(lid, lane, acc, 0.0);
+    if lane == 0u {
+        emit(row0, total.acc * scale);
+    }
+}
