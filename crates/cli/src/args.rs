@@ -211,12 +211,13 @@ pub struct KernelArgs {
     /// Pick a kernel variant, OP=VARIANT (repeatable): gemv=shared|subgroup|rows|blocks|dp4a
     /// (optionally :LANESxROWS, e.g. gemv=blocks:16x2, one spread for every gemv; dp4a:
     /// int8 activations and integer dot products, packed q4_0/q4_1/q8_0 weights),
-    /// attention=workgroup|subgroup|split, weights=gguf|packed. Default: by adapter (the
-    /// profile records it).
+    /// attention=workgroup|subgroup|split, weights=gguf|packed, gemv_large=VARIANT|none
+    /// (the variant of matrices of 2^22 weights and more; dp4a on GPUs). Default: by
+    /// adapter (the profile records it).
     #[arg(long = "kernel", value_name = "OP=VARIANT")]
     pub kernels: Vec<String>,
-    /// Fusions: all, none, or a list of norm, rope, silu, residual, attention. Default: by
-    /// adapter (all on CPU adapters, all but attention on GPUs; the profile records it).
+    /// Fusions: all, none, or a list of norm, rope, silu, residual, attention. Default:
+    /// all (the profile records it).
     #[arg(long, value_name = "all|none|LIST")]
     pub fuse: Option<String>,
 }

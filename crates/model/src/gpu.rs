@@ -50,9 +50,15 @@ pub(crate) struct GpuMatrix {
     pub(crate) layout: WeightLayout,
 }
 
-/// Uploads `t` in `layout` where its format has that layout, else as GGUF bytes; each
-/// row chunk is packed on its own (a chunk is a matrix to its kernels).
-fn upload_matrix(gpu: &Gpu, t: &Tensor, layout: WeightLayout) -> Result<GpuMatrix, ModelError> {
+/// Uploads `t` in the layout the plan gives a matrix of its format and size
+/// ([`KernelPlan::layout_for`]); each row chunk is packed on its own (a chunk is a matrix
+/// to its kernels).
+fn upload_matrix(gpu: &Gpu, t: &Tensor, plan: &KernelPlan) -> Result<GpuMatrix, ModelError> {
+    upload_matrix_as(gpu, t, plan.layout_for(t.format, t.rows, t.cols))
+}
+
+/// [`upload_matrix`] in `layout` where the format has it, else as GGUF bytes.
+fn upload_matrix_as(gpu: &Gpu, t: &Tensor, layout: WeightLayout) -> Result<GpuMatrix, ModelError> {
     let layout = layout.for_format(t.format);
     let max_binding = gpu.limits().max_storage_buffer_binding_size as u64;
     let row_bytes = t.row_bytes() as u64;
@@ -88,6 +94,11 @@ fn upload_matrix(gpu: &Gpu, t: &Tensor, layout: WeightLayout) -> Result<GpuMatri
 }
 
 impl GpuMatrix {
+    /// Rows of the whole matrix (every chunk).
+    pub(crate) fn rows(&self) -> u32 {
+        self.chunks.iter().map(|(_, _, rows)| rows).sum()
+    }
+
     /// One [`GemvFused`] dispatch per row chunk: `norm` folds rms_norm (its eps) into the
     /// input, `epilogue` says where rows go. Buffers other than the weights in `io`
     /// (its `w` is replaced per chunk). `extra_passes` plants a slowdown (see
@@ -116,7 +127,7 @@ impl GpuMatrix {
                     norm,
                     epilogue,
                 };
-                let variant = plan.gemv_for(gpu, self.tensor_format, self.layout);
+                let variant = plan.gemv_for(gpu, self.tensor_format, self.layout, self.rows(), self.cols);
                 let tuning = op.fit_tuning(gemv.tuning_with(variant, plan.gemv_shape, gpu));
                 let io = GemvBuffers { w: buf, ..io };
                 Ok(op.dispatch_planted(gpu, tuning, &io, extra_passes)?)
@@ -187,19 +198,19 @@ fn upload_stacked(
     gpu: &Gpu,
     name: &str,
     parts: &[(&Tensor, u32)],
-    layout: WeightLayout,
+    plan: &KernelPlan,
 ) -> Result<Vec<GpuMatrix>, ModelError> {
     let first = parts[0].0;
     if parts
         .iter()
         .all(|(t, _)| t.format == first.format && t.cols == first.cols)
     {
-        return Ok(vec![upload_matrix(gpu, &concat_rows(name, parts), layout)?]);
+        return Ok(vec![upload_matrix(gpu, &concat_rows(name, parts), plan)?]);
     }
     parts
         .iter()
         .map(|(t, start)| {
-            let mut m = upload_matrix(gpu, t, layout)?;
+            let mut m = upload_matrix(gpu, t, plan)?;
             for chunk in &mut m.chunks {
                 chunk.1 += start;
             }
@@ -399,25 +410,28 @@ pub(crate) struct GpuWeights {
 
 impl GpuWeights {
     /// Uploads every tensor once: q/k/v and gate/up stacked where they share a format.
-    /// Matrices go up in `layout` where their format has it; the embedding table stays
-    /// GGUF bytes (the embedding kernels read those).
+    /// Matrices go up in the layout the plan gives them ([`KernelPlan::layout_for`]); the
+    /// embedding table stays GGUF bytes (the embedding kernels read those).
     fn upload(
         gpu: &Gpu,
         weights: &ModelWeights,
-        layout: WeightLayout,
+        plan: &KernelPlan,
     ) -> Result<GpuWeights, ModelError> {
         let c = &weights.config;
         let up_row = up_start_row(gpu, c.ffn_dim);
-        let token_embd = upload_matrix(gpu, &weights.token_embd, WeightLayout::Gguf)?;
+        let e = &weights.token_embd;
+        let token_embd = upload_matrix_as(gpu, e, WeightLayout::Gguf)?;
         let output = match &weights.output {
-            Some(t) => upload_matrix(gpu, t, layout)?,
+            Some(t) => upload_matrix(gpu, t, plan)?,
             // Tied, in another layout: the head gets its own copy of the table.
-            None if layout.for_format(token_embd.tensor_format) != WeightLayout::Gguf => {
+            None if plan.layout_for(e.format, e.rows, e.cols).for_format(e.format)
+                != WeightLayout::Gguf =>
+            {
                 let head = Tensor {
                     name: "output (token_embd repacked)".into(),
-                    ..weights.token_embd.clone()
+                    ..e.clone()
                 };
-                upload_matrix(gpu, &head, layout)?
+                upload_matrix(gpu, &head, plan)?
             }
             // Tied: reuse the embedding table's buffers rather than uploading them twice.
             None => GpuMatrix {
@@ -448,16 +462,16 @@ impl GpuWeights {
                             (&layer.wk, c.q_dim()),
                             (&layer.wv, c.q_dim() + c.kv_dim()),
                         ],
-                        layout,
+                        plan,
                     )?,
-                    wo: upload_matrix(gpu, &layer.wo, layout)?,
+                    wo: upload_matrix(gpu, &layer.wo, plan)?,
                     w_gate_up: upload_stacked(
                         gpu,
                         &l("ffn_gate_up"),
                         &[(&layer.w_gate, 0), (&layer.w_up, up_row)],
-                        layout,
+                        plan,
                     )?,
-                    w_down: upload_matrix(gpu, &layer.w_down, layout)?,
+                    w_down: upload_matrix(gpu, &layer.w_down, plan)?,
                 })
             })
             .collect::<Result<_, ModelError>>()?;
@@ -508,7 +522,7 @@ impl GpuDecoder {
         // The KV cache is sized from the token count: say so before any allocation.
         check_kv_cache(gpu, options.max_ctx, c.kv_dim() as u64 * 4)?;
         let acts = Activations::new(gpu, &c, options.max_ctx, &plan)?;
-        let uploaded = GpuWeights::upload(gpu, weights, plan.upload_layout())?;
+        let uploaded = GpuWeights::upload(gpu, weights, &plan)?;
         let built =
             crate::graph::build_decode(gpu, &c, options.max_ctx, &plan, &uploaded, &acts, planted)?;
         let runner = Self::make_runner(gpu, &built.graph, &acts, options.read_logits)?;

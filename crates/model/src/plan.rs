@@ -118,10 +118,20 @@ impl FromIterator<Fusion> for Fusions {
     }
 }
 
+/// Weights from which a matrix counts as large for [`KernelPlan::gemv_large`]: 2^22,
+/// Llama-1B's 2048×2048 and up, every matrix of an 8B model, SmolLM2's output head only.
+pub const LARGE_GEMV_WEIGHTS: u64 = 1 << 22;
+
 /// The decode graph's kernel choices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelPlan {
     pub gemv: GemvVariant,
+    /// The variant of matrices of at least [`LARGE_GEMV_WEIGHTS`] weights, where it has a
+    /// kernel for them (`None`: [`Self::gemv`] for every matrix). `dp4a` on GPUs that run
+    /// it: on an H100 (Vulkan) it took Llama-8B q4_0 from 202 to 283 tok/s, but at
+    /// SmolLM2's 576-wide layers, which are bound by launch latency, it was 3-5% slower
+    /// than `subgroup` (BENCHMARKS.md, 2026-11-24).
+    pub gemv_large: Option<GemvVariant>,
     /// `Some((lanes per row, rows per lane))`: that spread for every gemv instead of the
     /// per-shape rule (sweeps: `--kernel gemv=blocks:16x4`).
     pub gemv_shape: Option<(u32, u32)>,
@@ -135,17 +145,20 @@ pub struct KernelPlan {
 
 impl KernelPlan {
     /// What runs best on this adapter as far as measured: gemv and attention variants by
-    /// device type and features (see [`GemvVariant::for_adapter`]); every fusion on CPU
-    /// adapters, every fusion but `attention` on GPUs (H200, SmolLM2 q4_1, 128 tokens:
-    /// 833 tok/s without it, 790-809 with it: one workgroup per head walking the positions
-    /// is slower than three dispatches spread over heads and positions). Packed weights
-    /// on CPU adapters (lavapipe, SmolLM2 q4_1 `run`, 32 tokens, load 10 on 2 cores: CPU
-    /// time 2.0-2.5 s against 3.2-3.5 s, generation 8-16 against 4-7 tok/s: one 16-byte
-    /// load per block instead of five 4-byte ones); GGUF bytes on GPUs until measured.
+    /// device type and features (see [`GemvVariant::for_adapter`]), `dp4a` for large
+    /// matrices on GPUs that run it ([`Self::gemv_large`]); every fusion (H100, SmolLM2
+    /// q4_1, 128 tokens: 905 tok/s with the fused attention kernel, 782 with scores,
+    /// softmax and values apart; before its vec4 rewrite the fused kernel was the slower).
+    /// Packed weights on CPU adapters (lavapipe, SmolLM2 q4_1 `run`, 32 tokens, load 10 on
+    /// 2 cores: CPU time 2.0-2.5 s against 3.2-3.5 s, generation 8-16 against 4-7 tok/s:
+    /// one 16-byte load per block instead of five 4-byte ones); GGUF bytes on GPUs for
+    /// the float variants (no difference measured there).
     pub fn for_adapter(gpu: &Gpu) -> KernelPlan {
         let cpu = gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu;
+        let dp4a = !cpu && GemvVariant::Dp4a.supported(gpu).is_ok();
         KernelPlan {
             gemv: GemvVariant::for_adapter(gpu),
+            gemv_large: dp4a.then_some(GemvVariant::Dp4a),
             gemv_shape: None,
             weights: if cpu {
                 WeightLayout::Packed
@@ -153,11 +166,7 @@ impl KernelPlan {
                 WeightLayout::Gguf
             },
             attention: None,
-            fusions: if cpu {
-                Fusions::all()
-            } else {
-                Fusions::all().without(Fusion::Attention)
-            },
+            fusions: Fusions::all(),
         }
     }
 
@@ -183,6 +192,19 @@ impl KernelPlan {
                     )
                 })?;
                 self.gemv_shape = shape;
+                // A variant named for every gemv applies to the large ones too.
+                self.gemv_large = None;
+            }
+            "gemv_large" => {
+                self.gemv_large = match variant.trim() {
+                    "none" => None,
+                    name => Some(GemvVariant::parse(name).ok_or_else(|| {
+                        format!(
+                            "`{spec}`: unknown gemv variant (expected {} or none)",
+                            names(&GemvVariant::ALL.map(GemvVariant::name))
+                        )
+                    })?),
+                }
             }
             "weights" => {
                 self.weights = WeightLayout::parse(variant.trim()).ok_or_else(|| {
@@ -209,27 +231,54 @@ impl KernelPlan {
         Ok(())
     }
 
-    /// Checks that `gpu` can run the chosen gemv variant (attention is checked per shape
-    /// when the graph is built).
+    /// Checks that `gpu` can run the chosen gemv variants (attention is checked per
+    /// shape when the graph is built).
     pub fn check(&self, gpu: &Gpu) -> Result<(), String> {
-        self.gemv.supported(gpu)
+        self.gemv.supported(gpu)?;
+        match self.gemv_large {
+            Some(v) => v.supported(gpu),
+            None => Ok(()),
+        }
     }
 
-    /// How q4_0 / q4_1 / q8_0 matrices go up: packed for `gemv=dp4a` (its kernels read
-    /// only that layout), else as [`Self::weights`] asks.
-    pub fn upload_layout(&self) -> WeightLayout {
-        if self.gemv == GemvVariant::Dp4a {
+    /// The variant the plan asks for a matrix of `rows × cols` ([`Self::gemv_large`]
+    /// from [`LARGE_GEMV_WEIGHTS`] weights, else [`Self::gemv`]), before the layout and
+    /// format are considered.
+    fn gemv_asked(&self, rows: u32, cols: u32) -> GemvVariant {
+        match self.gemv_large {
+            Some(v) if u64::from(rows) * u64::from(cols) >= LARGE_GEMV_WEIGHTS => v,
+            _ => self.gemv,
+        }
+    }
+
+    /// How a matrix goes up: packed where its variant quantizes x (`dp4a` reads only that
+    /// layout) and has a kernel for the format, else as [`Self::weights`] asks (formats
+    /// without a packed form keep their GGUF bytes either way).
+    pub fn layout_for(&self, format: WeightFormat, rows: u32, cols: u32) -> WeightLayout {
+        let v = self.gemv_asked(rows, cols);
+        if v.quantizes_x() && v.runs(format, WeightLayout::Packed) {
             WeightLayout::Packed
         } else {
             self.weights
         }
     }
 
-    /// The variant a matrix of `format` stored in `layout` runs: the plan's, or where it
-    /// has no kernel for that matrix (`dp4a` over K-quants, f16, ...), `subgroup` where
-    /// the adapter offers it, else `shared` (the profile's settings say so).
-    pub fn gemv_for(&self, gpu: &Gpu, format: WeightFormat, layout: WeightLayout) -> GemvVariant {
-        if self.gemv.runs(format, layout) {
+    /// The variant a `rows × cols` matrix of `format` stored in `layout` runs: the one the
+    /// plan asks for its size, or where that has no kernel for it (`dp4a` over K-quants,
+    /// f16, ...), [`Self::gemv`], or failing that `subgroup` where the adapter offers it,
+    /// else `shared` (the profile's settings say so).
+    pub fn gemv_for(
+        &self,
+        gpu: &Gpu,
+        format: WeightFormat,
+        layout: WeightLayout,
+        rows: u32,
+        cols: u32,
+    ) -> GemvVariant {
+        let asked = self.gemv_asked(rows, cols);
+        if asked.runs(format, layout) {
+            asked
+        } else if self.gemv.runs(format, layout) {
             self.gemv
         } else {
             self.gemv_fallback(gpu)
@@ -280,7 +329,16 @@ pub(crate) fn settings(
         "gemv".into(),
         format!("{}, {gemv_detail}", plan.gemv_name()),
     );
-    s.insert("weights".into(), plan.upload_layout().name().into());
+    s.insert("weights".into(), plan.weights.name().into());
+    if let Some(v) = plan.gemv_large {
+        s.insert(
+            "gemv_large".into(),
+            format!("{} for matrices of at least {LARGE_GEMV_WEIGHTS} weights (packed weights where it has a kernel for the format, else `gemv`)", v.name()),
+        );
+    }
+    if plan.gemv.quantizes_x() {
+        s.insert("weights".into(), format!("{} (q4_0, q4_1, q8_0 packed for dp4a)", plan.weights.name()));
+    }
     s.insert("attention".into(), attention.name().into());
     s.insert("fuse".into(), plan.fusions.describe());
     for (fusion, why) in skipped {

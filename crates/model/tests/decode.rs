@@ -254,6 +254,7 @@ fn every_kernel_variant_and_fusion_set_matches_cpu() {
                     .flat_map(|f| layouts.iter().map(move |l| (f, l)))
                 {
                     let plan = KernelPlan {
+                        gemv_large: None,
                         gemv,
                         gemv_shape: None,
                         weights: weights_layout,

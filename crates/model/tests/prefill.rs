@@ -196,6 +196,7 @@ fn rows_plan_prefills_through_decode_steps() {
         read_logits: true,
     };
     let plan = KernelPlan {
+        gemv_large: None,
         gemv: GemvVariant::Rows,
         ..KernelPlan::for_adapter(gpu)
     };

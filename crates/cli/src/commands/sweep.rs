@@ -218,6 +218,13 @@ fn points(
                         for rows_per_lane in opt(&axes.rows) {
                             for workgroup in opt(&axes.wg) {
                                 for &fuse in &fuses {
+                                    // dp4a reads packed weights only: unless the
+                                    // layout is swept, it gets them (as in the decoder).
+                                    let layout = if axes.layout.is_none() && variant.quantizes_x() {
+                                        WeightLayout::Packed
+                                    } else {
+                                        layout
+                                    };
                                     let point = SweepPoint {
                                         // A format without a packed form keeps its GGUF
                                         // bytes, once.

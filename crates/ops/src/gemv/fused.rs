@@ -161,9 +161,9 @@ impl GemvFused {
             )));
         }
         if variant == GemvVariant::Dp4a {
-            // xq (16 bytes per 16 columns), xm (8 bytes per block) and the 256-float
-            // reduction array of kernel_dp4a.wgsl.
-            let bytes = u64::from(g.cols) + u64::from(g.cols / 32) * 8 + 1024;
+            // xq (16 bytes per 16 columns), xm (8 bytes per block) and the 32 partial
+            // sums of x² of kernel_dp4a.wgsl.
+            let bytes = u64::from(g.cols) + u64::from(g.cols / 32) * 8 + 128;
             let limit = u64::from(gpu.limits().max_compute_workgroup_storage_size);
             if bytes > limit {
                 return Err(self.invalid(format!(

@@ -13,7 +13,7 @@
 // least 8 lanes: checked on the Rust side), the packed quants go to workgroup memory as
 // 8 words per block (xq: 2 vec4 per block), (d, d * sum q) to xm. With rms_norm folded
 // in, x ∘ norm weight is what is quantized (the norm's scale is one scalar, applied to
-// each row's sum) and sum x² is reduced over the workgroup once.
+// each row's sum) and sum x² is reduced once (subgroupAdd, then the subgroups' sums).
 // Phase 2: the lanes frame of kernel.wgsl with a whole block per lane step: TPR lanes per
 // row group, NR rows per lane, each block's x words read once from workgroup memory for
 // the NR rows.
@@ -45,7 +45,8 @@ NORM_DECL
 
 var<workgroup> xq: array<vec4<u32>, XQ_VEC4S>;
 var<workgroup> xm: array<vec2<f32>, X_BLOCKS>;
-var<workgroup> ss_red: array<f32, WG_SIZE>;
+// One partial sum of x² per subgroup (subgroups of at least 8 lanes: at most 32 of them).
+var<workgroup> ss_part: array<f32, 32>;
 
 fn span_row(r: u32) -> u32 {
     return select(r % max(ROW_SPAN, 1u), r, ROW_SPAN == 0u);
@@ -61,6 +62,8 @@ fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_size) sg_size: u32,
 ) {
     let wg_lin = wg.x + wg.y * nwg.x;
     let first_row = wg_lin * ((WG_SIZE / TPR) * NR);
@@ -100,19 +103,22 @@ fn main(
             }
         }
     }
+    // Sum x² per subgroup, then over the subgroups' partial sums after the barrier that
+    // ends phase 1 (one barrier in all, not a tree of them).
+    if NORM {
+        let sg_ss = subgroupAdd(ss);
+        if sg_lane == 0u {
+            ss_part[lid / sg_size] = sg_ss;
+        }
+    }
+    workgroupBarrier();
     var scale = 1.0;
     if NORM {
-        ss_red[lid] = ss;
-        workgroupBarrier();
-        for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
-            if lid < s {
-                ss_red[lid] += ss_red[lid + s];
-            }
-            workgroupBarrier();
+        var total = 0.0;
+        for (var i = 0u; i < WG_SIZE / sg_size; i++) {
+            total += ss_part[i];
         }
-        scale = inverseSqrt(ss_red[0] / f32(COLS) + EPS);
-    } else {
-        workgroupBarrier();
+        scale = inverseSqrt(total / f32(COLS) + EPS);
     }
 
     // Phase 2. Rows past the end (last workgroup) recompute the last row, unwritten.
