@@ -127,7 +127,8 @@ impl GpuMatrix {
                     norm,
                     epilogue,
                 };
-                let variant = plan.gemv_for(gpu, self.tensor_format, self.layout, self.rows(), self.cols);
+                let variant =
+                    plan.gemv_for(gpu, self.tensor_format, self.layout, self.rows(), self.cols);
                 let tuning = op.fit_tuning(gemv.tuning_with(variant, plan.gemv_shape, gpu));
                 let io = GemvBuffers { w: buf, ..io };
                 Ok(op.dispatch_planted(gpu, tuning, &io, extra_passes)?)
@@ -424,7 +425,9 @@ impl GpuWeights {
         let output = match &weights.output {
             Some(t) => upload_matrix(gpu, t, plan)?,
             // Tied, in another layout: the head gets its own copy of the table.
-            None if plan.layout_for(e.format, e.rows, e.cols).for_format(e.format)
+            None if plan
+                .layout_for(e.format, e.rows, e.cols)
+                .for_format(e.format)
                 != WeightLayout::Gguf =>
             {
                 let head = Tensor {

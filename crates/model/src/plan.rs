@@ -337,7 +337,10 @@ pub(crate) fn settings(
         );
     }
     if plan.gemv.quantizes_x() {
-        s.insert("weights".into(), format!("{} (q4_0, q4_1, q8_0 packed for dp4a)", plan.weights.name()));
+        s.insert(
+            "weights".into(),
+            format!("{} (q4_0, q4_1, q8_0 packed for dp4a)", plan.weights.name()),
+        );
     }
     s.insert("attention".into(), attention.name().into());
     s.insert("fuse".into(), plan.fusions.describe());

@@ -167,7 +167,7 @@ pub fn profile_decode_captured(
         weight_bytes: weights.weight_bytes(),
         layers: c.n_layers,
         graph_dispatches_per_token: graph.dispatch_count() as u32,
-        graph_passes_per_token: graph.sections.len() as u32,
+        graph_passes_per_token: gpuscope_runtime::passes_per_step(graph, gpu.timing()) as u32,
         // The kernel choices as built, and a planted slowdown when there is one.
         settings: gen
             .decoder()

@@ -399,9 +399,10 @@ pub static EXECUTORS: &[Executor] = &[
         crate::rope::exec::run_batched
     ),
     entry!(
-        // The subgroup variant computes the same (one subgroup per head instead of a workgroup).
+        // The subgroup variant and the subgroup-reduced workgroup kernel compute the same.
         || vec![
             crate::attention::FUSED_SHADER.name,
+            crate::attention::fused_sg_shader().name,
             crate::attention::SUBGROUP_SHADER.name
         ],
         &[U32, F32, F32, F32, F32],

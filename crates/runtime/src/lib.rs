@@ -38,7 +38,8 @@ pub use graph_desc::graph_desc;
 pub use peak::{measure_ceilings, read_only_dispatch, PeakOptions};
 pub use resources::{BindGroup, BufferId, GpuBuffer, Pipeline, ShaderSource};
 pub use step::{
-    step_events, DispatchSample, PassSample, PendingStep, StepOutput, StepRunner, MAX_IN_FLIGHT,
+    one_pass_per_step, passes_per_step, step_events, DispatchSample, PassSample, PendingStep,
+    StepOutput, StepRunner, MAX_IN_FLIGHT,
 };
 
 /// Size of the per-token step buffer: `array<u32, 4>` = `[pos, n_ctx, 0, 0]`.

@@ -2,7 +2,8 @@
 //!
 //! The step runner is a program of the public instrumentation API
 //! ([`gpuscope_record::Recorder`]), like any other: per step it opens a recorder step,
-//! writes the caller's uploads, encodes one instrumented compute pass per section,
+//! writes the caller's uploads, encodes one instrumented compute pass per section (one for
+//! the whole step when timing is off, [`one_pass_per_step`]),
 //! copies the caller's readbacks into a staging buffer, resolves the step's timestamps
 //! into the same encoder, submits once and ends the step. [`StepRunner::finish`] waits
 //! for the readback (one sync, counted in that step) and takes the step's measurements
@@ -45,6 +46,24 @@ pub struct StepOutput {
 /// submits token N+1 (the argmax token never leaves the GPU, so N+1 does not wait for
 /// N's readback). Two is enough to hide encoding behind the GPU.
 pub const MAX_IN_FLIGHT: usize = 2;
+
+/// Whether a step is encoded as one compute pass rather than one per section: with timing
+/// off no pass span is read, and each pass costs CPU time to begin and end, which
+/// SmolLM2's decode on an H100 was bound by (0.83 ms of encoding per token for 153
+/// dispatches in 32 passes). With any timing the sections keep their passes (per-layer
+/// spans, and the dispatch modes' attribution by pass).
+pub fn one_pass_per_step(timing: TimingMode) -> bool {
+    timing == TimingMode::Off
+}
+
+/// Compute passes a step of `graph` is encoded in under `timing`.
+pub fn passes_per_step(graph: &Graph, timing: TimingMode) -> usize {
+    if one_pass_per_step(timing) {
+        1
+    } else {
+        graph.sections.len()
+    }
+}
 
 /// A submitted step whose readback has not been collected yet.
 pub struct PendingStep {
@@ -215,24 +234,34 @@ impl StepRunner {
             let _span = tracing::info_span!("encode").entered();
             let mut encoder = gpu.device.create_command_encoder(&Default::default());
             let mut index = 0;
-            for section in &graph.sections {
-                let mut pass = rec.begin_compute_pass(
-                    &mut encoder,
-                    &wgpu::ComputePassDescriptor {
-                        label: Some(&section.name),
-                        timestamp_writes: None,
-                    },
-                );
+            let infos = &self.infos;
+            let mut encode = |pass: &mut gpuscope_record::RecordingPass<'_>,
+                              section: &crate::dispatch::Section| {
                 for d in &section.dispatches {
                     // The declared cost can change per step (attention's grows).
                     pass.set_dispatch_info(DispatchInfo {
                         cost: d.cost.into(),
-                        ..self.infos[index]
+                        ..infos[index]
                     });
                     pass.set_pipeline(d.pipeline.raw());
                     pass.set_bind_group(0, &d.bind_group.raw, &[]);
                     pass.dispatch_workgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
                     index += 1;
+                }
+            };
+            let desc = |label| wgpu::ComputePassDescriptor {
+                label: Some(label),
+                timestamp_writes: None,
+            };
+            if one_pass_per_step(rec.timing()) {
+                let mut pass = rec.begin_compute_pass(&mut encoder, &desc("step"));
+                for section in &graph.sections {
+                    encode(&mut pass, section);
+                }
+            } else {
+                for section in &graph.sections {
+                    let mut pass = rec.begin_compute_pass(&mut encoder, &desc(&section.name));
+                    encode(&mut pass, section);
                 }
             }
             for (buf, offset) in &self.readbacks {

@@ -107,7 +107,8 @@ impl RunCapture {
             weight_bytes: model.weights.weight_bytes(),
             layers: c.n_layers,
             graph_dispatches_per_token: d.graph().dispatch_count() as u32,
-            graph_passes_per_token: d.graph().sections.len() as u32,
+            graph_passes_per_token: gpuscope_runtime::passes_per_step(d.graph(), gpu.timing())
+                as u32,
             settings: d.settings().clone(),
         };
         let mut recorder =

@@ -21,6 +21,57 @@ pub static FUSED_SHADER: ShaderSource = ShaderSource {
     wgsl: include_str!("fused.wgsl"),
 };
 
+/// `fused.wgsl` with its (max, sum) merge done by subgroup operations: a subgroupMax and
+/// a subgroupAdd, then the subgroups' pairs merged after one barrier, instead of a tree of
+/// eight barriers. Built once, for adapters offering SUBGROUP.
+pub fn fused_sg_shader() -> &'static ShaderSource {
+    static SHADER: std::sync::OnceLock<ShaderSource> = std::sync::OnceLock::new();
+    SHADER.get_or_init(|| {
+        let mut s = include_str!("fused.wgsl").to_string();
+        let start = s.find("fn reduce_softmax(").expect("fused.wgsl has reduce_softmax");
+        let end = start + s[start..].find("\n}\n").expect("reduce_softmax ends") + 3;
+        s.replace_range(start..end, REDUCE_SOFTMAX_SG);
+        let from = "    @builtin(local_invocation_index) lid: u32,\n) {\n";
+        assert_eq!(s.matches(from).count(), 1, "fused.wgsl: main's parameters");
+        s = s.replacen(
+            from,
+            "    @builtin(local_invocation_index) lid: u32,\n    @builtin(subgroup_invocation_id) sg_lane: u32,\n    @builtin(subgroup_size) sg_size: u32,\n) {\n    sg_lane_p = sg_lane;\n    sg_size_p = sg_size;\n",
+            1,
+        );
+        ShaderSource {
+            name: "attention.sg",
+            wgsl: Box::leak(s.into_boxed_str()),
+        }
+    })
+}
+
+const REDUCE_SOFTMAX_SG: &str = "var<private> sg_lane_p: u32;
+var<private> sg_size_p: u32;
+
+// Merges every thread's (max, Σ exp(s - max)) into the workgroup's, returned to all:
+// within each subgroup by subgroupMax / subgroupAdd, then over the subgroups.
+fn reduce_softmax(lid: u32, m: f32, l: f32) -> vec2<f32> {
+    let sm = subgroupMax(m);
+    let sl = subgroupAdd(l * exp(m - sm));
+    if sg_lane_p == 0u {
+        red_m[lid / sg_size_p] = sm;
+        red_l[lid / sg_size_p] = sl;
+    }
+    workgroupBarrier();
+    let n = WG / sg_size_p;
+    var mx = NEG;
+    for (var i = 0u; i < n; i++) {
+        mx = max(mx, red_m[i]);
+    }
+    var sum = 0.0;
+    for (var i = 0u; i < n; i++) {
+        sum += red_l[i] * exp(red_m[i] - mx);
+    }
+    workgroupBarrier();
+    return vec2<f32>(mx, sum);
+}
+";
+
 pub static SUBGROUP_SHADER: ShaderSource = ShaderSource {
     name: "attention.subgroup",
     wgsl: include_str!("subgroup.wgsl"),
@@ -30,6 +81,19 @@ pub static COMBINE_SHADER: ShaderSource = ShaderSource {
     name: "attention_combine",
     wgsl: include_str!("combine.wgsl"),
 };
+
+/// The `workgroup` variant's shader: [`fused_sg_shader`] where the adapter has SUBGROUP,
+/// else `fused.wgsl` with its tree of barriers.
+fn workgroup_shader(gpu: &Gpu) -> &'static ShaderSource {
+    if gpu
+        .features()
+        .contains(gpuscope_runtime::wgpu::Features::SUBGROUP)
+    {
+        fused_sg_shader()
+    } else {
+        &FUSED_SHADER
+    }
+}
 
 /// Positions per split-K workgroup (one pass of the 256-thread workgroup).
 pub const SPLIT_CHUNK: u32 = 256;
@@ -260,7 +324,7 @@ impl AttnFused {
                     constants.push(("SG", f64::from(gpu.adapter_info().subgroup_min_size)));
                     &SUBGROUP_SHADER
                 } else {
-                    &FUSED_SHADER
+                    workgroup_shader(gpu)
                 };
                 let pipeline = gpu.pipeline(shader, "main", &constants)?;
                 let bind_group = gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, out])?;
@@ -290,7 +354,7 @@ impl AttnFused {
                 }
                 let mut split_constants = constants.clone();
                 split_constants.push(("CHUNK", f64::from(SPLIT_CHUNK)));
-                let pipeline = gpu.pipeline(&FUSED_SHADER, "main", &split_constants)?;
+                let pipeline = gpu.pipeline(workgroup_shader(gpu), "main", &split_constants)?;
                 let bind_group =
                     gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, scratch])?;
                 let split = Dispatch::new(

@@ -120,10 +120,29 @@ fn main(
         l = l * correction + chunk.y * exp(chunk.x - new_m);
         acc = acc * correction;
         workgroupBarrier();
+        // Four positions per step with their own accumulators, so four value loads are
+        // in flight (one at a time, an L2 round trip each, was the kernel's longest part:
+        // 8-16 steps per thread at the contexts of a decode).
         let count = min(WG, stop - c);
-        for (var j = g; j < count; j += groups) {
-            acc += probs[j] * v_cache[(c + j) * row + head_off + d4];
+        let vbase = c * row + head_off + d4;
+        var a1 = vec4<f32>(0.0);
+        var a2 = vec4<f32>(0.0);
+        var a3 = vec4<f32>(0.0);
+        var j = g;
+        for (; j + 3u * groups < count; j += 4u * groups) {
+            let v0 = v_cache[vbase + j * row];
+            let v1 = v_cache[vbase + (j + groups) * row];
+            let v2 = v_cache[vbase + (j + 2u * groups) * row];
+            let v3 = v_cache[vbase + (j + 3u * groups) * row];
+            acc += probs[j] * v0;
+            a1 += probs[j + groups] * v1;
+            a2 += probs[j + 2u * groups] * v2;
+            a3 += probs[j + 3u * groups] * v3;
         }
+        for (; j < count; j += groups) {
+            acc += probs[j] * v_cache[vbase + j * row];
+        }
+        acc += (a1 + a2) + a3;
         m = new_m;
         // probs is rewritten by the next chunk.
         workgroupBarrier();

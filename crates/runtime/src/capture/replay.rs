@@ -195,7 +195,7 @@ pub fn replay_stream(
     let mut workload = m.workload.clone();
     if let Some(g) = rebuilt.graphs.get(first_graph) {
         workload.graph_dispatches_per_token = g.dispatch_count() as u32;
-        workload.graph_passes_per_token = g.sections.len() as u32;
+        workload.graph_passes_per_token = crate::step::passes_per_step(g, gpu.timing()) as u32;
     }
     let mut profile = Profile {
         format: PROFILE_FORMAT,
