@@ -188,7 +188,11 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
         .replace("NORM_DECL", &norm_decl)
         .replace(
             "NORM_WEIGHT",
-            if key.norm { "nw[i]" } else { "vec4<f32>(1.0)" },
+            if key.norm {
+                "nw[min(b, X_BLOCKS - 1u) * 8u + part]"
+            } else {
+                "vec4<f32>(1.0)"
+            },
         );
     let idot = match key.format {
         WeightFormat::Q4_0 => include_str!("idot_q4_0.wgsl"),
