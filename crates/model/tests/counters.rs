@@ -24,12 +24,16 @@ fn steady_state_creates_nothing_and_submits_once() {
     )
     .unwrap();
     let dispatches = d.graph().dispatch_count() as u64;
-    let passes = d.graph().sections.len() as u64;
+    // One pass per section with pass timing, one per step otherwise.
+    let passes = gpuscope_runtime::passes_per_step(d.graph(), gpu.timing()) as u64;
     // Every fusion (the default): per layer rms_norm+qkv+rope, attention, o (+ residual),
     // rms_norm+gate_up+silu_mul, down (+ residual) = 5; plus embedding, and the head's
     // rms_norm+output and argmax.
     assert_eq!(dispatches, 5 * w.config.n_layers as u64 + 3);
-    assert_eq!(passes, w.config.n_layers as u64 + 2);
+    assert_eq!(
+        d.graph().sections.len() as u64,
+        w.config.n_layers as u64 + 2
+    );
     let before = gpu.counters();
     for i in 0..6 {
         let step = d.step(gpu, (i == 0).then_some(1)).unwrap();

@@ -1,7 +1,7 @@
-//! The model test binary: GPU decoding against the CPU reference, counters, profiles,
-//! bench against profile. (The regression gate's experiment is `gate.rs`, a binary of
-//! its own so that no other test runs beside its timings.)
-mod bench;
+//! The model test binary: GPU decoding against the CPU reference, counters, profiles.
+//! (The regression gate's experiment, `gate.rs`, and bench against profile,
+//! `bench_agree.rs`, are binaries of their own so that no other test runs beside their
+//! timings.)
 mod check;
 mod common;
 mod counters;

@@ -1,5 +1,6 @@
 //! Per-layer breakdown: GPU time per token of each section of the decoder graph
-//! (`embed`, `L0`..`Ln`, `head`; one compute pass each).
+//! (`embed`, `L0`..`Ln`, `head`: one compute pass each when passes are timed; with
+//! dispatch spans, a layer's dispatches by their layer number, the rest by their pass).
 //!
 //! A section's time in one token comes from its pass span when timed (it includes
 //! the gaps between dispatches, which is what the layer costs); otherwise from the
@@ -130,20 +131,24 @@ pub fn section_samples_of(p: &Profile, tokens: &TokenSet) -> Vec<SectionSamples>
         by_name.insert(name.to_string(), sections.len() - 1);
         sections.len() - 1
     };
+    // A pass holding several layers (a step encoded as one pass) says nothing per layer:
+    // then its span is left out and the layers come from dispatch spans.
+    let mixed = passes_hold_several_layers(p);
     let mut pass_sections = Vec::with_capacity(p.passes.len());
     let mut dispatches_in_passes = 0u64;
     for s in &p.passes {
         let i = section_of(&mut sections, &s.name, s.layer);
         pass_sections.push(i);
         dispatches_in_passes += s.dispatches as u64;
-        if tokens.contains(s.token) {
+        if tokens.contains(s.token) && !mixed {
             add(&mut sections[i].pass_ns, s.token, s.valid_gpu_ns());
         }
     }
     // Dispatch spans are needed only for sections without a timed pass, or for
     // dispatches outside the recorded passes: with every pass timed (the usual case)
     // the walk over every dispatch event is skipped.
-    let covered = dispatches_in_passes == p.dispatches.len() as u64
+    let covered = !mixed
+        && dispatches_in_passes == p.dispatches.len() as u64
         && !sections.is_empty()
         && sections
             .iter()
@@ -157,13 +162,13 @@ pub fn section_samples_of(p: &Profile, tokens: &TokenSet) -> Vec<SectionSamples>
             .collect();
         let mut dispatch_ns = Vec::new();
         for d in &p.dispatches {
-            // A dispatch whose pass was not recorded is placed by its layer.
-            let i = match pass_section.get(&(d.token, d.pass)) {
-                Some(&i) => i,
-                None => match d.layer {
-                    Some(l) => section_of(&mut sections, &format!("L{l}"), Some(l)),
-                    None => section_of(&mut sections, &format!("pass{}", d.pass), None),
-                },
+            // A dispatch of a layer goes to that layer's section (a pass may hold several
+            // layers: gpuscope encodes a step as one pass unless it times passes); one
+            // without goes to its pass's, or to `passN` when the pass was not recorded.
+            let i = match (d.layer, pass_section.get(&(d.token, d.pass))) {
+                (Some(l), _) => section_of(&mut sections, &format!("L{l}"), Some(l)),
+                (None, Some(&i)) => i,
+                (None, None) => section_of(&mut sections, &format!("pass{}", d.pass), None),
             };
             if tokens.contains(d.token) {
                 dispatch_ns.push((i, d.token, d.valid_gpu_ns()));
@@ -174,6 +179,24 @@ pub fn section_samples_of(p: &Profile, tokens: &TokenSet) -> Vec<SectionSamples>
         }
     }
     sections.into_iter().map(samples).collect()
+}
+
+/// Whether a pass of the first token holds dispatches of two layers (the graph is the
+/// same every token, so the first tells; looking no further keeps this cheap on a
+/// profile of a million dispatches).
+fn passes_hold_several_layers(p: &Profile) -> bool {
+    let Some(first) = p.dispatches.first().map(|d| d.token) else {
+        return false;
+    };
+    let mut layer_of: HashMap<u32, u32> = HashMap::new();
+    for d in p.dispatches.iter().take_while(|d| d.token == first) {
+        if let Some(l) = d.layer {
+            if *layer_of.entry(d.pass).or_insert(l) != l {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 fn samples(s: Section) -> SectionSamples {
