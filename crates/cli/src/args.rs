@@ -150,7 +150,8 @@ pub struct PeakArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum TimingArg {
-    /// The finest the adapter offers: dispatch, else pass, else off.
+    /// The finest the adapter offers that costs little: sampled where a timestamp between
+    /// dispatches is expensive (NVIDIA), else dispatch, else pass, else off.
     Auto,
     /// Wall-clock per token only (one sync per token, no GPU timestamps).
     Off,
@@ -158,6 +159,9 @@ pub enum TimingArg {
     Pass,
     /// GPU timestamps between dispatches: per-op times.
     Dispatch,
+    /// Per-op times from timestamps around one dispatch in 16, rotating over tokens:
+    /// per-op shares at a fraction of `dispatch`'s cost.
+    Sampled,
 }
 
 #[derive(Debug, Args)]
@@ -187,6 +191,9 @@ impl DeviceArgs {
                 TimingArg::Off => TimingRequest::Exactly(TimingMode::Off),
                 TimingArg::Pass => TimingRequest::Exactly(TimingMode::Pass),
                 TimingArg::Dispatch => TimingRequest::Exactly(TimingMode::Dispatch),
+                TimingArg::Sampled => TimingRequest::Sampled {
+                    stride: gpuscope_runtime::AUTO_SAMPLING_STRIDE,
+                },
             },
             validate: self.validate,
         }
