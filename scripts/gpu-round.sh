@@ -14,20 +14,12 @@ PEAK=(peak --refresh)
 
 SMOL=(--preset smollm2-135m --weights q4_1 --warmup 16)
 profile smol-default off "${SMOL[@]}" --tokens "$TOKENS"
-profile smol-no_gemv_large off "${SMOL[@]}" --tokens "$TOKENS" --kernel gemv_large=none
+profile smol-auto-overhead auto "${SMOL[@]}" --tokens "$TOKENS" --overhead
 profile smol-default pass "${SMOL[@]}" --tokens "$TOKENS"
-profile smol-default dispatch "${SMOL[@]}" --tokens 32
+profile smol-default dispatch "${SMOL[@]}" --tokens "$TOKENS"
 
 L8=(--preset llama-8b --weights q4_0 --warmup 32)
 profile l8-default off "${L8[@]}" --tokens "$TOKENS"
-profile l8-dp4a_32x2 off "${L8[@]}" --tokens "$TOKENS" --kernel gemv=dp4a:32x2
-profile l8-default pass "${L8[@]}" --tokens "$TOKENS"
-profile l8-default dispatch "${L8[@]}" --tokens 32
-
-echo "== ops perf attention"
-timeout "$LIMIT" "$BIN" ops perf --op attention --all-shapes > "$OUT/ops-attention.txt" 2>&1
-echo "ops perf attention: exit $?" >> "$TABLE"; cat "$OUT/ops-attention.txt" >> "$TABLE"
-
-bench bench-smol --preset smollm2-135m --weights q4_1 -p 512 -n 128
-bench bench-l8 --preset llama-8b --weights q4_0 -p 512 -n 128
+profile l8-auto-overhead auto "${L8[@]}" --tokens "$TOKENS" --overhead
+profile l8-default dispatch "${L8[@]}" --tokens 64
 finish
