@@ -15,11 +15,13 @@ PEAK=(peak --refresh)
 SMOL=(--preset smollm2-135m --weights q4_1 --warmup 16)
 profile smol-default off "${SMOL[@]}" --tokens "$TOKENS"
 profile smol-auto-overhead auto "${SMOL[@]}" --tokens "$TOKENS" --overhead
-profile smol-default pass "${SMOL[@]}" --tokens "$TOKENS"
-profile smol-default dispatch "${SMOL[@]}" --tokens "$TOKENS"
 
 L8=(--preset llama-8b --weights q4_0 --warmup 32)
 profile l8-default off "${L8[@]}" --tokens "$TOKENS"
 profile l8-auto-overhead auto "${L8[@]}" --tokens "$TOKENS" --overhead
-profile l8-default dispatch "${L8[@]}" --tokens 64
+
+bench bench-smol --preset smollm2-135m --weights q4_1 -p 512 -n 128
+bench bench-smol-float_prefill --preset smollm2-135m --weights q4_1 -p 512 -n 0 --kernel gemv_large=none
+bench bench-l8 --preset llama-8b --weights q4_0 -p 512 -n 128
+bench bench-l8-float_prefill --preset llama-8b --weights q4_0 -p 512 -n 0 --kernel gemv_large=none
 finish

@@ -285,6 +285,12 @@ impl KernelPlan {
         }
     }
 
+    /// Whether prompt processing multiplies through the dp4a gemm (int8 x, tiles of 64
+    /// rows) where the matrix's format has it: where the plan runs dp4a at all.
+    pub fn prefill_dp4a(&self) -> bool {
+        self.gemv == GemvVariant::Dp4a || self.gemv_large == Some(GemvVariant::Dp4a)
+    }
+
     /// See [`Self::gemv_for`].
     pub fn gemv_fallback(&self, gpu: &Gpu) -> GemvVariant {
         if GemvVariant::Subgroup.supported(gpu).is_ok() {

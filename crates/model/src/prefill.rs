@@ -47,7 +47,8 @@ pub(crate) struct Prefill {
 }
 
 impl GpuMatrix {
-    /// Y[b] (+)= W·X[b] for every row chunk of the matrix, Y rows `y_stride` apart.
+    /// Y[b] (+)= W·X[b] for every row chunk of the matrix, Y rows `y_stride` apart; with
+    /// `dp4a`, through the dp4a gemm where it has a form for the matrix's format.
     #[allow(clippy::too_many_arguments)]
     fn gemv_batched(
         &self,
@@ -58,6 +59,7 @@ impl GpuMatrix {
         max_batch: u32,
         y_stride: u32,
         accumulate: bool,
+        dp4a: bool,
     ) -> Result<Vec<Dispatch>, ModelError> {
         self.chunks
             .iter()
@@ -69,12 +71,16 @@ impl GpuMatrix {
                     out_offset: *first,
                     layout: self.layout,
                 };
-                Ok(GemvBatched {
+                let op = GemvBatched {
                     gemv,
                     max_batch,
                     y_stride,
-                }
-                .dispatch(gpu, buf, x, y, params, accumulate)?)
+                };
+                Ok(if dp4a && op.runs_dp4a() {
+                    op.dispatch_dp4a(gpu, buf, x, y, params, accumulate)?
+                } else {
+                    op.dispatch(gpu, buf, x, y, params, accumulate)?
+                })
             })
             .collect()
     }
@@ -119,6 +125,7 @@ impl GpuDecoder {
         let hidden = buf("prefill.ffn_hidden", f32s(c.ffn_dim))?;
         let w = &self.weights;
         let a = &self.acts;
+        let dp4a = self.plan.prefill_dp4a();
 
         let mut sections = Vec::new();
         let embed = w
@@ -168,7 +175,9 @@ impl GpuDecoder {
             );
             let mut qkv_ds = Vec::new();
             for part in &layer.wqkv {
-                qkv_ds.extend(part.gemv_batched(gpu, &xn, &qkv, &params, m, qkv_stride, false)?);
+                qkv_ds.extend(
+                    part.gemv_batched(gpu, &xn, &qkv, &params, m, qkv_stride, false, dp4a)?,
+                );
             }
             push(&mut ds, "attn_qkv", qkv_ds);
             let rope = RopeBatched {
@@ -194,7 +203,7 @@ impl GpuDecoder {
                 "attn_output",
                 layer
                     .wo
-                    .gemv_batched(gpu, &attn, &x, &params, m, c.dim, true)?,
+                    .gemv_batched(gpu, &attn, &x, &params, m, c.dim, true, dp4a)?,
             );
             push(
                 &mut ds,
@@ -203,7 +212,9 @@ impl GpuDecoder {
             );
             let mut gu_ds = Vec::new();
             for part in &layer.w_gate_up {
-                gu_ds.extend(part.gemv_batched(gpu, &xn, &gate_up, &params, m, gu_stride, false)?);
+                gu_ds.extend(
+                    part.gemv_batched(gpu, &xn, &gate_up, &params, m, gu_stride, false, dp4a)?,
+                );
             }
             push(&mut ds, "ffn_gate_up", gu_ds);
             let silu = SiluMulBatched {
@@ -222,7 +233,7 @@ impl GpuDecoder {
                 "ffn_down",
                 layer
                     .w_down
-                    .gemv_batched(gpu, &hidden, &x, &params, m, c.dim, true)?,
+                    .gemv_batched(gpu, &hidden, &x, &params, m, c.dim, true, dp4a)?,
             );
             sections.push(Section::new(format!("L{li}"), Some(li), ds));
         }
@@ -241,6 +252,14 @@ impl GpuDecoder {
         sections.push(Section::new("head", None, head));
 
         let graph = Graph { sections };
+        self.settings.insert(
+            "prefill".into(),
+            if dp4a {
+                "dp4a gemm (64x64 tiles, x quantized to int8 blocks) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into()
+            } else {
+                "batched gemv (8 rows per weight pass)".into()
+            },
+        );
         let mut runner = Self::make_runner(gpu, &graph, &self.acts, self.options.read_logits)?;
         // Prompt steps are timed apart (the profile's `prompt`), not as decoded tokens.
         runner.set_recorded(false);

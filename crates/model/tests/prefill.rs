@@ -235,3 +235,68 @@ fn rows_plan_prefills_through_decode_steps() {
         one.step(gpu, None).unwrap().token
     );
 }
+
+/// Prompt processing through the dp4a gemm (where the plan runs dp4a: int8 x, 64x64
+/// tiles) against the float batched gemv, same prompt and weights: the logits after the
+/// prompt differ by the quantization noise of x, far below a wrong kernel's (the gemm
+/// itself is checked against its exact oracle in the ops tests).
+#[test]
+fn dp4a_gemm_prefill_stays_near_the_float_prefill() {
+    let Some(gpu) = gpu() else { return };
+    if let Err(why) = GemvVariant::Dp4a.supported(gpu) {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    for format in [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0] {
+        let w = weights(Preset::Tiny, format);
+        let opts = DecoderOptions {
+            max_ctx: PROMPT.len() as u32 + 1,
+            read_logits: true,
+        };
+        let mut float_plan = KernelPlan::for_adapter(gpu);
+        float_plan.gemv = GemvVariant::Shared;
+        float_plan.gemv_large = None;
+        let dp4a_plan = KernelPlan {
+            gemv_large: Some(GemvVariant::Dp4a),
+            ..float_plan
+        };
+        let mut logits = Vec::new();
+        for plan in [float_plan, dp4a_plan] {
+            let mut d = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
+            d.enable_prefill(gpu, 16).unwrap();
+            let gemms = d
+                .prefill_graph()
+                .unwrap()
+                .dispatches()
+                .filter(|x| x.pipeline.shader().starts_with("gemm_dp4a_"))
+                .count();
+            assert_eq!(
+                gemms > 0,
+                plan.prefill_dp4a(),
+                "{format:?}: {gemms} gemm dispatches"
+            );
+            assert!(d.settings()["prefill"].starts_with(if plan.prefill_dp4a() {
+                "dp4a gemm"
+            } else {
+                "batched gemv"
+            }));
+            logits.push(d.prefill(gpu, &PROMPT).unwrap().logits.unwrap());
+        }
+        let (f, q) = (&logits[0], &logits[1]);
+        assert!(
+            q.iter().all(|v| v.is_finite()),
+            "{format:?}: non-finite logits"
+        );
+        let err: f64 = f.iter().zip(q).map(|(a, b)| ((a - b) as f64).powi(2)).sum();
+        let norm: f64 = f.iter().map(|a| (*a as f64).powi(2)).sum();
+        assert!(
+            err > 0.0,
+            "{format:?}: dp4a prefill equals the float one: did it run?"
+        );
+        assert!(
+            err / norm < 1e-3,
+            "{format:?}: NMSE {:e} between dp4a and float prefill",
+            err / norm
+        );
+    }
+}

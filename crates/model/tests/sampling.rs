@@ -77,7 +77,9 @@ fn sampled_timing_gives_every_op_the_share_full_timing_gives() {
             .iter()
             .find(|(o, _, _)| o == op)
             .unwrap_or_else(|| panic!("{op} has no sampled time"));
-        println!("{op:32} full {full_pct:5.1}% ({full_timed} calls)  sampled {pct:5.1}% ({timed} calls)");
+        println!(
+            "{op:32} full {full_pct:5.1}% ({full_timed} calls)  sampled {pct:5.1}% ({timed} calls)"
+        );
         // Sampling times one dispatch in the stride: about that fraction of the calls.
         assert!(
             *timed * u64::from(AUTO_SAMPLING_STRIDE) <= full_timed * 2 && *timed > 0,

@@ -92,6 +92,91 @@ fn gemv_batched_every_format_matches_oracle() {
     }
 }
 
+/// The dp4a gemm (prompt processing with int8 x): q4_0, q4_1 and q8_0 in both layouts
+/// against its oracle (x quantized per row and block), with partial tiles in both
+/// directions (70 weight rows, 67 and fewer batch rows: tiles are 64x64), a width that
+/// is an odd number of blocks (the kernel walks K two blocks at a time), row chunks
+/// (`out_offset`), accumulation, and rows past `n_rows` untouched.
+#[test]
+fn gemm_dp4a_matches_its_oracle() {
+    use gpuscope_ops::gemv::WeightLayout;
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(12);
+    for (rows, cols) in [(70u32, 96u32), (8, 576)] {
+        let (max_batch, out_offset) = (67u32, 3u32);
+        let y_stride = rows + out_offset + 2;
+        for format in [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0] {
+            let gguf = format.quantize_row(&weights(&mut r, (rows * cols) as usize));
+            let x = activations(&mut r, (max_batch * cols) as usize);
+            for layout in WeightLayout::ALL {
+                let w = layout.pack(format, &gguf);
+                let op = GemvBatched {
+                    gemv: Gemv {
+                        rows,
+                        cols,
+                        format,
+                        out_offset,
+                        layout,
+                    },
+                    max_batch,
+                    y_stride,
+                };
+                assert!(op.runs_dp4a());
+                for (n_rows, accumulate) in [(max_batch, false), (5, true), (64, false), (65, true)]
+                {
+                    let y0: Vec<f32> = (0..max_batch * y_stride)
+                        .map(|i| {
+                            if accumulate {
+                                (i % 7) as f32 * 0.1
+                            } else {
+                                SENTINEL
+                            }
+                        })
+                        .collect();
+                    let (wb, xb, yb, pb) = (
+                        gpu.create_buffer_init("w", &w).unwrap(),
+                        filled(gpu, "x", &x),
+                        filled(gpu, "y", &y0),
+                        params(gpu, 0, n_rows),
+                    );
+                    let d = op
+                        .dispatch_dp4a(gpu, &wb, &xb, &yb, &pb, accumulate)
+                        .unwrap();
+                    assert!(d.pipeline.shader().starts_with("gemm_dp4a_"));
+                    run(gpu, vec![d]);
+                    let mut want = y0.clone();
+                    op.cpu_q8(&w, &x, &mut want, n_rows, accumulate);
+                    assert_close(
+                        &format!("{format:?} {layout:?} {rows}x{cols} n_rows {n_rows} accumulate {accumulate}"),
+                        &read_f32(gpu, &yb),
+                        &want,
+                        1e-4,
+                    );
+                }
+            }
+        }
+    }
+    // Formats without a dp4a form are refused by name.
+    let op = GemvBatched {
+        gemv: Gemv {
+            rows: 4,
+            cols: 256,
+            format: WeightFormat::Q6_K,
+            out_offset: 0,
+            layout: WeightLayout::Gguf,
+        },
+        max_batch: 4,
+        y_stride: 4,
+    };
+    assert!(!op.runs_dp4a());
+    let b = gpu.create_buffer("b", 1 << 14).unwrap();
+    let err = op
+        .dispatch_dp4a(gpu, &b, &b, &b, &b, false)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("q6_k"), "{err}");
+}
+
 #[test]
 fn rms_norm_batched_matches_oracle() {
     let Some(gpu) = gpu() else { return };

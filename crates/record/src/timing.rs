@@ -405,11 +405,19 @@ mod tests {
     #[test]
     fn auto_sampling_fits_its_stride_to_the_step_and_requested_sampling_keeps_it() {
         let nvidia = info(0x10de, wgpu::DeviceType::DiscreteGpu);
-        assert!(choose_timing(TimingRequest::Auto, ALL_TS, &nvidia).unwrap().fit_stride);
+        assert!(
+            choose_timing(TimingRequest::Auto, ALL_TS, &nvidia)
+                .unwrap()
+                .fit_stride
+        );
         let asked = TimingRequest::Sampled { stride: 16 };
         assert!(!choose_timing(asked, ALL_TS, &nvidia).unwrap().fit_stride);
         let cpu = info(0x10005, wgpu::DeviceType::Cpu);
-        assert!(!choose_timing(TimingRequest::Auto, ALL_TS, &cpu).unwrap().fit_stride);
+        assert!(
+            !choose_timing(TimingRequest::Auto, ALL_TS, &cpu)
+                .unwrap()
+                .fit_stride
+        );
         // SmolLM2's 153 dispatches: 3 samples a step; a small step keeps the floor of 16.
         assert_eq!(fitted_stride(153), 51);
         assert_eq!(fitted_stride(163), 55);

@@ -32,9 +32,9 @@ pub mod testing;
 pub mod validation;
 
 pub use device::{list_adapters, parse_backend, Gpu, GpuOptions, TimingRequest};
-pub use gpuscope_record::AUTO_SAMPLING_STRIDE;
 pub use dispatch::{grid_2d, Cost, Dispatch, Graph, Section};
 pub use error::GpuError;
+pub use gpuscope_record::AUTO_SAMPLING_STRIDE;
 pub use graph_desc::graph_desc;
 pub use peak::{measure_ceilings, read_only_dispatch, PeakOptions};
 pub use resources::{BindGroup, BufferId, GpuBuffer, Pipeline, ShaderSource};

@@ -10,6 +10,10 @@
 //!   workgroups past `n_rows` return at once.
 //! - Batch rows are taken in chunks of 8 (one workgroup row of the grid per chunk): weights
 //!   are walked once per chunk, not once per prompt row.
+//! - q4_0, q4_1 and q8_0 (either layout) also have a dp4a form
+//!   ([`GemvBatched::dispatch_dp4a`], `kernel_gemm_dp4a.wgsl`): 64x64 tiles of weight rows ×
+//!   batch rows staged in workgroup memory, x quantized to int8 blocks as the dp4a gemv
+//!   does, integer dot products; weights read once per 64 batch rows.
 
 use std::sync::OnceLock;
 
@@ -67,6 +71,86 @@ pub fn batched_shader(format: WeightFormat, layout: WeightLayout) -> &'static Sh
         .unwrap_or_else(|| panic!("{} has no {} layout", format.name(), layout.name()))
 }
 
+/// Weight rows and batch rows of one dp4a gemm tile (`TM`, `TN` in `kernel_gemm_dp4a.wgsl`).
+pub const GEMM_TILE: u32 = 64;
+
+/// The dp4a gemm shader of `format` in `layout`; `None` for formats it has no form for
+/// (only q4_0, q4_1 and q8_0 do).
+pub fn gemm_dp4a_shader(
+    format: WeightFormat,
+    layout: WeightLayout,
+) -> Option<&'static ShaderSource> {
+    static SHADERS: OnceLock<Vec<(WeightFormat, WeightLayout, ShaderSource)>> = OnceLock::new();
+    let all = SHADERS.get_or_init(|| {
+        let loader = |f: WeightFormat, l: WeightLayout| -> Option<&'static str> {
+            Some(match (f, l) {
+                (WeightFormat::Q4_0, WeightLayout::Packed) => {
+                    include_str!("gemm_load_q4_0_packed.wgsl")
+                }
+                (WeightFormat::Q4_1, WeightLayout::Packed) => {
+                    include_str!("gemm_load_q4_1_packed.wgsl")
+                }
+                (WeightFormat::Q8_0, WeightLayout::Packed) => {
+                    include_str!("gemm_load_q8_0_packed.wgsl")
+                }
+                (WeightFormat::Q4_0, WeightLayout::Gguf) => {
+                    include_str!("gemm_load_q4_0_gguf.wgsl")
+                }
+                (WeightFormat::Q4_1, WeightLayout::Gguf) => {
+                    include_str!("gemm_load_q4_1_gguf.wgsl")
+                }
+                (WeightFormat::Q8_0, WeightLayout::Gguf) => {
+                    include_str!("gemm_load_q8_0_gguf.wgsl")
+                }
+                _ => return None,
+            })
+        };
+        WeightLayout::ALL
+            .iter()
+            .flat_map(|&l| WeightFormat::ALL.iter().map(move |&f| (f, l)))
+            .filter_map(|(f, l)| {
+                let load = loader(f, l)?;
+                let common = match l {
+                    WeightLayout::Packed => include_str!("packed_common.wgsl"),
+                    WeightLayout::Gguf => "",
+                };
+                let wgsl = format!(
+                    "{}\n{common}\n{}\n{load}",
+                    include_str!("kernel_gemm_dp4a.wgsl"),
+                    include_str!("quant_common.wgsl"),
+                );
+                let name = match l {
+                    WeightLayout::Gguf => format!("gemm_dp4a_{}", f.name()),
+                    _ => format!("gemm_dp4a_{}.{}", f.name(), l.name()),
+                };
+                Some((
+                    f,
+                    l,
+                    ShaderSource {
+                        name: Box::leak(name.into_boxed_str()),
+                        wgsl: Box::leak(wgsl.into_boxed_str()),
+                    },
+                ))
+            })
+            .collect()
+    });
+    all.iter()
+        .find(|(f, l, _)| (*f, *l) == (format, layout))
+        .map(|(_, _, s)| s)
+}
+
+/// Every dp4a gemm shader (for the CPU executors).
+pub fn gemm_dp4a_shaders() -> Vec<&'static ShaderSource> {
+    WeightLayout::ALL
+        .into_iter()
+        .flat_map(|l| {
+            WeightFormat::ALL
+                .into_iter()
+                .filter_map(move |f| gemm_dp4a_shader(f, l))
+        })
+        .collect()
+}
+
 impl GemvBatched {
     fn x_is_vec4(&self) -> bool {
         super::shader::x_is_vec4(self.gemv.format)
@@ -86,26 +170,16 @@ impl GemvBatched {
         }
     }
 
-    /// Builds the dispatch: bindings w, x (`max_batch × cols` f32), y
-    /// (`max_batch × y_stride` f32), params (`[pos0, n_rows, 0, 0]`).
-    pub fn dispatch(
+    /// The shape's and buffers' checks both forms make before building a dispatch.
+    fn check(
         &self,
-        gpu: &Gpu,
+        name: &str,
         w: &GpuBuffer,
         x: &GpuBuffer,
         y: &GpuBuffer,
         params: &GpuBuffer,
-        accumulate: bool,
-    ) -> Result<Dispatch, GpuError> {
+    ) -> Result<(), GpuError> {
         let g = &self.gemv;
-        if !g.layout.supports(g.format) {
-            return Err(GpuError::Invalid(format!(
-                "gemv_batched_{}: no {} weight layout",
-                g.format.name(),
-                g.layout.name()
-            )));
-        }
-        let name = batched_shader(g.format, g.layout).name;
         let invalid = |what: String| {
             GpuError::Invalid(format!(
                 "{name} {}x{}×{}: {what}",
@@ -146,6 +220,30 @@ impl GemvBatched {
         need(x, m * u64::from(g.cols) * 4, "x")?;
         need(y, m * u64::from(self.y_stride) * 4, "y")?;
         need(params, 16, "params")?;
+        Ok(())
+    }
+
+    /// Builds the dispatch: bindings w, x (`max_batch × cols` f32), y
+    /// (`max_batch × y_stride` f32), params (`[pos0, n_rows, 0, 0]`).
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        w: &GpuBuffer,
+        x: &GpuBuffer,
+        y: &GpuBuffer,
+        params: &GpuBuffer,
+        accumulate: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let g = &self.gemv;
+        if !g.layout.supports(g.format) {
+            return Err(GpuError::Invalid(format!(
+                "gemv_batched_{}: no {} weight layout",
+                g.format.name(),
+                g.layout.name()
+            )));
+        }
+        let name = batched_shader(g.format, g.layout).name;
+        self.check(name, w, x, y, params)?;
         let tpr = g.default_tuning().threads_per_row;
         let x_stride = if self.x_is_vec4() { g.cols / 4 } else { g.cols };
         let mut constants = vec![
@@ -168,9 +266,9 @@ impl GemvBatched {
         let groups = g.rows.div_ceil(WORKGROUP_SIZE / tpr);
         let chunks = self.max_batch.div_ceil(BATCH_CHUNK);
         if groups > 65535 || chunks > 65535 {
-            return Err(invalid(
-                "too many rows for one dispatch: split the matrix".into(),
-            ));
+            return Err(GpuError::Invalid(format!(
+                "{name}: too many rows for one dispatch: split the matrix"
+            )));
         }
         let reads: &[&GpuBuffer] = if accumulate {
             &[w, x, y, params]
@@ -186,6 +284,107 @@ impl GemvBatched {
             reads,
             &[y],
         ))
+    }
+
+    /// Declared cost of the dp4a form for a full batch: weights read once per tile of
+    /// [`GEMM_TILE`] batch rows.
+    pub fn cost_dp4a(&self) -> Cost {
+        let (rows, cols, m) = (
+            u64::from(self.gemv.rows),
+            u64::from(self.gemv.cols),
+            u64::from(self.max_batch),
+        );
+        Cost {
+            bytes: self.gemv.weight_bytes() * m.div_ceil(u64::from(GEMM_TILE))
+                + m * (cols + rows) * 4,
+            flops: 2 * m * rows * cols,
+        }
+    }
+
+    /// Whether the dp4a form has a kernel for this matrix's format and layout.
+    pub fn runs_dp4a(&self) -> bool {
+        gemm_dp4a_shader(self.gemv.format, self.gemv.layout).is_some()
+    }
+
+    /// Builds the dp4a form's dispatch (bindings as [`Self::dispatch`]'s). It computes
+    /// with x quantized per 32-element block ([`super::q8_blocks`]): [`Self::cpu_q8`] is
+    /// its oracle.
+    pub fn dispatch_dp4a(
+        &self,
+        gpu: &Gpu,
+        w: &GpuBuffer,
+        x: &GpuBuffer,
+        y: &GpuBuffer,
+        params: &GpuBuffer,
+        accumulate: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let g = &self.gemv;
+        let shader = gemm_dp4a_shader(g.format, g.layout).ok_or_else(|| {
+            GpuError::Invalid(format!(
+                "gemm_dp4a: no kernel for {} weights in the {} layout (q4_0, q4_1, q8_0 only)",
+                g.format.name(),
+                g.layout.name()
+            ))
+        })?;
+        self.check(shader.name, w, x, y, params)?;
+        let mut constants = vec![
+            ("ROWS", f64::from(g.rows)),
+            ("COLS", f64::from(g.cols)),
+            ("OUT_OFFSET", f64::from(g.out_offset)),
+            ("ACCUMULATE", if accumulate { 1.0 } else { 0.0 }),
+            ("Y_STRIDE", f64::from(self.y_stride)),
+        ];
+        if g.layout == WeightLayout::Packed {
+            constants.push((
+                "SCALES_AT",
+                f64::from(WeightLayout::scales_at(g.format, g.rows, g.cols)),
+            ));
+        }
+        let pipeline = gpu.pipeline(shader, "main", &constants)?;
+        let bind_group = gpu.bind_group(&pipeline, &[w, x, y, params])?;
+        let groups = g.rows.div_ceil(GEMM_TILE);
+        let tiles = self.max_batch.div_ceil(GEMM_TILE);
+        if groups > 65535 || tiles > 65535 {
+            return Err(GpuError::Invalid(format!(
+                "{}: too many rows for one dispatch: split the matrix",
+                shader.name
+            )));
+        }
+        let reads: &[&GpuBuffer] = if accumulate {
+            &[w, x, y, params]
+        } else {
+            &[w, x, params]
+        };
+        Ok(Dispatch::new(
+            shader.name,
+            pipeline,
+            bind_group,
+            [groups, tiles, 1],
+            self.cost_dp4a(),
+            reads,
+            &[y],
+        ))
+    }
+
+    /// The dp4a form's oracle: [`Self::cpu`] over each x row quantized by
+    /// [`super::q8_blocks`] (in f32, as the kernel does).
+    pub fn cpu_q8<T: crate::Real>(
+        &self,
+        w: &[u8],
+        x: &[T],
+        y: &mut [T],
+        n_rows: u32,
+        accumulate: bool,
+    ) {
+        let cols = self.gemv.cols as usize;
+        let xq: Vec<T> = x[..n_rows as usize * cols]
+            .chunks(cols)
+            .flat_map(|row| {
+                let f: Vec<f32> = row.iter().map(|v| v.as_f32()).collect();
+                super::q8_blocks(&f).into_iter().map(T::of)
+            })
+            .collect();
+        self.cpu(w, &xq, y, n_rows, accumulate)
     }
 
     /// CPU reference: the single-row oracle applied to each of the first `n_rows` rows.

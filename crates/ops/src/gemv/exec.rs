@@ -174,7 +174,7 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     Ok(())
 }
 
-/// Every batched shader, by name.
+/// Every batched shader, by name: the batched gemv frame's and the dp4a gemm's.
 pub(crate) fn batched_shaders() -> Vec<&'static str> {
     WeightLayout::ALL
         .into_iter()
@@ -184,15 +184,23 @@ pub(crate) fn batched_shaders() -> Vec<&'static str> {
                 .filter(move |f| l.supports(*f))
                 .map(move |f| batched_shader(f, l).name)
         })
+        .chain(super::gemm_dp4a_shaders().into_iter().map(|s| s.name))
         .collect()
 }
 
 /// Bindings: w, x (`n_rows × cols`), y (`n_rows × Y_STRIDE`), params (`[pos0, n_rows, ..]`).
 pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
-    let (format, layout) = WeightLayout::ALL
-        .into_iter()
-        .flat_map(|l| WeightFormat::ALL.into_iter().map(move |f| (f, l)))
-        .find(|(f, l)| l.supports(*f) && batched_shader(*f, *l).name == c.shader())
+    let pairs = || {
+        WeightLayout::ALL
+            .into_iter()
+            .flat_map(|l| WeightFormat::ALL.into_iter().map(move |f| (f, l)))
+    };
+    let gemm = pairs()
+        .find(|(f, l)| super::gemm_dp4a_shader(*f, *l).is_some_and(|s| s.name == c.shader()));
+    let (format, layout) = gemm
+        .or_else(|| {
+            pairs().find(|(f, l)| l.supports(*f) && batched_shader(*f, *l).name == c.shader())
+        })
         .ok_or_else(|| ExecError::NoExecutor {
             shader: c.shader().to_string(),
         })?;
@@ -207,6 +215,10 @@ pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     c.need_words(2, op.y_stride as u64 * n_rows as u64)?;
     let accumulate = c.flag_const("ACCUMULATE")?;
     let (w, x) = (c.bytes(0)?, c.floats(1)?);
-    op.cpu(w, &x, c.out(2)?, n_rows, accumulate);
+    if gemm.is_some() {
+        op.cpu_q8(w, &x, c.out(2)?, n_rows, accumulate);
+    } else {
+        op.cpu(w, &x, c.out(2)?, n_rows, accumulate);
+    }
     Ok(())
 }

@@ -49,7 +49,9 @@ mod fused;
 mod layout;
 mod shader;
 
-pub use batched::{batched_shader, GemvBatched, BATCH_CHUNK};
+pub use batched::{
+    batched_shader, gemm_dp4a_shader, gemm_dp4a_shaders, GemvBatched, BATCH_CHUNK, GEMM_TILE,
+};
 pub use fused::{GemvBuffers, GemvEpilogue, GemvFused};
 pub use layout::WeightLayout;
 pub(crate) use shader::{x_shared, EpilogueKind};

@@ -1,0 +1,164 @@
+// Batched dp4a "gemm" for prompt processing: Y[b, OUT_OFFSET + r] (+)= sum_c W[r, c] * x̂[b, c]
+// for batch rows b < params[1], where x̂ is x quantized per 32-element block as the dp4a
+// gemv does (d = max|x| / 127, q = round(x / d)): its oracle is the same.
+//
+// A 256-thread workgroup computes a tile of TM = 64 weight rows × TN = 64 batch rows,
+// walking K two 32-element blocks at a time. Each step stages in workgroup memory
+// - the weights' blocks, decoded to 8 words of int8 per block (4-bit quants as one
+//   nibble per byte; a 4-bit block's high nibbles are elements 16..31) and (d, o) per
+//   block, the block's dot product being d * dx * Σ q·qx + o * dx * Σ qx (q4_0: o = -8d,
+//   its zero point; q4_1: o = m; q8_0: o = 0);
+// - x's blocks, quantized by one thread per (batch row, block): its 8 vec4 loads, max,
+//   8 packed words and (dx, dx * Σ qx);
+// then each thread takes 4 weight rows × 4 batch rows (rows tr + 16i, batch rows tb + 16j):
+// 8 dot4I8Packed per pair and block, weights and x read once per step for all 16 pairs.
+// The weights are read from memory once per 64 batch rows (the batched gemv frame: once
+// per 8), and 8 weights cost a quarter of an instruction per batch row.
+//
+// Appended after this file: the format's `load_wblock(i) -> WBlock` for block i (row-major
+// block index), with binding 0 (`w`) as its layout needs.
+
+override ROWS: u32;
+override COLS: u32;
+override OUT_OFFSET: u32;
+override ACCUMULATE: u32 = 0u;
+// f32 elements of y per batch row.
+override Y_STRIDE: u32;
+
+const WG_SIZE: u32 = 256u;
+const TM: u32 = 64u;
+const TN: u32 = 64u;
+// Blocks per K step.
+const KB: u32 = 2u;
+
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+// [pos0, n_rows, 0, 0]
+@group(0) @binding(3) var<storage, read> params: array<u32, 4>;
+
+// [tile row][step block] -> 2 vec4 of int8 words, and (d, o).
+var<workgroup> ws: array<vec4<u32>, 256>; // TM * KB * 2
+var<workgroup> wd: array<vec2<f32>, 128>; // TM * KB
+// [batch row][step block] -> 2 vec4 of int8 words, and (dx, dx * Σ qx).
+var<workgroup> xs: array<vec4<u32>, 256>; // TN * KB * 2
+var<workgroup> xm: array<vec2<f32>, 128>; // TN * KB
+
+// A weight block as the kernel uses it: elements 0..15 and 16..31 as int8 bytes, (d, o).
+struct WBlock {
+    q0: vec4<u32>,
+    q1: vec4<u32>,
+    dm: vec2<f32>,
+}
+
+// Σ over one block of weight row `wi` with the 4 batch rows of this thread, each term
+// d * dx * Σ q·qx + o * dx * Σ qx.
+fn block_dots(wi: u32, xb: vec4<u32>) -> vec4<f32> {
+    let wa = ws[2u * wi];
+    let wb = ws[2u * wi + 1u];
+    let dm = wd[wi];
+    var out = vec4<f32>(0.0);
+    for (var j = 0u; j < 4u; j++) {
+        let xa = xs[2u * xb[j]];
+        let xc = xs[2u * xb[j] + 1u];
+        let s = ((dot4I8Packed(wa.x, xa.x) + dot4I8Packed(wa.y, xa.y))
+            + (dot4I8Packed(wa.z, xa.z) + dot4I8Packed(wa.w, xa.w)))
+            + ((dot4I8Packed(wb.x, xc.x) + dot4I8Packed(wb.y, xc.y))
+            + (dot4I8Packed(wb.z, xc.z) + dot4I8Packed(wb.w, xc.w)));
+        let m = xm[xb[j]];
+        out[j] = dm.x * (m.x * f32(s)) + dm.y * m.y;
+    }
+    return out;
+}
+
+fn store(r: u32, b: u32, n: u32, v: f32) {
+    if r < ROWS && b < n {
+        let i = b * Y_STRIDE + OUT_OFFSET + r;
+        if ACCUMULATE != 0u {
+            y[i] = y[i] + v;
+        } else {
+            y[i] = v;
+        }
+    }
+}
+
+fn store_row(r: u32, b0: u32, n: u32, v: vec4<f32>) {
+    store(r, b0, n, v.x);
+    store(r, b0 + 16u, n, v.y);
+    store(r, b0 + 32u, n, v.z);
+    store(r, b0 + 48u, n, v.w);
+}
+
+@compute @workgroup_size(WG_SIZE)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let n = params[1];
+    let r0 = wg.x * TM;
+    let b0 = wg.y * TN;
+    // Workgroup-uniform, so returning before the barriers is allowed.
+    if b0 >= n || r0 >= ROWS {
+        return;
+    }
+    let blocks = COLS / 32u;
+    let tr = lid / 16u;
+    let tb = lid % 16u;
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
+    for (var k0 = 0u; k0 < blocks; k0 += KB) {
+        // Stage: thread lid takes (tile row lid / KB, block lid % KB) of the weights and
+        // the same (batch row, block) of x (TM * KB = TN * KB = 128 <= WG_SIZE).
+        if lid < TM * KB {
+            let t = lid / KB;
+            let kb = lid % KB;
+            let blk = min(k0 + kb, blocks - 1u);
+            let wb = load_wblock(min(r0 + t, ROWS - 1u) * blocks + blk);
+            ws[2u * lid] = wb.q0;
+            ws[2u * lid + 1u] = wb.q1;
+            // A block past the last (COLS not a multiple of KB blocks) adds nothing.
+            wd[lid] = select(vec2<f32>(0.0), wb.dm, k0 + kb < blocks);
+            let xo = min(b0 + t, n - 1u) * (COLS / 4u) + blk * 8u;
+            let v0 = x[xo];
+            let v1 = x[xo + 1u];
+            let v2 = x[xo + 2u];
+            let v3 = x[xo + 3u];
+            let v4 = x[xo + 4u];
+            let v5 = x[xo + 5u];
+            let v6 = x[xo + 6u];
+            let v7 = x[xo + 7u];
+            let a = max(max(max(abs(v0), abs(v1)), max(abs(v2), abs(v3))),
+                max(max(abs(v4), abs(v5)), max(abs(v6), abs(v7))));
+            let amax = max(max(a.x, a.y), max(a.z, a.w));
+            let d = amax / 127.0;
+            let inv = select(0.0, 1.0 / d, d > 0.0);
+            let q0 = vec4<i32>(round(v0 * inv));
+            let q1 = vec4<i32>(round(v1 * inv));
+            let q2 = vec4<i32>(round(v2 * inv));
+            let q3 = vec4<i32>(round(v3 * inv));
+            let q4 = vec4<i32>(round(v4 * inv));
+            let q5 = vec4<i32>(round(v5 * inv));
+            let q6 = vec4<i32>(round(v6 * inv));
+            let q7 = vec4<i32>(round(v7 * inv));
+            xs[2u * lid] = vec4<u32>(pack4xI8Clamp(q0), pack4xI8Clamp(q1), pack4xI8Clamp(q2), pack4xI8Clamp(q3));
+            xs[2u * lid + 1u] = vec4<u32>(pack4xI8Clamp(q4), pack4xI8Clamp(q5), pack4xI8Clamp(q6), pack4xI8Clamp(q7));
+            let qs = ((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7));
+            xm[lid] = vec2<f32>(d, d * f32((qs.x + qs.y) + (qs.z + qs.w)));
+        }
+        workgroupBarrier();
+        for (var kb = 0u; kb < KB; kb++) {
+            // Staged index of (tile row or batch row t, step block kb): t * KB + kb.
+            let xb = vec4<u32>(tb * KB + kb, (tb + 16u) * KB + kb, (tb + 32u) * KB + kb, (tb + 48u) * KB + kb);
+            acc0 += block_dots(tr * KB + kb, xb);
+            acc1 += block_dots((tr + 16u) * KB + kb, xb);
+            acc2 += block_dots((tr + 32u) * KB + kb, xb);
+            acc3 += block_dots((tr + 48u) * KB + kb, xb);
+        }
+        workgroupBarrier();
+    }
+    store_row(r0 + tr, b0 + tb, n, acc0);
+    store_row(r0 + tr + 16u, b0 + tb, n, acc1);
+    store_row(r0 + tr + 32u, b0 + tb, n, acc2);
+    store_row(r0 + tr + 48u, b0 + tb, n, acc3);
+}
