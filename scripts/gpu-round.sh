@@ -24,4 +24,7 @@ bench bench-smol --preset smollm2-135m --weights q4_1 -p 512 -n 128
 bench bench-smol-float_prefill --preset smollm2-135m --weights q4_1 -p 512 -n 0 --kernel gemv_large=none
 bench bench-l8 --preset llama-8b --weights q4_0 -p 512 -n 128
 bench bench-l8-float_prefill --preset llama-8b --weights q4_0 -p 512 -n 0 --kernel gemv_large=none
+echo "== gate experiment"
+timeout 300 "$(dirname "$0")/gate-experiment.sh" "$BIN" "$OUT/gate" smollm2-135m q4_1 256 20 > "$OUT/gate.txt" 2>&1
+echo "gate experiment: exit $?" >> "$TABLE"; tail -6 "$OUT/gate.txt" >> "$TABLE"
 finish
