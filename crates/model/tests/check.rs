@@ -163,7 +163,13 @@ fn tensor_traces_write_npy_files_and_an_index_for_the_filtered_dispatches() {
 
 #[test]
 fn a_breakpoint_writes_a_capture_that_replays_its_one_dispatch() {
-    let Some(gpu) = common::gpu() else { return };
+    if common::gpu().is_none() {
+        return;
+    }
+    // A device of its own: a capture records what its device's recorder sees, and the
+    // other tests of this binary create and drop buffers on the shared device meanwhile.
+    let own = gpuscope_runtime::Gpu::new(&Default::default()).expect("a second device");
+    let gpu = &own;
     let w = common::weights(Preset::Tiny, WeightFormat::Q4_0);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("brk");
