@@ -12,19 +12,14 @@ LIMIT=120
 PEAK=(peak --refresh)
 . "$(dirname "$0")/gpu-lib.sh"
 
-SMOL=(--preset smollm2-135m --weights q4_1 --warmup 16)
-profile smol-default off "${SMOL[@]}" --tokens "$TOKENS"
-profile smol-auto-overhead auto "${SMOL[@]}" --tokens "$TOKENS" --overhead
-
-L8=(--preset llama-8b --weights q4_0 --warmup 32)
-profile l8-default off "${L8[@]}" --tokens "$TOKENS"
-profile l8-auto-overhead auto "${L8[@]}" --tokens "$TOKENS" --overhead
-
-bench bench-smol --preset smollm2-135m --weights q4_1 -p 512 -n 128
+# The ops test binary (cargo test --release -p gpuscope-ops --test tests --no-run,
+# stripped), when carried: the dp4a gemv and gemm against their oracles on this GPU.
+if [ -x .bench/ops-tests ]; then
+  echo "== ops tests dp4a/gemm"
+  CI=1 timeout "$LIMIT" .bench/ops-tests dp4a gemm packed_layout > "$OUT/ops-tests.txt" 2>&1
+  echo "ops tests (dp4a, gemm, packed): exit $?" >> "$TABLE"; grep -E "test result|FAILED|panicked" "$OUT/ops-tests.txt" >> "$TABLE"
+fi
+bench bench-smol --preset smollm2-135m --weights q4_1 -p 512 -n 0
 bench bench-smol-float_prefill --preset smollm2-135m --weights q4_1 -p 512 -n 0 --kernel gemv_large=none
-bench bench-l8 --preset llama-8b --weights q4_0 -p 512 -n 128
-bench bench-l8-float_prefill --preset llama-8b --weights q4_0 -p 512 -n 0 --kernel gemv_large=none
-echo "== gate experiment"
-timeout 300 "$(dirname "$0")/gate-experiment.sh" "$BIN" "$OUT/gate" smollm2-135m q4_1 256 20 > "$OUT/gate.txt" 2>&1
-echo "gate experiment: exit $?" >> "$TABLE"; tail -6 "$OUT/gate.txt" >> "$TABLE"
+bench bench-l8 --preset llama-8b --weights q4_0 -p 512 -n 0
 finish

@@ -11,7 +11,8 @@
 // - x's blocks, quantized by one thread per (batch row, block): its 8 vec4 loads, max,
 //   8 packed words and (dx, dx * Σ qx);
 // then each thread takes 4 weight rows × 4 batch rows (rows tr + 16i, batch rows tb + 16j):
-// 8 dot4I8Packed per pair and block, weights and x read once per step for all 16 pairs.
+// 8 dot4I8Packed per pair and block, x read once per block for the thread's 4 weight
+// rows. Half the threads stage the weights while the other half quantize x.
 // The weights are read from memory once per 64 batch rows (the batched gemv frame: once
 // per 8), and 8 weights cost a quarter of an instruction per batch row.
 //
@@ -36,12 +37,14 @@ const KB: u32 = 2u;
 // [pos0, n_rows, 0, 0]
 @group(0) @binding(3) var<storage, read> params: array<u32, 4>;
 
-// [tile row][step block] -> 2 vec4 of int8 words, and (d, o).
-var<workgroup> ws: array<vec4<u32>, 256>; // TM * KB * 2
-var<workgroup> wd: array<vec2<f32>, 128>; // TM * KB
-// [batch row][step block] -> 2 vec4 of int8 words, and (dx, dx * Σ qx).
-var<workgroup> xs: array<vec4<u32>, 256>; // TN * KB * 2
-var<workgroup> xm: array<vec2<f32>, 128>; // TN * KB
+// Staged as [step block][half][tile row] (and [step block][tile row]), so that the 16
+// consecutive lanes reading one half for 16 consecutive rows hit consecutive vec4s (no
+// bank conflicts); weights: elements 0..15 (half 0) and 16..31 (half 1) as int8 words,
+// and (d, o); x likewise, and (dx, dx * Σ qx).
+var<workgroup> ws: array<vec4<u32>, 256>; // KB * 2 * TM
+var<workgroup> wd: array<vec2<f32>, 128>; // KB * TM
+var<workgroup> xs: array<vec4<u32>, 256>; // KB * 2 * TN
+var<workgroup> xm: array<vec2<f32>, 128>; // KB * TN
 
 // A weight block as the kernel uses it: elements 0..15 and 16..31 as int8 bytes, (d, o).
 struct WBlock {
@@ -50,24 +53,12 @@ struct WBlock {
     dm: vec2<f32>,
 }
 
-// Σ over one block of weight row `wi` with the 4 batch rows of this thread, each term
-// d * dx * Σ q·qx + o * dx * Σ qx.
-fn block_dots(wi: u32, xb: vec4<u32>) -> vec4<f32> {
-    let wa = ws[2u * wi];
-    let wb = ws[2u * wi + 1u];
-    let dm = wd[wi];
-    var out = vec4<f32>(0.0);
-    for (var j = 0u; j < 4u; j++) {
-        let xa = xs[2u * xb[j]];
-        let xc = xs[2u * xb[j] + 1u];
-        let s = ((dot4I8Packed(wa.x, xa.x) + dot4I8Packed(wa.y, xa.y))
-            + (dot4I8Packed(wa.z, xa.z) + dot4I8Packed(wa.w, xa.w)))
-            + ((dot4I8Packed(wb.x, xc.x) + dot4I8Packed(wb.y, xc.y))
-            + (dot4I8Packed(wb.z, xc.z) + dot4I8Packed(wb.w, xc.w)));
-        let m = xm[xb[j]];
-        out[j] = dm.x * (m.x * f32(s)) + dm.y * m.y;
-    }
-    return out;
+// The 8 dot4I8Packed of one block pair.
+fn idot8(wa: vec4<u32>, wb: vec4<u32>, xa: vec4<u32>, xc: vec4<u32>) -> i32 {
+    return ((dot4I8Packed(wa.x, xa.x) + dot4I8Packed(wa.y, xa.y))
+        + (dot4I8Packed(wa.z, xa.z) + dot4I8Packed(wa.w, xa.w)))
+        + ((dot4I8Packed(wb.x, xc.x) + dot4I8Packed(wb.y, xc.y))
+        + (dot4I8Packed(wb.z, xc.z) + dot4I8Packed(wb.w, xc.w)));
 }
 
 fn store(r: u32, b: u32, n: u32, v: f32) {
@@ -86,6 +77,20 @@ fn store_row(r: u32, b0: u32, n: u32, v: vec4<f32>) {
     store(r, b0 + 16u, n, v.y);
     store(r, b0 + 32u, n, v.z);
     store(r, b0 + 48u, n, v.w);
+}
+
+// Weight row t of the tile (step block kb) against the 4 batch rows whose x words are
+// (xa, xc) with meta m: d * dx * Σ q·qx + o * dx * Σ qx each.
+fn row_dots(kb: u32, t: u32, xa: array<vec4<u32>, 4>, xc: array<vec4<u32>, 4>, m: array<vec2<f32>, 4>) -> vec4<f32> {
+    let wa = ws[(2u * kb) * TM + t];
+    let wb = ws[(2u * kb + 1u) * TM + t];
+    let dm = wd[kb * TM + t];
+    return vec4<f32>(
+        dm.x * (m[0].x * f32(idot8(wa, wb, xa[0], xc[0]))) + dm.y * m[0].y,
+        dm.x * (m[1].x * f32(idot8(wa, wb, xa[1], xc[1]))) + dm.y * m[1].y,
+        dm.x * (m[2].x * f32(idot8(wa, wb, xa[2], xc[2]))) + dm.y * m[2].y,
+        dm.x * (m[3].x * f32(idot8(wa, wb, xa[3], xc[3]))) + dm.y * m[3].y,
+    );
 }
 
 @compute @workgroup_size(WG_SIZE)
@@ -108,17 +113,19 @@ fn main(
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
     for (var k0 = 0u; k0 < blocks; k0 += KB) {
-        // Stage: thread lid takes (tile row lid / KB, block lid % KB) of the weights and
-        // the same (batch row, block) of x (TM * KB = TN * KB = 128 <= WG_SIZE).
+        // Stage: threads 0..127 take (tile row, block) pairs of the weights, threads
+        // 128..255 the same pairs of x (TM * KB = TN * KB = 128), each pair t * KB + kb.
+        let p = lid % (TM * KB);
+        let t = p / KB;
+        let kb = p % KB;
+        let blk = min(k0 + kb, blocks - 1u);
         if lid < TM * KB {
-            let t = lid / KB;
-            let kb = lid % KB;
-            let blk = min(k0 + kb, blocks - 1u);
             let wb = load_wblock(min(r0 + t, ROWS - 1u) * blocks + blk);
-            ws[2u * lid] = wb.q0;
-            ws[2u * lid + 1u] = wb.q1;
+            ws[(2u * kb) * TM + t] = wb.q0;
+            ws[(2u * kb + 1u) * TM + t] = wb.q1;
             // A block past the last (COLS not a multiple of KB blocks) adds nothing.
-            wd[lid] = select(vec2<f32>(0.0), wb.dm, k0 + kb < blocks);
+            wd[kb * TM + t] = select(vec2<f32>(0.0), wb.dm, k0 + kb < blocks);
+        } else {
             let xo = min(b0 + t, n - 1u) * (COLS / 4u) + blk * 8u;
             let v0 = x[xo];
             let v1 = x[xo + 1u];
@@ -141,19 +148,26 @@ fn main(
             let q5 = vec4<i32>(round(v5 * inv));
             let q6 = vec4<i32>(round(v6 * inv));
             let q7 = vec4<i32>(round(v7 * inv));
-            xs[2u * lid] = vec4<u32>(pack4xI8Clamp(q0), pack4xI8Clamp(q1), pack4xI8Clamp(q2), pack4xI8Clamp(q3));
-            xs[2u * lid + 1u] = vec4<u32>(pack4xI8Clamp(q4), pack4xI8Clamp(q5), pack4xI8Clamp(q6), pack4xI8Clamp(q7));
+            xs[(2u * kb) * TN + t] = vec4<u32>(pack4xI8Clamp(q0), pack4xI8Clamp(q1), pack4xI8Clamp(q2), pack4xI8Clamp(q3));
+            xs[(2u * kb + 1u) * TN + t] = vec4<u32>(pack4xI8Clamp(q4), pack4xI8Clamp(q5), pack4xI8Clamp(q6), pack4xI8Clamp(q7));
             let qs = ((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7));
-            xm[lid] = vec2<f32>(d, d * f32((qs.x + qs.y) + (qs.z + qs.w)));
+            xm[kb * TN + t] = vec2<f32>(d, d * f32((qs.x + qs.y) + (qs.z + qs.w)));
         }
         workgroupBarrier();
         for (var kb = 0u; kb < KB; kb++) {
-            // Staged index of (tile row or batch row t, step block kb): t * KB + kb.
-            let xb = vec4<u32>(tb * KB + kb, (tb + 16u) * KB + kb, (tb + 32u) * KB + kb, (tb + 48u) * KB + kb);
-            acc0 += block_dots(tr * KB + kb, xb);
-            acc1 += block_dots((tr + 16u) * KB + kb, xb);
-            acc2 += block_dots((tr + 32u) * KB + kb, xb);
-            acc3 += block_dots((tr + 48u) * KB + kb, xb);
+            // This thread's 4 batch rows, read once for its 4 weight rows.
+            let xa = array<vec4<u32>, 4>(
+                xs[(2u * kb) * TN + tb], xs[(2u * kb) * TN + tb + 16u],
+                xs[(2u * kb) * TN + tb + 32u], xs[(2u * kb) * TN + tb + 48u]);
+            let xc = array<vec4<u32>, 4>(
+                xs[(2u * kb + 1u) * TN + tb], xs[(2u * kb + 1u) * TN + tb + 16u],
+                xs[(2u * kb + 1u) * TN + tb + 32u], xs[(2u * kb + 1u) * TN + tb + 48u]);
+            let m = array<vec2<f32>, 4>(
+                xm[kb * TN + tb], xm[kb * TN + tb + 16u], xm[kb * TN + tb + 32u], xm[kb * TN + tb + 48u]);
+            acc0 += row_dots(kb, tr, xa, xc, m);
+            acc1 += row_dots(kb, tr + 16u, xa, xc, m);
+            acc2 += row_dots(kb, tr + 32u, xa, xc, m);
+            acc3 += row_dots(kb, tr + 48u, xa, xc, m);
         }
         workgroupBarrier();
     }
