@@ -76,7 +76,7 @@ impl GpuMatrix {
                     max_batch,
                     y_stride,
                 };
-                Ok(if dp4a && op.runs_dp4a() {
+                Ok(if dp4a && op.runs_dp4a(gpu) {
                     op.dispatch_dp4a(gpu, buf, x, y, params, accumulate)?
                 } else {
                     op.dispatch(gpu, buf, x, y, params, accumulate)?

@@ -121,7 +121,7 @@ fn gemm_dp4a_matches_its_oracle() {
                     max_batch,
                     y_stride,
                 };
-                assert!(op.runs_dp4a());
+                assert!(op.runs_dp4a(gpu));
                 for (n_rows, accumulate) in [(max_batch, false), (5, true), (64, false), (65, true)]
                 {
                     let y0: Vec<f32> = (0..max_batch * y_stride)
@@ -168,7 +168,7 @@ fn gemm_dp4a_matches_its_oracle() {
         max_batch: 4,
         y_stride: 4,
     };
-    assert!(!op.runs_dp4a());
+    assert!(!op.runs_dp4a(gpu));
     let b = gpu.create_buffer("b", 1 << 14).unwrap();
     let err = op
         .dispatch_dp4a(gpu, &b, &b, &b, &b, false)

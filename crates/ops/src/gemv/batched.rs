@@ -74,6 +74,10 @@ pub fn batched_shader(format: WeightFormat, layout: WeightLayout) -> &'static Sh
 /// Weight rows and batch rows of one dp4a gemm tile (`TM`, `TN` in `kernel_gemm_dp4a.wgsl`).
 pub const GEMM_TILE: u32 = 64;
 
+/// Workgroup memory the dp4a gemm stages a step in (`ws`, `wd`, `xs`, `xm`: 4 blocks of
+/// 64 weight rows and 64 batch rows).
+pub const GEMM_WORKGROUP_BYTES: u32 = 2 * (512 * 16 + 256 * 8);
+
 /// The dp4a gemm shader of `format` in `layout`; `None` for formats it has no form for
 /// (only q4_0, q4_1 and q8_0 do).
 pub fn gemm_dp4a_shader(
@@ -301,9 +305,11 @@ impl GemvBatched {
         }
     }
 
-    /// Whether the dp4a form has a kernel for this matrix's format and layout.
-    pub fn runs_dp4a(&self) -> bool {
+    /// Whether the dp4a form has a kernel for this matrix's format and layout and `gpu`
+    /// gives a workgroup the memory it stages in ([`GEMM_WORKGROUP_BYTES`]).
+    pub fn runs_dp4a(&self, gpu: &Gpu) -> bool {
         gemm_dp4a_shader(self.gemv.format, self.gemv.layout).is_some()
+            && gpu.limits().max_compute_workgroup_storage_size >= GEMM_WORKGROUP_BYTES
     }
 
     /// Builds the dp4a form's dispatch (bindings as [`Self::dispatch`]'s). It computes
@@ -327,6 +333,13 @@ impl GemvBatched {
             ))
         })?;
         self.check(shader.name, w, x, y, params)?;
+        let limit = gpu.limits().max_compute_workgroup_storage_size;
+        if limit < GEMM_WORKGROUP_BYTES {
+            return Err(GpuError::Invalid(format!(
+                "{}: stages {GEMM_WORKGROUP_BYTES} bytes of workgroup memory, the device allows {limit} (use the batched gemv)",
+                shader.name
+            )));
+        }
         let mut constants = vec![
             ("ROWS", f64::from(g.rows)),
             ("COLS", f64::from(g.cols)),
