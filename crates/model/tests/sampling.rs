@@ -85,9 +85,11 @@ fn sampled_timing_gives_every_op_the_share_full_timing_gives() {
             *timed * u64::from(AUTO_SAMPLING_STRIDE) <= full_timed * 2 && *timed > 0,
             "{op}: {timed} sampled calls of {full_timed}"
         );
-        // Ops under 10% are a few µs on lavapipe, where the step's first dispatch (the
-        // embedding) also carries the pass start's timestamp cost: shown, not judged.
-        if *full_pct < 10.0 {
+        // Shown, not judged: ops under 10% (a few µs on lavapipe), and the step's first
+        // dispatch (the embedding), whose span with every dispatch timed starts at the
+        // pass's opening timestamp and carries lavapipe's start of the submission
+        // (measured 5.6% and 12.9% of GPU time in two runs of this test, 2-15% sampled).
+        if *full_pct < 10.0 || op.starts_with("embedding") {
             continue;
         }
         assert!(

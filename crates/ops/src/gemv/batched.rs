@@ -119,9 +119,10 @@ pub fn gemm_dp4a_shader(
                     WeightLayout::Gguf => "",
                 };
                 let wgsl = format!(
-                    "{}\n{common}\n{}\n{load}",
+                    "{}\n{common}\n{}\n{}\n{load}",
                     include_str!("kernel_gemm_dp4a.wgsl"),
                     include_str!("quant_common.wgsl"),
+                    include_str!("idot_common.wgsl"),
                 );
                 let name = match l {
                     WeightLayout::Gguf => format!("gemm_dp4a_{}", f.name()),

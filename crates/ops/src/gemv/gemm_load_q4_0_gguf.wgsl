@@ -14,5 +14,5 @@ fn load_wblock(i: u32) -> WBlock {
         realign(w[a + 2u], w[a + 3u], mid),
         realign(w[a + 3u], w[a + 4u], mid),
     );
-    return WBlock(q & vec4<u32>(0x0F0F0F0Fu), (q >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu), vec2<f32>(d, -8.0 * d));
+    return WBlock(nibbles_lo(q), nibbles_hi(q), vec2<f32>(d, -8.0 * d));
 }

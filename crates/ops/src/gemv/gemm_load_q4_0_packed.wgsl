@@ -3,5 +3,5 @@
 fn load_wblock(i: u32) -> WBlock {
     let q = w[i];
     let d = block_scale(i);
-    return WBlock(q & vec4<u32>(0x0F0F0F0Fu), (q >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu), vec2<f32>(d, -8.0 * d));
+    return WBlock(nibbles_lo(q), nibbles_hi(q), vec2<f32>(d, -8.0 * d));
 }

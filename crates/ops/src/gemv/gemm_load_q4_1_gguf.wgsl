@@ -5,5 +5,5 @@
 fn load_wblock(i: u32) -> WBlock {
     let a = i * 5u;
     let q = vec4<u32>(w[a + 1u], w[a + 2u], w[a + 3u], w[a + 4u]);
-    return WBlock(q & vec4<u32>(0x0F0F0F0Fu), (q >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu), unpack2x16float(w[a]));
+    return WBlock(nibbles_lo(q), nibbles_hi(q), unpack2x16float(w[a]));
 }

@@ -7,11 +7,6 @@
 fn block_idot(row: u32, b: u32, xa: vec4<u32>, xb: vec4<u32>, m: vec2<f32>) -> f32 {
     let i = row * (COLS / 32u) + b;
     let q = w[i];
-    let lo = q & vec4<u32>(0x0F0F0F0Fu);
-    let hi = (q >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
-    let s = ((dot4I8Packed(lo.x, xa.x) + dot4I8Packed(lo.y, xa.y))
-        + (dot4I8Packed(lo.z, xa.z) + dot4I8Packed(lo.w, xa.w)))
-        + ((dot4I8Packed(hi.x, xb.x) + dot4I8Packed(hi.y, xb.y))
-        + (dot4I8Packed(hi.z, xb.z) + dot4I8Packed(hi.w, xb.w)));
+    let s = idot8(nibbles_lo(q), nibbles_hi(q), xa, xb);
     return block_scale(i) * (m.x * f32(s) - 8.0 * m.y);
 }

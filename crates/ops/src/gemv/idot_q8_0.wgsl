@@ -6,9 +6,6 @@ fn block_idot(row: u32, b: u32, xa: vec4<u32>, xb: vec4<u32>, m: vec2<f32>) -> f
     let i = row * (COLS / 32u) + b;
     let q0 = w[2u * i];
     let q1 = w[2u * i + 1u];
-    let s = ((dot4I8Packed(q0.x, xa.x) + dot4I8Packed(q0.y, xa.y))
-        + (dot4I8Packed(q0.z, xa.z) + dot4I8Packed(q0.w, xa.w)))
-        + ((dot4I8Packed(q1.x, xb.x) + dot4I8Packed(q1.y, xb.y))
-        + (dot4I8Packed(q1.z, xb.z) + dot4I8Packed(q1.w, xb.w)));
+    let s = idot8(q0, q1, xa, xb);
     return block_scale(i) * (m.x * f32(s));
 }

@@ -55,14 +55,6 @@ struct WBlock {
     dm: vec2<f32>,
 }
 
-// The 8 dot4I8Packed of one block pair.
-fn idot8(wa: vec4<u32>, wb: vec4<u32>, xa: vec4<u32>, xc: vec4<u32>) -> i32 {
-    return ((dot4I8Packed(wa.x, xa.x) + dot4I8Packed(wa.y, xa.y))
-        + (dot4I8Packed(wa.z, xa.z) + dot4I8Packed(wa.w, xa.w)))
-        + ((dot4I8Packed(wb.x, xc.x) + dot4I8Packed(wb.y, xc.y))
-        + (dot4I8Packed(wb.z, xc.z) + dot4I8Packed(wb.w, xc.w)));
-}
-
 fn store(r: u32, b: u32, n: u32, v: f32) {
     if r < ROWS && b < n {
         let i = b * Y_STRIDE + OUT_OFFSET + r;
