@@ -877,18 +877,8 @@ impl Recorder {
         let end = Instant::now();
         s.ended = Some(end);
         let dispatches = s.dispatches.len() as u32;
-        if st.timing.fit_stride && dispatches > 0 {
-            // Once, after the first step with dispatches: later steps keep one stride.
-            let stride = crate::timing::fitted_stride(dispatches);
-            st.timing.fit_stride = false;
-            st.timing.sampling = Some(gpuscope_trace::Sampling { stride });
-            st.timing.reason = format!(
-                "sampled per-dispatch GPU timestamps (1 dispatch in {stride} per token, rotating: \
-                 about {} per step of {dispatches}): a timestamp after every dispatch is expensive on {}",
-                crate::timing::AUTO_SAMPLES_PER_STEP,
-                self.shared.info.name
-            );
-        }
+        // Auto's sampling takes its stride from the first step with dispatches.
+        st.timing.fit_to_step(dispatches, &self.shared.info.name);
         let s = st.live.back_mut().expect("the open step is live");
         let first_submit = s.first_submit.unwrap_or(end);
         s.cpu.encode_ns = (first_submit.saturating_duration_since(s.begin).as_nanos() as u64)

@@ -52,6 +52,32 @@ pub struct Timing {
 /// token carried 10 samples and lost 11.8% throughput on an H100 (Llama-8B: 5.9%).
 pub const AUTO_SAMPLES_PER_STEP: u32 = 3;
 
+/// Why auto samples, with the stride and how it rotates.
+fn auto_sampling_reason(stride: u32, how: &str, adapter: &str) -> String {
+    format!(
+        "sampled per-dispatch GPU timestamps (1 dispatch in {stride} per token, {how}): \
+         a timestamp after every dispatch is expensive on {adapter}"
+    )
+}
+
+impl Timing {
+    /// Auto's sampling fitted to a step of `dispatches` ([`fitted_stride`]), once: after
+    /// it, or for any other timing, this does nothing.
+    pub(crate) fn fit_to_step(&mut self, dispatches: u32, adapter: &str) {
+        if !self.fit_stride || dispatches == 0 {
+            return;
+        }
+        let stride = fitted_stride(dispatches);
+        self.fit_stride = false;
+        self.sampling = Some(Sampling { stride });
+        self.reason = auto_sampling_reason(
+            stride,
+            &format!("rotating: about {AUTO_SAMPLES_PER_STEP} per step of {dispatches}"),
+            adapter,
+        );
+    }
+}
+
 /// The stride auto's sampling takes for steps of `dispatches`: at least
 /// [`AUTO_SAMPLING_STRIDE`], and wide enough for about [`AUTO_SAMPLES_PER_STEP`] samples.
 pub fn fitted_stride(dispatches: u32) -> u32 {
@@ -92,11 +118,7 @@ pub fn choose_timing(
             Some(Sampling {
                 stride: AUTO_SAMPLING_STRIDE,
             }),
-            format!(
-                "sampled per-dispatch GPU timestamps (1 dispatch in {AUTO_SAMPLING_STRIDE} per token, \
-                 rotating): a timestamp after every dispatch is expensive on {}",
-                info.name
-            ),
+            auto_sampling_reason(AUTO_SAMPLING_STRIDE, "rotating", &info.name),
         ),
         TimingRequest::Auto if has_inside => timing(
             TimingMode::Dispatch,
@@ -118,17 +140,9 @@ pub fn choose_timing(
             if !has_inside =>
         {
             return Err(if has_ts {
-                missing(
-                    "dispatch",
-                    "TIMESTAMP_QUERY_INSIDE_PASSES",
-                    "pass",
-                )
+                missing("dispatch", "TIMESTAMP_QUERY_INSIDE_PASSES", "pass")
             } else {
-                missing(
-                    "dispatch",
-                    "TIMESTAMP_QUERY",
-                    "off",
-                )
+                missing("dispatch", "TIMESTAMP_QUERY", "off")
             })
         }
         TimingRequest::Exactly(TimingMode::Dispatch) => timing(
@@ -152,11 +166,7 @@ pub fn choose_timing(
             "per-pass GPU timestamps (requested)".into(),
         ),
         TimingRequest::Exactly(TimingMode::Pass) => {
-            return Err(missing(
-                "pass",
-                "TIMESTAMP_QUERY",
-                "off",
-            ))
+            return Err(missing("pass", "TIMESTAMP_QUERY", "off"))
         }
         TimingRequest::Exactly(TimingMode::Off) => timing(
             TimingMode::Off,

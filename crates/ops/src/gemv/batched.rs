@@ -163,13 +163,18 @@ impl GemvBatched {
 
     /// Declared cost for a full batch of `max_batch` rows (weights read once per chunk of 8).
     pub fn cost(&self) -> Cost {
+        self.cost_reading_weights_per(BATCH_CHUNK)
+    }
+
+    /// A full batch's cost when the weights are read once per `rows_per_pass` batch rows.
+    fn cost_reading_weights_per(&self, rows_per_pass: u32) -> Cost {
         let (rows, cols, m) = (
             u64::from(self.gemv.rows),
             u64::from(self.gemv.cols),
             u64::from(self.max_batch),
         );
         Cost {
-            bytes: self.gemv.weight_bytes() * m.div_ceil(u64::from(BATCH_CHUNK))
+            bytes: self.gemv.weight_bytes() * m.div_ceil(u64::from(rows_per_pass))
                 + m * (cols + rows) * 4,
             flops: 2 * m * rows * cols,
         }
@@ -247,45 +252,71 @@ impl GemvBatched {
                 g.layout.name()
             )));
         }
-        let name = batched_shader(g.format, g.layout).name;
-        self.check(name, w, x, y, params)?;
+        let shader = batched_shader(g.format, g.layout);
+        self.check(shader.name, w, x, y, params)?;
         let tpr = g.default_tuning().threads_per_row;
         let x_stride = if self.x_is_vec4() { g.cols / 4 } else { g.cols };
+        self.build(
+            gpu,
+            shader,
+            &[("TPR", f64::from(tpr)), ("X_STRIDE", f64::from(x_stride))],
+            [
+                g.rows.div_ceil(WORKGROUP_SIZE / tpr),
+                self.max_batch.div_ceil(BATCH_CHUNK),
+            ],
+            self.cost(),
+            [w, x, y, params],
+            accumulate,
+        )
+    }
+
+    /// The pipeline, bind group and dispatch both forms share: the constants every
+    /// batched frame takes plus `extra`, bindings w, x, y, params, `grid` workgroups.
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        &self,
+        gpu: &Gpu,
+        shader: &ShaderSource,
+        extra: &[(&str, f64)],
+        grid: [u32; 2],
+        cost: Cost,
+        [w, x, y, params]: [&GpuBuffer; 4],
+        accumulate: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let g = &self.gemv;
+        if grid[0] > 65535 || grid[1] > 65535 {
+            return Err(GpuError::Invalid(format!(
+                "{}: too many rows for one dispatch: split the matrix",
+                shader.name
+            )));
+        }
         let mut constants = vec![
             ("ROWS", f64::from(g.rows)),
             ("COLS", f64::from(g.cols)),
             ("OUT_OFFSET", f64::from(g.out_offset)),
-            ("TPR", f64::from(tpr)),
             ("ACCUMULATE", if accumulate { 1.0 } else { 0.0 }),
-            ("X_STRIDE", f64::from(x_stride)),
             ("Y_STRIDE", f64::from(self.y_stride)),
         ];
+        constants.extend_from_slice(extra);
         if g.layout == WeightLayout::Packed {
             constants.push((
                 "SCALES_AT",
                 f64::from(WeightLayout::scales_at(g.format, g.rows, g.cols)),
             ));
         }
-        let pipeline = gpu.pipeline(batched_shader(g.format, g.layout), "main", &constants)?;
+        let pipeline = gpu.pipeline(shader, "main", &constants)?;
         let bind_group = gpu.bind_group(&pipeline, &[w, x, y, params])?;
-        let groups = g.rows.div_ceil(WORKGROUP_SIZE / tpr);
-        let chunks = self.max_batch.div_ceil(BATCH_CHUNK);
-        if groups > 65535 || chunks > 65535 {
-            return Err(GpuError::Invalid(format!(
-                "{name}: too many rows for one dispatch: split the matrix"
-            )));
-        }
         let reads: &[&GpuBuffer] = if accumulate {
             &[w, x, y, params]
         } else {
             &[w, x, params]
         };
         Ok(Dispatch::new(
-            name,
+            shader.name,
             pipeline,
             bind_group,
-            [groups, chunks, 1],
-            self.cost(),
+            [grid[0], grid[1], 1],
+            cost,
             reads,
             &[y],
         ))
@@ -294,16 +325,7 @@ impl GemvBatched {
     /// Declared cost of the dp4a form for a full batch: weights read once per tile of
     /// [`GEMM_TILE`] batch rows.
     pub fn cost_dp4a(&self) -> Cost {
-        let (rows, cols, m) = (
-            u64::from(self.gemv.rows),
-            u64::from(self.gemv.cols),
-            u64::from(self.max_batch),
-        );
-        Cost {
-            bytes: self.gemv.weight_bytes() * m.div_ceil(u64::from(GEMM_TILE))
-                + m * (cols + rows) * 4,
-            flops: 2 * m * rows * cols,
-        }
+        self.cost_reading_weights_per(GEMM_TILE)
     }
 
     /// Whether the dp4a form has a kernel for this matrix's format and layout and `gpu`
@@ -341,43 +363,18 @@ impl GemvBatched {
                 shader.name
             )));
         }
-        let mut constants = vec![
-            ("ROWS", f64::from(g.rows)),
-            ("COLS", f64::from(g.cols)),
-            ("OUT_OFFSET", f64::from(g.out_offset)),
-            ("ACCUMULATE", if accumulate { 1.0 } else { 0.0 }),
-            ("Y_STRIDE", f64::from(self.y_stride)),
-        ];
-        if g.layout == WeightLayout::Packed {
-            constants.push((
-                "SCALES_AT",
-                f64::from(WeightLayout::scales_at(g.format, g.rows, g.cols)),
-            ));
-        }
-        let pipeline = gpu.pipeline(shader, "main", &constants)?;
-        let bind_group = gpu.bind_group(&pipeline, &[w, x, y, params])?;
-        let groups = g.rows.div_ceil(GEMM_TILE);
-        let tiles = self.max_batch.div_ceil(GEMM_TILE);
-        if groups > 65535 || tiles > 65535 {
-            return Err(GpuError::Invalid(format!(
-                "{}: too many rows for one dispatch: split the matrix",
-                shader.name
-            )));
-        }
-        let reads: &[&GpuBuffer] = if accumulate {
-            &[w, x, y, params]
-        } else {
-            &[w, x, params]
-        };
-        Ok(Dispatch::new(
-            shader.name,
-            pipeline,
-            bind_group,
-            [groups, tiles, 1],
+        self.build(
+            gpu,
+            shader,
+            &[],
+            [
+                g.rows.div_ceil(GEMM_TILE),
+                self.max_batch.div_ceil(GEMM_TILE),
+            ],
             self.cost_dp4a(),
-            reads,
-            &[y],
-        ))
+            [w, x, y, params],
+            accumulate,
+        )
     }
 
     /// The dp4a form's oracle: [`Self::cpu`] over each x row quantized by

@@ -12,7 +12,8 @@
 // wgpu 30 / Vulkan): one lane per whole block, or an x slice passed between functions as
 // an array or struct, ran 2-4x slower (register pressure, local memory).
 //
-// Pieces appended after this file (composed in shader.rs):
+// Pieces composed around this file (shader.rs): before it lanes_common.wgsl (the shape's
+// overrides, span_row, GroupSum); after it
 // - the format file: binding 0 (`w`), `alias XT` (f32 or vec4<f32>: x's element type),
 //   fn n_units() -> u32 and fn unit_dot(row: u32, u: u32) -> f32, which reads x through
 //   xv(i); for the `blocks` variant also block_dot(row, b) (a whole block: the format's
@@ -22,28 +23,6 @@
 // - the reduction: group_sum;
 // - the epilogue: phys_row (logical row -> matrix row) and emit (writes NR rows: y,
 //   y += (residual), rope + KV-cache store, or silu(gate) * up).
-
-override ROWS: u32;
-override COLS: u32;
-override OUT_OFFSET: u32;
-// Lanes per row group: a power of two dividing WG_SIZE (checked on the Rust side).
-override TPR: u32;
-// Rows per lane, 1..=4 (2 or 4 for the pair epilogues: rope, silu_mul).
-override NR: u32;
-// Test-only planted slowdown (gpuscope's regression-gate tests): each lane computes its
-// dot products EXTRA_PASSES more times. Their sum reaches the output only when its
-// magnitude passes 3e38, which the finite activations of a decoder never do, so results
-// are unchanged, yet the compiler cannot drop the work. 0 (the default) compiles away.
-override EXTRA_PASSES: u32 = 0u;
-// Experiment only (`bench --experiment memory-vs-compute`): when ROW_SPAN > 0, row r reads
-// the weights of row r % ROW_SPAN, so the full arithmetic runs over a few rows that stay
-// in cache: the kernel's compute-only time. 0 (the default) compiles away.
-override ROW_SPAN: u32 = 0u;
-
-fn span_row(r: u32) -> u32 {
-    // max(.., 1u): naga folds `r % 0u` as an error even in the branch not taken.
-    return select(r % max(ROW_SPAN, 1u), r, ROW_SPAN == 0u);
-}
 
 const WG_SIZE: u32 = 256u;
 // true for the `blocks` variant (substituted when the shader is composed).
@@ -130,11 +109,4 @@ fn main(
     if lane == 0u {
         emit(row0, total.acc * row_scale(total.ss));
     }
-}
-
-// What group_sum returns (valid in lane 0 of the group): the rows' dot products and, with
-// a fused rms_norm, the sum of x^2.
-struct GroupSum {
-    acc: vec4<f32>,
-    ss: f32,
 }

@@ -20,18 +20,10 @@
 // row group, NR rows per lane, each block's x words read once from workgroup memory for
 // the NR rows.
 //
-// Pieces appended after this file (composed in shader.rs): the format's block_idot (and
-// binding 0, `w`), the reduction (group_sum), the epilogue (phys_row, emit).
+// Pieces composed around this file (shader.rs): before it lanes_common.wgsl (the shape's
+// overrides, span_row, GroupSum); after it the format's block_idot (and binding 0, `w`),
+// the reduction (group_sum), the epilogue (phys_row, emit).
 
-override ROWS: u32;
-override COLS: u32;
-override OUT_OFFSET: u32;
-override TPR: u32;
-override NR: u32;
-// As in kernel.wgsl: the regression gate's planted slowdown and the compute-only
-// experiment; both 0 (compiled away) in real runs.
-override EXTRA_PASSES: u32 = 0u;
-override ROW_SPAN: u32 = 0u;
 // COLS / 16 and COLS / 32: workgroup arrays sized by the shape (the Rust side checks
 // their bytes against the device's workgroup storage limit).
 override XQ_VEC4S: u32;
@@ -49,15 +41,6 @@ var<workgroup> xq: array<vec4<u32>, XQ_VEC4S>;
 var<workgroup> xm: array<vec2<f32>, X_BLOCKS>;
 // One partial sum of x² per subgroup (subgroups of at least 8 lanes: at most 32 of them).
 var<workgroup> ss_part: array<f32, 32>;
-
-fn span_row(r: u32) -> u32 {
-    return select(r % max(ROW_SPAN, 1u), r, ROW_SPAN == 0u);
-}
-
-struct GroupSum {
-    acc: vec4<f32>,
-    ss: f32,
-}
 
 // Lane `part`'s vec4 of block b of x (zeros past the last block; the load is clamped
 // so it stays in bounds without a branch).

@@ -183,17 +183,21 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
     } else {
         "const EPS: f32 = 0.0;".to_string()
     };
-    let frame = include_str!("kernel_dp4a.wgsl")
-        .replace("NORM_ON", &key.norm.to_string())
-        .replace("NORM_DECL", &norm_decl)
-        .replace(
-            "NORM_WEIGHT",
-            if key.norm {
-                "nw[min(b, X_BLOCKS - 1u) * 8u + part]"
-            } else {
-                "vec4<f32>(1.0)"
-            },
-        );
+    let frame = concat!(
+        include_str!("lanes_common.wgsl"),
+        "\n",
+        include_str!("kernel_dp4a.wgsl")
+    )
+    .replace("NORM_ON", &key.norm.to_string())
+    .replace("NORM_DECL", &norm_decl)
+    .replace(
+        "NORM_WEIGHT",
+        if key.norm {
+            "nw[min(b, X_BLOCKS - 1u) * 8u + part]"
+        } else {
+            "vec4<f32>(1.0)"
+        },
+    );
     let idot = match key.format {
         WeightFormat::Q4_0 => include_str!("idot_q4_0.wgsl"),
         WeightFormat::Q4_1 => include_str!("idot_q4_1.wgsl"),
@@ -239,7 +243,8 @@ fn compose(key: ShaderKey, name: &str) -> String {
             };
             let whole_blocks = lanes == GemvVariant::Blocks;
             format!(
-                "{}\n{reduce}",
+                "{}\n{}\n{reduce}",
+                include_str!("lanes_common.wgsl"),
                 include_str!("kernel.wgsl").replace("WHOLE_BLOCKS_ON", &whole_blocks.to_string())
             )
         }
