@@ -27,9 +27,9 @@ mod common;
 use common::{gpu, weights};
 
 const TRIALS: usize = 20;
-/// Chunks per run and recorded tokens per chunk: 512 tokens per run (interleaved chunks
+/// Chunks per run and recorded tokens per chunk: 1024 tokens per run (interleaved chunks
 /// spread a loaded machine's drift over both runs; more tokens narrow the estimate).
-const CHUNKS: usize = 64;
+const CHUNKS: usize = 128;
 const TOKENS_PER_CHUNK: u32 = 8;
 /// The slowdown to plant, as a fraction of the token time.
 const PLANTED: f64 = 0.10;
