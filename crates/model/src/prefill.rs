@@ -25,7 +25,7 @@
 
 use gpuscope_ops::attention::AttnBatched;
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
-use gpuscope_ops::gemv::{Gemv, GemvBatched, GemvVariant};
+use gpuscope_ops::gemv::{Gemv, GemvBatched, GemvVariant, QuantizeX};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
 use gpuscope_ops::rope::RopeBatched;
 use gpuscope_ops::silu_mul::SiluMulBatched;
@@ -47,43 +47,95 @@ pub(crate) struct Prefill {
 }
 
 impl GpuMatrix {
+    /// The batched op of each row chunk, with its weight buffer.
+    fn batched_ops(
+        &self,
+        max_batch: u32,
+        y_stride: u32,
+    ) -> impl Iterator<Item = (&GpuBuffer, GemvBatched)> + '_ {
+        self.chunks.iter().map(move |(buf, first, rows)| {
+            let gemv = Gemv {
+                rows: *rows,
+                cols: self.cols,
+                format: self.tensor_format,
+                out_offset: *first,
+                layout: self.layout,
+            };
+            (
+                buf,
+                GemvBatched {
+                    gemv,
+                    max_batch,
+                    y_stride,
+                },
+            )
+        })
+    }
+
+    /// Whether some chunk goes through the dp4a gemm (its x must be quantized first).
+    fn uses_gemm(&self, gpu: &Gpu, max_batch: u32) -> bool {
+        self.batched_ops(max_batch, 0)
+            .any(|(_, op)| op.runs_dp4a(gpu))
+    }
+
     /// Y[b] (+)= W·X[b] for every row chunk of the matrix, Y rows `y_stride` apart; with
-    /// `dp4a`, through the dp4a gemm where it has a form for the matrix's format.
+    /// `xq` (X as [`QuantizeX`] wrote it), through the dp4a gemm where it has a form for
+    /// the matrix's format.
     #[allow(clippy::too_many_arguments)]
     fn gemv_batched(
         &self,
         gpu: &Gpu,
         x: &GpuBuffer,
+        xq: Option<&GpuBuffer>,
         y: &GpuBuffer,
         params: &GpuBuffer,
         max_batch: u32,
         y_stride: u32,
         accumulate: bool,
-        dp4a: bool,
     ) -> Result<Vec<Dispatch>, ModelError> {
-        self.chunks
-            .iter()
-            .map(|(buf, first, rows)| {
-                let gemv = Gemv {
-                    rows: *rows,
-                    cols: self.cols,
-                    format: self.tensor_format,
-                    out_offset: *first,
-                    layout: self.layout,
-                };
-                let op = GemvBatched {
-                    gemv,
-                    max_batch,
-                    y_stride,
-                };
-                Ok(if dp4a && op.runs_dp4a(gpu) {
-                    op.dispatch_dp4a(gpu, buf, x, y, params, accumulate)?
-                } else {
-                    op.dispatch(gpu, buf, x, y, params, accumulate)?
+        self.batched_ops(max_batch, y_stride)
+            .map(|(buf, op)| {
+                Ok(match xq {
+                    Some(xq) if op.runs_dp4a(gpu) => {
+                        op.dispatch_dp4a(gpu, buf, xq, y, params, accumulate)?
+                    }
+                    _ => op.dispatch(gpu, buf, x, y, params, accumulate)?,
                 })
             })
             .collect()
     }
+}
+
+/// The batched products of one input: the parts' dispatches, preceded by the input's
+/// quantization where `dp4a` is on and some part goes through the dp4a gemm.
+#[allow(clippy::too_many_arguments)]
+fn products(
+    gpu: &Gpu,
+    parts: &[&GpuMatrix],
+    x: &GpuBuffer,
+    xq: Option<&GpuBuffer>,
+    y: &GpuBuffer,
+    params: &GpuBuffer,
+    max_batch: u32,
+    y_stride: u32,
+    accumulate: bool,
+) -> Result<Vec<Dispatch>, ModelError> {
+    let mut out = Vec::new();
+    let xq = match xq {
+        Some(xq) if parts.iter().any(|p| p.uses_gemm(gpu, max_batch)) => {
+            let quantize = QuantizeX {
+                cols: parts[0].cols,
+                max_batch,
+            };
+            out.push(quantize.dispatch(gpu, x, xq, params)?);
+            Some(xq)
+        }
+        _ => None,
+    };
+    for part in parts {
+        out.extend(part.gemv_batched(gpu, x, xq, y, params, max_batch, y_stride, accumulate)?);
+    }
+    Ok(out)
 }
 
 impl GpuDecoder {
@@ -125,7 +177,19 @@ impl GpuDecoder {
         let hidden = buf("prefill.ffn_hidden", f32s(c.ffn_dim))?;
         let w = &self.weights;
         let a = &self.acts;
-        let dp4a = self.plan.prefill_dp4a();
+        // x quantized for the dp4a gemm, sized for the widest input (the FFN's hidden).
+        let xq = if self.plan.prefill_dp4a() {
+            let widest = c.dim.max(c.q_dim()).max(c.ffn_dim);
+            let bytes = QuantizeX {
+                cols: widest,
+                max_batch: m,
+            }
+            .buffer_bytes();
+            Some(buf("prefill.x_q8", bytes.max(16))?)
+        } else {
+            None
+        };
+        let xq = xq.as_ref();
 
         let mut sections = Vec::new();
         let embed = w
@@ -173,13 +237,14 @@ impl GpuDecoder {
                 "attn_norm",
                 vec![rms.dispatch(gpu, &x, &layer.attn_norm, &xn, &params)?],
             );
-            let mut qkv_ds = Vec::new();
-            for part in &layer.wqkv {
-                qkv_ds.extend(
-                    part.gemv_batched(gpu, &xn, &qkv, &params, m, qkv_stride, false, dp4a)?,
-                );
-            }
-            push(&mut ds, "attn_qkv", qkv_ds);
+            let qkv_parts: Vec<&GpuMatrix> = layer.wqkv.iter().collect();
+            push(
+                &mut ds,
+                "attn_qkv",
+                products(
+                    gpu, &qkv_parts, &xn, xq, &qkv, &params, m, qkv_stride, false,
+                )?,
+            );
             let rope = RopeBatched {
                 rope: c.rope(max_ctx),
                 max_batch: m,
@@ -201,22 +266,21 @@ impl GpuDecoder {
             push(
                 &mut ds,
                 "attn_output",
-                layer
-                    .wo
-                    .gemv_batched(gpu, &attn, &x, &params, m, c.dim, true, dp4a)?,
+                products(gpu, &[&layer.wo], &attn, xq, &x, &params, m, c.dim, true)?,
             );
             push(
                 &mut ds,
                 "ffn_norm",
                 vec![rms.dispatch(gpu, &x, &layer.ffn_norm, &xn, &params)?],
             );
-            let mut gu_ds = Vec::new();
-            for part in &layer.w_gate_up {
-                gu_ds.extend(
-                    part.gemv_batched(gpu, &xn, &gate_up, &params, m, gu_stride, false, dp4a)?,
-                );
-            }
-            push(&mut ds, "ffn_gate_up", gu_ds);
+            let gu_parts: Vec<&GpuMatrix> = layer.w_gate_up.iter().collect();
+            push(
+                &mut ds,
+                "ffn_gate_up",
+                products(
+                    gpu, &gu_parts, &xn, xq, &gate_up, &params, m, gu_stride, false,
+                )?,
+            );
             let silu = SiluMulBatched {
                 n: c.ffn_dim,
                 max_batch: m,
@@ -231,9 +295,17 @@ impl GpuDecoder {
             push(
                 &mut ds,
                 "ffn_down",
-                layer
-                    .w_down
-                    .gemv_batched(gpu, &hidden, &x, &params, m, c.dim, true, dp4a)?,
+                products(
+                    gpu,
+                    &[&layer.w_down],
+                    &hidden,
+                    xq,
+                    &x,
+                    &params,
+                    m,
+                    c.dim,
+                    true,
+                )?,
             );
             sections.push(Section::new(format!("L{li}"), Some(li), ds));
         }
@@ -254,8 +326,8 @@ impl GpuDecoder {
         let graph = Graph { sections };
         self.settings.insert(
             "prefill".into(),
-            if dp4a {
-                "dp4a gemm (64x64 tiles, x quantized to int8 blocks) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into()
+            if xq.is_some() {
+                "dp4a gemm (64x64 tiles, x quantized to int8 blocks once per input) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into()
             } else {
                 "batched gemv (8 rows per weight pass)".into()
             },

@@ -275,6 +275,22 @@ fn dp4a_gemm_prefill_stays_near_the_float_prefill() {
                 plan.prefill_dp4a(),
                 "{format:?}: {gemms} gemm dispatches"
             );
+            // x is quantized once per input the gemms share: q/k/v, the attention
+            // output, gate/up, the FFN's hidden (4 per layer).
+            let quantizes = d
+                .prefill_graph()
+                .unwrap()
+                .dispatches()
+                .filter(|x| x.pipeline.shader() == "quantize_x_q8")
+                .count();
+            if plan.prefill_dp4a() {
+                assert!(
+                    quantizes > 0 && quantizes <= 4 * w.config.n_layers as usize,
+                    "{format:?}: {quantizes} quantize dispatches for {gemms} gemms"
+                );
+            } else {
+                assert_eq!(quantizes, 0);
+            }
             assert!(d.settings()["prefill"].starts_with(if plan.prefill_dp4a() {
                 "dp4a gemm"
             } else {

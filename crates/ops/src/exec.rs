@@ -364,6 +364,16 @@ pub static EXECUTORS: &[Executor] = &[
         crate::gemv::exec::run_batched
     ),
     entry!(
+        crate::gemv::exec::gemm_shaders,
+        &[Bytes, U32, F32, U32],
+        crate::gemv::exec::run_gemm
+    ),
+    entry!(
+        || vec![crate::gemv::QUANTIZE_X_SHADER.name],
+        &[F32, U32, U32],
+        crate::gemv::exec::run_quantize_x
+    ),
+    entry!(
         || formats(|f| crate::embedding::shader(f).name),
         &[Bytes, U32, F32],
         crate::embedding::exec::run

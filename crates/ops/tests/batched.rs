@@ -3,7 +3,7 @@
 
 use gpuscope_ops::attention::{AttnBatched, AttnFused};
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
-use gpuscope_ops::gemv::{Gemv, GemvBatched};
+use gpuscope_ops::gemv::{Gemv, GemvBatched, QuantizeX};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
 use gpuscope_ops::rope::{Rope, RopeBatched};
 use gpuscope_ops::silu_mul::SiluMulBatched;
@@ -133,17 +133,31 @@ fn gemm_dp4a_matches_its_oracle() {
                             }
                         })
                         .collect();
-                    let (wb, xb, yb, pb) = (
+                    let quantize = op.quantize_x();
+                    let (wb, xb, xqb, yb, pb) = (
                         gpu.create_buffer_init("w", &w).unwrap(),
                         filled(gpu, "x", &x),
+                        gpu.create_buffer("xq", quantize.buffer_bytes()).unwrap(),
                         filled(gpu, "y", &y0),
                         params(gpu, 0, n_rows),
                     );
+                    let q = quantize.dispatch(gpu, &xb, &xqb, &pb).unwrap();
                     let d = op
-                        .dispatch_dp4a(gpu, &wb, &xb, &yb, &pb, accumulate)
+                        .dispatch_dp4a(gpu, &wb, &xqb, &yb, &pb, accumulate)
                         .unwrap();
                     assert!(d.pipeline.shader().starts_with("gemm_dp4a_"));
-                    run(gpu, vec![d]);
+                    run(gpu, vec![q, d]);
+                    // The quantized rows: the oracle's words (a quant may differ by one
+                    // where the GPU's 1/d rounds otherwise).
+                    let words: Vec<u32> =
+                        bytemuck::pod_collect_to_vec(&gpu.read_buffer(&xqb).unwrap());
+                    let want_words = quantize.cpu(&x, n_rows);
+                    let got = QuantizeX::dequantize(&words[..want_words.len()]);
+                    let want = QuantizeX::dequantize(&want_words);
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        let d = f32::from_bits(want_words[i / 32 * 12 + 8]);
+                        assert!((g - w).abs() <= d * 1.001, "xq element {i}: {g} vs {w}");
+                    }
                     let mut want = y0.clone();
                     op.cpu_q8(&w, &x, &mut want, n_rows, accumulate);
                     assert_close(

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
-use super::{Gemv, WeightLayout, WORKGROUP_SIZE};
+use super::{Gemv, QuantizeX, WeightLayout, WORKGROUP_SIZE};
 use crate::quant::WeightFormat;
 
 /// Batch rows one workgroup applies a weight tile to; must match `BATCH_CHUNK` in
@@ -180,12 +180,13 @@ impl GemvBatched {
         }
     }
 
-    /// The shape's and buffers' checks both forms make before building a dispatch.
+    /// The shape's and buffers' checks both forms make before building a dispatch; `x`
+    /// must hold `x_bytes`.
     fn check(
         &self,
         name: &str,
         w: &GpuBuffer,
-        x: &GpuBuffer,
+        (x, x_bytes): (&GpuBuffer, u64),
         y: &GpuBuffer,
         params: &GpuBuffer,
     ) -> Result<(), GpuError> {
@@ -227,7 +228,7 @@ impl GemvBatched {
             }
         };
         need(w, g.buffer_bytes(), "weight")?;
-        need(x, m * u64::from(g.cols) * 4, "x")?;
+        need(x, x_bytes, "x")?;
         need(y, m * u64::from(self.y_stride) * 4, "y")?;
         need(params, 16, "params")?;
         Ok(())
@@ -253,7 +254,8 @@ impl GemvBatched {
             )));
         }
         let shader = batched_shader(g.format, g.layout);
-        self.check(shader.name, w, x, y, params)?;
+        let x_bytes = u64::from(self.max_batch) * u64::from(g.cols) * 4;
+        self.check(shader.name, w, (x, x_bytes), y, params)?;
         let tpr = g.default_tuning().threads_per_row;
         let x_stride = if self.x_is_vec4() { g.cols / 4 } else { g.cols };
         self.build(
@@ -323,9 +325,14 @@ impl GemvBatched {
     }
 
     /// Declared cost of the dp4a form for a full batch: weights read once per tile of
-    /// [`GEMM_TILE`] batch rows.
+    /// [`GEMM_TILE`] batch rows, x as quantized blocks (48 bytes per 32 elements).
     pub fn cost_dp4a(&self) -> Cost {
-        self.cost_reading_weights_per(GEMM_TILE)
+        let f32_x = u64::from(self.max_batch) * u64::from(self.gemv.cols) * 4;
+        let c = self.cost_reading_weights_per(GEMM_TILE);
+        Cost {
+            bytes: c.bytes - f32_x + self.quantize_x().buffer_bytes(),
+            ..c
+        }
     }
 
     /// Whether the dp4a form has a kernel for this matrix's format and layout and `gpu`
@@ -335,14 +342,23 @@ impl GemvBatched {
             && gpu.limits().max_compute_workgroup_storage_size >= GEMM_WORKGROUP_BYTES
     }
 
-    /// Builds the dp4a form's dispatch (bindings as [`Self::dispatch`]'s). It computes
-    /// with x quantized per 32-element block ([`super::q8_blocks`]): [`Self::cpu_q8`] is
-    /// its oracle.
+    /// The quantization of x the dp4a form reads: its dispatch goes first, into a buffer
+    /// of [`QuantizeX::buffer_bytes`] that every matrix multiplying the same x can share.
+    pub fn quantize_x(&self) -> QuantizeX {
+        QuantizeX {
+            cols: self.gemv.cols,
+            max_batch: self.max_batch,
+        }
+    }
+
+    /// Builds the dp4a form's dispatch: bindings as [`Self::dispatch`]'s, but x as
+    /// [`Self::quantize_x`] wrote it (`xq`). It computes with x quantized per 32-element
+    /// block ([`super::q8_blocks`]): [`Self::cpu_q8`] is its oracle.
     pub fn dispatch_dp4a(
         &self,
         gpu: &Gpu,
         w: &GpuBuffer,
-        x: &GpuBuffer,
+        xq: &GpuBuffer,
         y: &GpuBuffer,
         params: &GpuBuffer,
         accumulate: bool,
@@ -355,7 +371,13 @@ impl GemvBatched {
                 g.layout.name()
             ))
         })?;
-        self.check(shader.name, w, x, y, params)?;
+        self.check(
+            shader.name,
+            w,
+            (xq, self.quantize_x().buffer_bytes()),
+            y,
+            params,
+        )?;
         let limit = gpu.limits().max_compute_workgroup_storage_size;
         if limit < GEMM_WORKGROUP_BYTES {
             return Err(GpuError::Invalid(format!(
@@ -372,7 +394,7 @@ impl GemvBatched {
                 self.max_batch.div_ceil(GEMM_TILE),
             ],
             self.cost_dp4a(),
-            [w, x, y, params],
+            [w, xq, y, params],
             accumulate,
         )
     }

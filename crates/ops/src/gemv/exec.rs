@@ -174,7 +174,7 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     Ok(())
 }
 
-/// Every batched shader, by name: the batched gemv frame's and the dp4a gemm's.
+/// Every batched gemv frame shader, by name.
 pub(crate) fn batched_shaders() -> Vec<&'static str> {
     WeightLayout::ALL
         .into_iter()
@@ -184,26 +184,62 @@ pub(crate) fn batched_shaders() -> Vec<&'static str> {
                 .filter(move |f| l.supports(*f))
                 .map(move |f| batched_shader(f, l).name)
         })
-        .chain(super::gemm_dp4a_shaders().into_iter().map(|s| s.name))
+        .collect()
+}
+
+/// Every dp4a gemm shader, by name.
+pub(crate) fn gemm_shaders() -> Vec<&'static str> {
+    super::gemm_dp4a_shaders()
+        .into_iter()
+        .map(|s| s.name)
         .collect()
 }
 
 /// Bindings: w, x (`n_rows × cols`), y (`n_rows × Y_STRIDE`), params (`[pos0, n_rows, ..]`).
 pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
-    let pairs = || {
-        WeightLayout::ALL
-            .into_iter()
-            .flat_map(|l| WeightFormat::ALL.into_iter().map(move |f| (f, l)))
-    };
-    let gemm = pairs()
-        .find(|(f, l)| super::gemm_dp4a_shader(*f, *l).is_some_and(|s| s.name == c.shader()));
-    let (format, layout) = gemm
-        .or_else(|| {
-            pairs().find(|(f, l)| l.supports(*f) && batched_shader(*f, *l).name == c.shader())
-        })
+    let (format, layout) = WeightLayout::ALL
+        .into_iter()
+        .flat_map(|l| WeightFormat::ALL.into_iter().map(move |f| (f, l)))
+        .find(|(f, l)| l.supports(*f) && batched_shader(*f, *l).name == c.shader())
         .ok_or_else(|| ExecError::NoExecutor {
             shader: c.shader().to_string(),
         })?;
+    let (op, accumulate) = batched_op(c, format, layout)?;
+    let n_rows = op.max_batch;
+    c.need_words(1, op.gemv.cols as u64 * n_rows as u64)?;
+    let (w, x) = (c.bytes(0)?, c.floats(1)?);
+    op.cpu(w, &x, c.out(2)?, n_rows, accumulate);
+    Ok(())
+}
+
+/// Bindings: w, xq (x quantized by `quantize_x_q8`, `n_rows × cols / 32` blocks), y, params.
+pub(crate) fn run_gemm<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (format, layout) = WeightLayout::ALL
+        .into_iter()
+        .flat_map(|l| WeightFormat::ALL.into_iter().map(move |f| (f, l)))
+        .find(|(f, l)| super::gemm_dp4a_shader(*f, *l).is_some_and(|s| s.name == c.shader()))
+        .ok_or_else(|| ExecError::NoExecutor {
+            shader: c.shader().to_string(),
+        })?;
+    let (op, accumulate) = batched_op(c, format, layout)?;
+    let words = op.gemv.cols as u64 / 32 * 12 * op.max_batch as u64;
+    c.need_words(1, words)?;
+    let x: Vec<T> = super::QuantizeX::dequantize(&c.u32s(1, words as usize)?)
+        .into_iter()
+        .map(T::of)
+        .collect();
+    let w = c.bytes(0)?;
+    op.cpu(w, &x, c.out(2)?, op.max_batch, accumulate);
+    Ok(())
+}
+
+/// The batched op of a batched or gemm dispatch (its `max_batch` the params' `n_rows`),
+/// with its output checked for size, and whether it accumulates.
+fn batched_op<T: Real>(
+    c: &Call<T>,
+    format: WeightFormat,
+    layout: WeightLayout,
+) -> Result<(GemvBatched, bool), ExecError> {
     let g = gemv(c, format, layout, c.u32_const("ROWS")?)?;
     let n_rows = c.u32_at(3, 1)?;
     let op = GemvBatched {
@@ -211,14 +247,23 @@ pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         max_batch: n_rows,
         y_stride: c.u32_const("Y_STRIDE")?,
     };
-    c.need_words(1, g.cols as u64 * n_rows as u64)?;
     c.need_words(2, op.y_stride as u64 * n_rows as u64)?;
-    let accumulate = c.flag_const("ACCUMULATE")?;
-    let (w, x) = (c.bytes(0)?, c.floats(1)?);
-    if gemm.is_some() {
-        op.cpu_q8(w, &x, c.out(2)?, n_rows, accumulate);
-    } else {
-        op.cpu(w, &x, c.out(2)?, n_rows, accumulate);
+    Ok((op, c.flag_const("ACCUMULATE")?))
+}
+
+/// Bindings: x (`n_rows × COLS` f32), xq, params (`[pos0, n_rows, ..]`).
+pub(crate) fn run_quantize_x<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let n_rows = c.u32_at(2, 1)?;
+    let op = super::QuantizeX {
+        cols: c.u32_const("COLS")?,
+        max_batch: n_rows,
+    };
+    c.need_words(0, op.cols as u64 * n_rows as u64)?;
+    c.need_words(1, op.buffer_bytes() / 4)?;
+    // The kernel quantizes in f32 (as the gemm's oracle does), whatever T is.
+    let x: Vec<f32> = c.floats(0)?.into_iter().map(|v| v.as_f32()).collect();
+    for (i, word) in op.cpu(&x, n_rows).into_iter().enumerate() {
+        c.set_u32(1, i, word)?;
     }
     Ok(())
 }

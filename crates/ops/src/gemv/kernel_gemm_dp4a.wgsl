@@ -1,6 +1,6 @@
 // Batched dp4a "gemm" for prompt processing: Y[b, OUT_OFFSET + r] (+)= sum_c W[r, c] * x̂[b, c]
 // for batch rows b < params[1], where x̂ is x quantized per 32-element block as the dp4a
-// gemv does (d = max|x| / 127, q = round(x / d)): its oracle is the same.
+// gemv does (d = max|x| / 127, q = round(x / d)) by quantize_x.wgsl: its oracle is the same.
 //
 // A 256-thread workgroup computes a tile of TM = 64 weight rows × TN = 64 batch rows,
 // walking K four 32-element blocks at a time. Each step stages in workgroup memory
@@ -8,8 +8,8 @@
 //   nibble per byte; a 4-bit block's high nibbles are elements 16..31) and (d, o) per
 //   block, the block's dot product being d * dx * Σ q·qx + o * dx * Σ qx (q4_0: o = -8d,
 //   its zero point; q4_1: o = m; q8_0: o = 0);
-// - x's blocks, quantized by one thread per (batch row, block): its 8 vec4 loads, max,
-//   8 packed words and (dx, dx * Σ qx);
+// - x's blocks as quantize_x.wgsl wrote them (once per batch, before the gemm): 8 words
+//   of int8 and (dx, dx * Σ qx), three 16-byte loads per block;
 // then each thread takes 4 weight rows × 4 batch rows (rows tr + 16i, batch rows tb + 16j):
 // 8 dot4I8Packed per pair and block, x read once per block for the thread's 4 weight
 // rows.
@@ -34,7 +34,8 @@ const TN: u32 = 64u;
 // of weights and x gave 2,192 tok/s.
 const KB: u32 = 4u;
 
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+// x quantized per block by quantize_x.wgsl: three vec4s per (batch row, block).
+@group(0) @binding(1) var<storage, read> xq: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 // [pos0, n_rows, 0, 0]
 @group(0) @binding(3) var<storage, read> params: array<u32, 4>;
@@ -118,32 +119,10 @@ fn main(
         // A block past the last (COLS not a multiple of KB blocks) adds nothing.
         wd[kb * TM + t] = select(vec2<f32>(0.0), wb.dm, k0 + kb < blocks);
         {
-            let xo = min(b0 + t, n - 1u) * (COLS / 4u) + blk * 8u;
-            let v0 = x[xo];
-            let v1 = x[xo + 1u];
-            let v2 = x[xo + 2u];
-            let v3 = x[xo + 3u];
-            let v4 = x[xo + 4u];
-            let v5 = x[xo + 5u];
-            let v6 = x[xo + 6u];
-            let v7 = x[xo + 7u];
-            let a = max(max(max(abs(v0), abs(v1)), max(abs(v2), abs(v3))),
-                max(max(abs(v4), abs(v5)), max(abs(v6), abs(v7))));
-            let amax = max(max(a.x, a.y), max(a.z, a.w));
-            let d = amax / 127.0;
-            let inv = select(0.0, 1.0 / d, d > 0.0);
-            let q0 = vec4<i32>(round(v0 * inv));
-            let q1 = vec4<i32>(round(v1 * inv));
-            let q2 = vec4<i32>(round(v2 * inv));
-            let q3 = vec4<i32>(round(v3 * inv));
-            let q4 = vec4<i32>(round(v4 * inv));
-            let q5 = vec4<i32>(round(v5 * inv));
-            let q6 = vec4<i32>(round(v6 * inv));
-            let q7 = vec4<i32>(round(v7 * inv));
-            xs[(2u * kb) * TN + t] = vec4<u32>(pack4xI8Clamp(q0), pack4xI8Clamp(q1), pack4xI8Clamp(q2), pack4xI8Clamp(q3));
-            xs[(2u * kb + 1u) * TN + t] = vec4<u32>(pack4xI8Clamp(q4), pack4xI8Clamp(q5), pack4xI8Clamp(q6), pack4xI8Clamp(q7));
-            let qs = ((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7));
-            xm[kb * TN + t] = vec2<f32>(d, d * f32((qs.x + qs.y) + (qs.z + qs.w)));
+            let xi = (min(b0 + t, n - 1u) * blocks + blk) * 3u;
+            xs[(2u * kb) * TN + t] = xq[xi];
+            xs[(2u * kb + 1u) * TN + t] = xq[xi + 1u];
+            xm[kb * TN + t] = bitcast<vec2<f32>>(xq[xi + 2u].xy);
         }
         workgroupBarrier();
         for (var kb = 0u; kb < KB; kb++) {

@@ -47,6 +47,7 @@ mod cpu;
 pub(crate) mod exec;
 mod fused;
 mod layout;
+mod quantize_x;
 mod shader;
 
 pub use batched::{
@@ -54,6 +55,7 @@ pub use batched::{
 };
 pub use fused::{GemvBuffers, GemvEpilogue, GemvFused};
 pub use layout::WeightLayout;
+pub use quantize_x::{QuantizeX, QUANTIZED_BLOCK_BYTES, QUANTIZE_X_SHADER};
 pub(crate) use shader::{x_shared, EpilogueKind};
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
