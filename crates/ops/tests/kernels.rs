@@ -742,9 +742,10 @@ fn rope_qkv_matches_rope_on_separate_buffers() {
 
 /// Every fused attention variant this adapter runs against the three-op oracle:
 /// `workgroup` (n_ctx past 256 takes its chunked online-softmax path), `subgroup` (lanes
-/// over head dims), `split` (split-K partials merged by a second dispatch; 600 positions
-/// are 3 splits, the last partly filled, and 257 leaves the third split empty). Rows past
-/// n_ctx hold NaN (a read of one poisons the head).
+/// over head dims), `split` (split-K partials merged by a second dispatch; at a max_ctx of
+/// 600 the chunks are 128 positions, 5 splits, the last partly filled, and n_ctx 257
+/// leaves the last two empty; 300 gives 64-position chunks, 64 the smallest, 32). Rows
+/// past n_ctx hold NaN (a read of one poisons the head).
 #[test]
 fn fused_attention_variants_match_the_three_op_oracle() {
     use gpuscope_ops::attention::{AttnFused, AttnVariant};
@@ -767,6 +768,12 @@ fn fused_attention_variants_match_the_three_op_oracle() {
             if let Err(why) = variant.supported(gpu, &op) {
                 eprintln!("skipping attention {} for {op:?}: {why}", variant.name());
                 continue;
+            }
+            if variant == AttnVariant::Split {
+                // Each case's context spreads over several workgroups per head.
+                let want = (max_ctx / 8).next_power_of_two().max(32);
+                assert_eq!(op.split_chunk(), want, "{op:?}");
+                assert!(op.splits() >= 2, "{op:?}");
             }
             let row = (n_kv_heads * head_dim) as usize;
             for n_ctx in n_ctxs {

@@ -7,7 +7,7 @@
 //! - `subgroup` (op `attention`): one subgroup per head, lanes over head dims, no barrier
 //!   (`subgroup.wgsl`): for CPU adapters;
 //! - `split` (ops `attention_split` + `attention_combine`): split-K, the context in
-//!   chunks of [`SPLIT_CHUNK`] positions over `n_heads × splits` workgroups, then a merge
+//!   chunks of [`AttnFused::split_chunk`] positions over `n_heads × splits` workgroups, then a merge
 //!   (`fused.wgsl` with CHUNK > 0, `combine.wgsl`): long contexts on large GPUs, where one
 //!   workgroup per head leaves most of the GPU idle.
 
@@ -95,8 +95,14 @@ fn workgroup_shader(gpu: &Gpu) -> &'static ShaderSource {
     }
 }
 
-/// Positions per split-K workgroup (one pass of the 256-thread workgroup).
+/// Most positions per split-K workgroup (one pass of the 256-thread workgroup).
 pub const SPLIT_CHUNK: u32 = 256;
+/// Fewest positions per split-K workgroup: below that the merge costs more than the
+/// shorter serial part saves.
+pub const MIN_SPLIT_CHUNK: u32 = 32;
+/// Workgroups per head the `split` variant aims for at its context length: SmolLM2's
+/// 9 heads become 72 workgroups, enough to spread over a large GPU's SMs.
+pub const SPLIT_TARGET: u32 = 8;
 
 /// Which attention kernel runs (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -240,9 +246,19 @@ impl AttnFused {
         self.cost_at(1)
     }
 
+    /// Positions per workgroup of the `split` variant: the context over about
+    /// [`SPLIT_TARGET`] workgroups per head, a power of two from [`MIN_SPLIT_CHUNK`] to
+    /// [`SPLIT_CHUNK`].
+    pub fn split_chunk(&self) -> u32 {
+        self.max_ctx
+            .div_ceil(SPLIT_TARGET)
+            .next_power_of_two()
+            .clamp(MIN_SPLIT_CHUNK, SPLIT_CHUNK)
+    }
+
     /// Splits of the context for the `split` variant.
     pub fn splits(&self) -> u32 {
-        self.max_ctx.div_ceil(SPLIT_CHUNK)
+        self.max_ctx.div_ceil(self.split_chunk())
     }
 
     /// Bytes of the `split` variant's partials: per head and split, HEAD_DIM sums, m, l.
@@ -353,7 +369,7 @@ impl AttnFused {
                     return Err(invalid("more than 65535 splits".into()));
                 }
                 let mut split_constants = constants.clone();
-                split_constants.push(("CHUNK", f64::from(SPLIT_CHUNK)));
+                split_constants.push(("CHUNK", f64::from(self.split_chunk())));
                 let pipeline = gpu.pipeline(workgroup_shader(gpu), "main", &split_constants)?;
                 let bind_group =
                     gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, scratch])?;
@@ -373,7 +389,7 @@ impl AttnFused {
                         ("N_HEADS", self.n_heads as f64),
                         ("HEAD_DIM", self.head_dim as f64),
                         ("MAX_CTX", self.max_ctx as f64),
-                        ("CHUNK", f64::from(SPLIT_CHUNK)),
+                        ("CHUNK", f64::from(self.split_chunk())),
                         ("SPLITS", f64::from(self.splits())),
                     ],
                 )?;
@@ -394,7 +410,7 @@ impl AttnFused {
 
     /// The split pass at `n_ctx`: the fused cost plus its partials written.
     pub fn cost_split_at(&self, n_ctx: u32) -> Cost {
-        let used = u64::from(n_ctx.div_ceil(SPLIT_CHUNK).max(1));
+        let used = u64::from(n_ctx.div_ceil(self.split_chunk()).max(1));
         let c = self.cost_at(n_ctx);
         let partials = 4 * u64::from(self.n_heads) * used * u64::from(self.head_dim + 2);
         Cost {
@@ -406,7 +422,7 @@ impl AttnFused {
     /// The combine pass at `n_ctx`: the used partials read, the output written; a
     /// multiply-add per partial element for the numerator and the denominator.
     pub fn cost_combine_at(&self, n_ctx: u32) -> Cost {
-        let used = u64::from(n_ctx.div_ceil(SPLIT_CHUNK).max(1));
+        let used = u64::from(n_ctx.div_ceil(self.split_chunk()).max(1));
         let (h, hd) = (u64::from(self.n_heads), u64::from(self.head_dim));
         Cost {
             bytes: 4 + 4 * (h * used * (hd + 2) + h * hd),
