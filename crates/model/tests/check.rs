@@ -410,3 +410,33 @@ fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
         }
     }
 }
+
+/// Split-K attention in the decoder: its split pass (partials per head and chunk) and its
+/// merge each against their executors, in f32 and in f64, at a context of several
+/// chunks (80 positions: 32-position chunks, 3 splits, the last partly filled).
+#[test]
+fn split_attention_decoder_matches_its_executors() {
+    let Some(gpu) = common::gpu() else { return };
+    let w = common::weights(Preset::Tiny, WeightFormat::Q8_0);
+    let mut plan = gpuscope_model::KernelPlan::for_adapter(gpu);
+    plan.set_kernel("attention=split").unwrap();
+    for precision in [Precision::F32, Precision::F64] {
+        let opts = CheckOptions {
+            plan: Some(plan),
+            precision,
+            max_ctx: 80,
+            prompt: (1..70).collect(),
+            ..options(4)
+        };
+        let run = check(gpu, &w, &opts).unwrap();
+        let v = verdict(&run.report);
+        assert!(v.passed(), "{precision:?}: {:?}", v.first());
+        let combines = run
+            .report
+            .dispatches
+            .iter()
+            .filter(|d| d.shader == "attention_combine")
+            .count();
+        assert!(combines > 0, "no attention_combine dispatch checked");
+    }
+}

@@ -169,6 +169,16 @@ impl<'a, T: Real> Call<'a, T> {
         Ok(v as u32)
     }
 
+    /// An optional override constant (`default` when the pipeline does not set it), as
+    /// [`Self::u32_const`].
+    pub fn u32_const_or(&self, name: &str, default: u32) -> Result<u32, ExecError> {
+        if self.constants.iter().any(|(k, _)| k == name) {
+            self.u32_const(name)
+        } else {
+            Ok(default)
+        }
+    }
+
     /// An override constant used as f32 by the kernel (rounded to f32, as the GPU sees it).
     pub fn f32_const(&self, name: &str) -> Result<f32, ExecError> {
         Ok(self.constant(name)? as f32)
@@ -417,6 +427,11 @@ pub static EXECUTORS: &[Executor] = &[
         ],
         &[U32, F32, F32, F32, F32],
         crate::attention::exec::run_fused
+    ),
+    entry!(
+        || vec![crate::attention::COMBINE_SHADER.name],
+        &[U32, F32, F32],
+        crate::attention::exec::run_combine
     ),
     entry!(
         crate::attention::exec::batched_shaders,

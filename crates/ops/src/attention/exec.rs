@@ -51,7 +51,49 @@ pub(crate) fn run_fused<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     };
     let n = n_ctx(c, max_ctx)?;
     let (q, k, v) = (c.floats(1)?, c.floats(2)?, c.floats(3)?);
-    op.cpu(n, &q, &k, &v, c.out(4)?);
+    // The `split` variant's first pass is this shader with CHUNK > 0: partials, not
+    // the output.
+    match c.u32_const_or("CHUNK", 0)? {
+        0 => op.cpu(n, &q, &k, &v, c.out(4)?),
+        chunk => {
+            let splits = u64::from(max_ctx.div_ceil(chunk));
+            c.need_words(4, u64::from(n_heads) * splits * u64::from(head_dim + 2))?;
+            op.cpu_split(n, chunk, &q, &k, &v, c.out(4)?)
+        }
+    }
+    Ok(())
+}
+
+/// Bindings: step, partials (of the split pass), out.
+pub(crate) fn run_combine<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (n_heads, head_dim, max_ctx) = (
+        c.u32_const("N_HEADS")?,
+        c.u32_const("HEAD_DIM")?,
+        c.u32_const("MAX_CTX")?,
+    );
+    let (chunk, splits) = (c.u32_const("CHUNK")?, c.u32_const("SPLITS")?);
+    if chunk == 0 || splits != max_ctx.div_ceil(chunk) {
+        return Err(ExecError::Constant {
+            shader: c.shader().to_string(),
+            name: "SPLITS".into(),
+            problem: format!("{splits}, not MAX_CTX {max_ctx} over CHUNK {chunk}"),
+        });
+    }
+    // The combine reads no k/v: any kv-head count that divides the heads will do.
+    let op = AttnFused {
+        n_heads,
+        n_kv_heads: 1,
+        head_dim,
+        max_ctx,
+    };
+    c.need_words(
+        1,
+        u64::from(n_heads) * u64::from(splits) * u64::from(head_dim + 2),
+    )?;
+    c.need_words(2, u64::from(n_heads * head_dim))?;
+    let n = n_ctx(c, max_ctx)?;
+    let partials = c.floats(1)?;
+    op.cpu_combine(n, chunk, &partials, c.out(2)?);
     Ok(())
 }
 

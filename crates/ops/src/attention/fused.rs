@@ -226,6 +226,78 @@ impl AttnFused {
         values.cpu(n_ctx, &scores, v_cache, out);
     }
 
+    /// The `split` variant's first pass: for head h and split s (positions
+    /// `[s·chunk, (s+1)·chunk)` of the first `n_ctx`), `HEAD_DIM` sums Σ e^(x−m)·v, then m
+    /// (the split's largest scaled score) and l = Σ e^(x−m), at `(h·splits + s)·(HEAD_DIM
+    /// + 2)` of `partials`; an empty split writes zeros, m = -3e38 and l = 0, as the
+    /// kernel does.
+    pub fn cpu_split<T: crate::Real>(
+        &self,
+        n_ctx: u32,
+        chunk: u32,
+        q: &[T],
+        k_cache: &[T],
+        v_cache: &[T],
+        partials: &mut [T],
+    ) {
+        let (scores_op, _, _) = self.parts();
+        let mut scores = vec![T::zero(); (self.n_heads * self.max_ctx) as usize];
+        scores_op.cpu(n_ctx, q, k_cache, &mut scores);
+        let hd = self.head_dim as usize;
+        let kv_row = self.n_kv_heads as usize * hd;
+        let group = (self.n_heads / self.n_kv_heads) as usize;
+        let splits = self.max_ctx.div_ceil(chunk) as usize;
+        for h in 0..self.n_heads as usize {
+            let row = &scores[h * self.max_ctx as usize..][..n_ctx as usize];
+            for sp in 0..splits {
+                let start = (sp * chunk as usize).min(n_ctx as usize);
+                let stop = ((sp + 1) * chunk as usize).min(n_ctx as usize);
+                let out = &mut partials[(h * splits + sp) * (hd + 2)..][..hd + 2];
+                out.fill(T::zero());
+                let m = row[start..stop]
+                    .iter()
+                    .fold(T::of(-3.0e38), |m, &x| m.max(x));
+                let mut l = T::zero();
+                for (t, &x) in row.iter().enumerate().take(stop).skip(start) {
+                    let p = (x - m).exp();
+                    l = l + p;
+                    let v = &v_cache[t * kv_row + (h / group) * hd..][..hd];
+                    for (o, &v) in out[..hd].iter_mut().zip(v) {
+                        *o = *o + p * v;
+                    }
+                }
+                out[hd] = m;
+                out[hd + 1] = l;
+            }
+        }
+    }
+
+    /// The `split` variant's merge over the splits `n_ctx` uses (`chunk` positions each):
+    /// `Σ_s e^(m_s − M)·acc_s / Σ_s e^(m_s − M)·l_s`, M the largest m_s.
+    pub fn cpu_combine<T: crate::Real>(
+        &self,
+        n_ctx: u32,
+        chunk: u32,
+        partials: &[T],
+        out: &mut [T],
+    ) {
+        let hd = self.head_dim as usize;
+        let splits = self.max_ctx.div_ceil(chunk) as usize;
+        let used = (n_ctx.div_ceil(chunk) as usize).min(splits);
+        for h in 0..self.n_heads as usize {
+            let part = |s: usize| &partials[(h * splits + s) * (hd + 2)..][..hd + 2];
+            let top = (0..used).fold(T::of(-3.0e38), |m, s| m.max(part(s)[hd]));
+            let den = (0..used).fold(T::zero(), |a, s| {
+                a + (part(s)[hd] - top).exp() * part(s)[hd + 1]
+            });
+            for d in 0..hd {
+                let num =
+                    (0..used).fold(T::zero(), |a, s| a + (part(s)[hd] - top).exp() * part(s)[d]);
+                out[h * hd + d] = num / den;
+            }
+        }
+    }
+
     /// At `n_ctx` rows: q, the K and V rows of every kv head, and the output, each once;
     /// a multiply-add per element of each dot product and of the weighted sum.
     pub fn cost_at(&self, n_ctx: u32) -> Cost {
