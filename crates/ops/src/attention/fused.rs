@@ -128,13 +128,16 @@ impl AttnVariant {
     }
 
     /// `subgroup` on CPU adapters that can run it; `split` on GPUs for contexts longer
-    /// than 4 chunks (1024 positions), where n_heads workgroups would leave most of a
-    /// large GPU idle; else `workgroup`.
+    /// than 2 chunks (512 positions), where n_heads workgroups would leave most of a
+    /// large GPU idle; else `workgroup`. H100 (Vulkan), decode tok/s with the workgroup
+    /// kernel against split (BENCHMARKS.md, 2026-11-25): SmolLM2 at 64-192 positions
+    /// 1077 / 976, 141-269 1063 / 984, 512-640 737 / 949, 1000-1128 554 / 926; Llama-8B at
+    /// 141-205 328 / 312, 512-576 263 / 312, 1000-1064 217 / 301.
     pub fn for_adapter(gpu: &Gpu, op: &AttnFused) -> AttnVariant {
         let cpu = gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu;
         if cpu && Self::Subgroup.supported(gpu, op).is_ok() {
             Self::Subgroup
-        } else if !cpu && op.max_ctx > 4 * SPLIT_CHUNK {
+        } else if !cpu && op.max_ctx > 2 * SPLIT_CHUNK {
             Self::Split
         } else {
             Self::Workgroup

@@ -107,24 +107,34 @@ fn main(
     var acc1 = vec4<f32>(0.0);
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
+    // Stage: thread lid takes (tile row, block) pair lid = t * KB + kb of the weights
+    // and the same pair of x (TM * KB = TN * KB = WG_SIZE). The next step's pair is
+    // loaded into registers before this step's arithmetic (its loads are in flight while
+    // the dot products run) and stored to workgroup memory after it.
+    let t = lid / KB;
+    let kb_own = lid % KB;
+    let w_row = min(r0 + t, ROWS - 1u) * blocks;
+    let x_row = min(b0 + t, n - 1u) * blocks;
+    var next_w = load_wblock(w_row + min(kb_own, blocks - 1u));
+    var next_x0 = xq[(x_row + min(kb_own, blocks - 1u)) * 3u];
+    var next_x1 = xq[(x_row + min(kb_own, blocks - 1u)) * 3u + 1u];
+    var next_xm = xq[(x_row + min(kb_own, blocks - 1u)) * 3u + 2u];
     for (var k0 = 0u; k0 < blocks; k0 += KB) {
-        // Stage: thread lid takes (tile row, block) pair lid = t * KB + kb of the weights
-        // and the same pair of x (TM * KB = TN * KB = WG_SIZE).
-        let t = lid / KB;
-        let kb = lid % KB;
-        let blk = min(k0 + kb, blocks - 1u);
-        let wb = load_wblock(min(r0 + t, ROWS - 1u) * blocks + blk);
-        ws[(2u * kb) * TM + t] = wb.q0;
-        ws[(2u * kb + 1u) * TM + t] = wb.q1;
+        ws[(2u * kb_own) * TM + t] = next_w.q0;
+        ws[(2u * kb_own + 1u) * TM + t] = next_w.q1;
         // A block past the last (COLS not a multiple of KB blocks) adds nothing.
-        wd[kb * TM + t] = select(vec2<f32>(0.0), wb.dm, k0 + kb < blocks);
-        {
-            let xi = (min(b0 + t, n - 1u) * blocks + blk) * 3u;
-            xs[(2u * kb) * TN + t] = xq[xi];
-            xs[(2u * kb + 1u) * TN + t] = xq[xi + 1u];
-            xm[kb * TN + t] = bitcast<vec2<f32>>(xq[xi + 2u].xy);
-        }
+        wd[kb_own * TM + t] = select(vec2<f32>(0.0), next_w.dm, k0 + kb_own < blocks);
+        xs[(2u * kb_own) * TN + t] = next_x0;
+        xs[(2u * kb_own + 1u) * TN + t] = next_x1;
+        xm[kb_own * TN + t] = bitcast<vec2<f32>>(next_xm.xy);
         workgroupBarrier();
+        if k0 + KB < blocks {
+            let blk = min(k0 + KB + kb_own, blocks - 1u);
+            next_w = load_wblock(w_row + blk);
+            next_x0 = xq[(x_row + blk) * 3u];
+            next_x1 = xq[(x_row + blk) * 3u + 1u];
+            next_xm = xq[(x_row + blk) * 3u + 2u];
+        }
         for (var kb = 0u; kb < KB; kb++) {
             // This thread's 4 batch rows, read once for its 4 weight rows.
             let xa = array<vec4<u32>, 4>(
