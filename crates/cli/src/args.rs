@@ -681,6 +681,12 @@ pub struct BenchArgs {
     /// projection): memory-vs-compute, quant-overhead, workgroup, tile, or all.
     #[arg(long, value_name = "NAME")]
     pub experiment: Vec<String>,
+    /// With --sweep: save the fastest gemv variant per size class (below / from 2^22
+    /// weights, summed over the swept shapes) as this adapter's kernel tuning, which
+    /// `profile`, `run` and `bench` then use by default (the cache's tuning/ folder;
+    /// `--kernel` still overrides it).
+    #[arg(long, requires = "sweep")]
+    pub save_tuning: bool,
     #[command(flatten)]
     pub kernels: KernelArgs,
     #[command(flatten)]

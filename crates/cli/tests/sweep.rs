@@ -2,7 +2,7 @@
 //! (lavapipe in CI), every combination present once, the best per shape marked, the
 //! experiments' forms and formats, and values the adapter cannot run refused up front.
 
-use crate::common::{gpuscope, have_gpu, one_error, text};
+use crate::common::{gpuscope, gpuscope_with_cache, have_gpu, one_error, text};
 
 fn sweep(args: &[&str]) -> String {
     let out = gpuscope(&[&["bench", "--preset", "tiny", "-r", "2"][..], args].concat());
@@ -188,4 +188,89 @@ fn values_the_adapter_cannot_run_are_one_line_errors_before_anything_runs() {
         assert!(line.contains(names), "{args:?}: {line}");
         assert!(out.stdout.is_empty(), "{args:?} printed results");
     }
+}
+
+/// `--save-tuning`: the sweep's fastest variant (summed over its shapes) becomes the
+/// adapter's default gemv for `profile`, which says so in its settings; `--kernel` still
+/// overrides it; a corrupt file is named and ignored.
+#[test]
+fn a_saved_tuning_becomes_the_default_plan_until_overridden() {
+    if !have_gpu() {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = gpuscope_with_cache(cache.path(), args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (_, err) = run(&[
+        "bench",
+        "--preset",
+        "tiny",
+        "-r",
+        "2",
+        "--sweep",
+        "shape=64x256,96x256",
+        "--sweep",
+        "variant=shared,rows",
+        "--save-tuning",
+    ]);
+    let saved = err
+        .lines()
+        .find(|l| l.starts_with("gpuscope: kernel tuning saved to "))
+        .unwrap_or_else(|| panic!("no tuning saved: {err}"));
+    let chosen = ["shared", "rows"]
+        .into_iter()
+        .find(|v| saved.contains(&format!("gemv {v},")))
+        .unwrap_or_else(|| panic!("{saved}"));
+    assert!(saved.contains("gemv_large (rule)"), "{saved}");
+    let settings = |extra: &[&str]| -> serde_json::Value {
+        let json = cache.path().join("p.json");
+        run(&[
+            &[
+                "profile",
+                "--preset",
+                "tiny",
+                "--tokens",
+                "2",
+                "--json",
+                json.to_str().unwrap(),
+            ][..],
+            extra,
+        ]
+        .concat());
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        v["workload"]["settings"].clone()
+    };
+    let s = settings(&[]);
+    assert!(s["gemv"].as_str().unwrap().starts_with(chosen), "{s}");
+    assert!(
+        s["tuning"].as_str().unwrap().contains("--save-tuning"),
+        "{s}"
+    );
+    let other = if chosen == "rows" { "shared" } else { "rows" };
+    let s = settings(&["--kernel", &format!("gemv={other}")]);
+    assert!(s["gemv"].as_str().unwrap().starts_with(other), "{s}");
+    assert!(s.get("tuning").is_none(), "{s}");
+    // A corrupt tuning file is named on stderr and the rules decide.
+    let dir = cache.path().join("tuning");
+    for f in std::fs::read_dir(&dir).unwrap() {
+        std::fs::write(f.unwrap().path(), "{").unwrap();
+    }
+    let json = cache.path().join("q.json");
+    let (_, err) = run(&[
+        "profile",
+        "--preset",
+        "tiny",
+        "--tokens",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("not using the kernel tuning") && err.contains("corrupt"),
+        "{err}"
+    );
 }

@@ -141,6 +141,10 @@ pub struct KernelPlan {
     /// `None`: per adapter and context length ([`AttnVariant::for_adapter`]).
     pub attention: Option<AttnVariant>,
     pub fusions: Fusions,
+    /// Whether [`Self::gemv`] and [`Self::gemv_large`] come from this adapter's cached
+    /// sweep ([`gpuscope_trace::tuning`], `bench --sweep ... --save-tuning`) rather than
+    /// the rules; a `--kernel gemv=` or `gemv_large=` override clears it.
+    pub tuned: bool,
 }
 
 impl KernelPlan {
@@ -156,7 +160,7 @@ impl KernelPlan {
     pub fn for_adapter(gpu: &Gpu) -> KernelPlan {
         let cpu = gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu;
         let dp4a = !cpu && GemvVariant::Dp4a.supported(gpu).is_ok();
-        KernelPlan {
+        let mut plan = KernelPlan {
             gemv: GemvVariant::for_adapter(gpu),
             gemv_large: dp4a.then_some(GemvVariant::Dp4a),
             gemv_shape: None,
@@ -167,6 +171,57 @@ impl KernelPlan {
             },
             attention: None,
             fusions: Fusions::all(),
+            tuned: false,
+        };
+        if let Some(root) = gpuscope_trace::ceilings::cache::cache_root() {
+            plan.apply_tuning(gpu, &root);
+        }
+        plan
+    }
+
+    /// Takes the gemv variants of this adapter's cached sweep under the cache `root`
+    /// ([`gpuscope_trace::tuning`]), where there is one and this adapter runs them; says
+    /// on stderr why a file it found is not used.
+    pub fn apply_tuning(&mut self, gpu: &Gpu, root: &std::path::Path) {
+        let key = gpuscope_trace::ceilings::cache::CacheKey::new(
+            &gpu.adapter_desc(),
+            concat!("gpuscope ", env!("CARGO_PKG_VERSION")),
+        );
+        let (t, path) = match gpuscope_trace::tuning::load(root, &key) {
+            Ok(Some(found)) => found,
+            Ok(None) => return,
+            Err(why) => {
+                eprintln!("gpuscope: not using the kernel tuning {why}");
+                return;
+            }
+        };
+        let variant = |name: &Option<String>| -> Result<Option<GemvVariant>, String> {
+            name.as_deref()
+                .map(|n| {
+                    let v = GemvVariant::parse(n).ok_or(format!("unknown gemv variant `{n}`"))?;
+                    v.supported(gpu)?;
+                    Ok(v)
+                })
+                .transpose()
+        };
+        match (variant(&t.gemv), variant(&t.gemv_large)) {
+            (Ok(small), Ok(large)) if t.large_weights == LARGE_GEMV_WEIGHTS => {
+                if let Some(v) = small {
+                    self.gemv = v;
+                }
+                if let Some(v) = large {
+                    self.gemv_large = Some(v);
+                }
+                self.tuned = small.is_some() || large.is_some();
+            }
+            (Err(why), _) | (_, Err(why)) => {
+                eprintln!("gpuscope: not using the kernel tuning {}: {why}", path.display())
+            }
+            _ => eprintln!(
+                "gpuscope: not using the kernel tuning {}: its large matrices start at {} weights, this build's at {LARGE_GEMV_WEIGHTS}",
+                path.display(),
+                t.large_weights
+            ),
         }
     }
 
@@ -194,8 +249,10 @@ impl KernelPlan {
                 self.gemv_shape = shape;
                 // A variant named for every gemv applies to the large ones too.
                 self.gemv_large = None;
+                self.tuned = false;
             }
             "gemv_large" => {
+                self.tuned = false;
                 self.gemv_large = match variant.trim() {
                     "none" => None,
                     name => Some(GemvVariant::parse(name).ok_or_else(|| {
@@ -350,6 +407,12 @@ pub(crate) fn settings(
     }
     s.insert("attention".into(), attention.name().into());
     s.insert("fuse".into(), plan.fusions.describe());
+    if plan.tuned {
+        s.insert(
+            "tuning".into(),
+            "gemv variants from this adapter's sweep (`gpuscope bench --sweep ... --save-tuning`, the cache's tuning/ folder)".into(),
+        );
+    }
     for (fusion, why) in skipped {
         s.insert(format!("fuse.{fusion}"), format!("skipped: {why}"));
     }

@@ -63,6 +63,7 @@ pub mod profile;
 pub mod render;
 pub mod sweep;
 pub mod tensors;
+pub mod tuning;
 
 pub use ceilings::{Ceilings, CeilingsIdentity, Measured};
 pub use counters::Counters;

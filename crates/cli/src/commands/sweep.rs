@@ -438,6 +438,9 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         skipped,
     };
     report.mark_best();
+    if args.save_tuning && interrupt.caught().is_none() {
+        save_tuning(&report, &adapter)?;
+    }
     let out = match args.output {
         BenchFormat::Md => render_sweep_md(&report),
         BenchFormat::Csv => render_sweep_csv(&report),
@@ -454,4 +457,45 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         ))),
         None => Ok(()),
     }
+}
+
+/// Stores the sweep's choice per size class as the adapter's kernel tuning
+/// ([`gpuscope_trace::tuning`]) and says what it chose, where.
+fn save_tuning(report: &SweepReport, adapter: &gpuscope_trace::AdapterDesc) -> Result<(), Exit> {
+    let large = gpuscope_model::LARGE_GEMV_WEIGHTS;
+    let (gemv, gemv_large, evidence) = gpuscope_trace::tuning::choose(report, large);
+    if gemv.is_none() && gemv_large.is_none() {
+        return Err(anyhow!(
+            "--save-tuning: the sweep timed no full gemv of its own shapes (use --sweep variant=...)"
+        )
+        .into());
+    }
+    let root = gpuscope_trace::ceilings::cache::cache_root().ok_or_else(|| {
+        anyhow!(
+            "--save-tuning: no cache directory on this platform; set {}",
+            gpuscope_trace::ceilings::cache::CACHE_DIR_ENV
+        )
+    })?;
+    let t = gpuscope_trace::tuning::Tuning {
+        adapter: adapter.name.clone(),
+        backend: adapter.backend.clone(),
+        driver: adapter.driver.clone(),
+        driver_info: adapter.driver_info.clone(),
+        tool: super::ceilings::tool(),
+        measured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        gemv,
+        gemv_large,
+        large_weights: large,
+        evidence,
+    };
+    let path = gpuscope_trace::tuning::store(&root, &t)
+        .map_err(|e| anyhow!("--save-tuning: cannot write the tuning: {e}"))?;
+    eprintln!(
+        "gpuscope: kernel tuning saved to {}: gemv {}, gemv_large {} ({})",
+        path.display(),
+        t.gemv.as_deref().unwrap_or("(rule)"),
+        t.gemv_large.as_deref().unwrap_or("(rule)"),
+        t.evidence
+    );
+    Ok(())
 }
