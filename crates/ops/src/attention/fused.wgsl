@@ -37,12 +37,23 @@ const NEG: f32 = -3.0e38;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-// HEAD_DIM <= WG = 256 floats: 64 vec4s.
-var<workgroup> q_head: array<vec4<f32>, 64>;
 var<workgroup> probs: array<f32, WG>;
 var<workgroup> red_m: array<f32, WG>;
 var<workgroup> red_l: array<f32, WG>;
 var<workgroup> part: array<vec4<f32>, WG>;
+
+// vec4 i of the query at q_base. Every thread reads the same address (one load served to the
+// whole workgroup), issued with its key loads: staging q in workgroup memory first cost a
+// memory round trip and a barrier before any key could load.
+fn q_vec(q_base: u32, i: u32) -> vec4<f32> {
+    let qi = q_base + 4u * i;
+    return vec4<f32>(q[qi], q[qi + 1u], q[qi + 2u], q[qi + 3u]);
+}
+
+// Position j's probability in this chunk, 0 from `count` on (j may pass WG).
+fn prob_or_0(j: u32, count: u32) -> f32 {
+    return select(0.0, probs[min(j, WG - 1u)], j < count);
+}
 
 // Merges every thread's (max, Σ exp(s - max)) into the workgroup's, returned to all.
 fn reduce_softmax(lid: u32, m: f32, l: f32) -> vec2<f32> {
@@ -79,11 +90,7 @@ fn main(
     // In vec4s.
     let row = N_KV_HEADS * d4s;
     let head_off = kv_head * d4s;
-    if lid < d4s {
-        let qi = h * HEAD_DIM + 4u * lid;
-        q_head[lid] = vec4<f32>(q[qi], q[qi + 1u], q[qi + 2u], q[qi + 3u]);
-    }
-    workgroupBarrier();
+    let q_base = h * HEAD_DIM;
     let groups = WG / d4s;
     let d4 = lid % d4s;
     let g = lid / d4s;
@@ -99,15 +106,25 @@ fn main(
             var s0 = vec4<f32>(0.0);
             var s1 = vec4<f32>(0.0);
             for (var i = 0u; i + 1u < d4s; i += 2u) {
-                s0 += q_head[i] * k_cache[base + i];
-                s1 += q_head[i + 1u] * k_cache[base + i + 1u];
+                s0 += q_vec(q_base, i) * k_cache[base + i];
+                s1 += q_vec(q_base, i + 1u) * k_cache[base + i + 1u];
             }
             if d4s % 2u == 1u {
-                s0 += q_head[d4s - 1u] * k_cache[base + d4s - 1u];
+                s0 += q_vec(q_base, d4s - 1u) * k_cache[base + d4s - 1u];
             }
             let sv = s0 + s1;
             s = (sv.x + sv.y + sv.z + sv.w) * SCALE;
         }
+        // This thread's first four value rows (g, g + G, g + 2G, g + 3G of the chunk),
+        // loaded before the softmax merge so that their memory round trip overlaps it.
+        // Rows past the chunk's end are clamped to its last (a valid row: its weight is
+        // 0, and rows past n_ctx may hold anything, NaN included).
+        let count = min(WG, stop - c);
+        let vbase = c * row + head_off + d4;
+        let pv0 = v_cache[vbase + min(g, count - 1u) * row];
+        let pv1 = v_cache[vbase + min(g + groups, count - 1u) * row];
+        let pv2 = v_cache[vbase + min(g + 2u * groups, count - 1u) * row];
+        let pv3 = v_cache[vbase + min(g + 3u * groups, count - 1u) * row];
         // This thread's pair: (s, 1), or (NEG, 0) past the end.
         let chunk = reduce_softmax(lid, s, select(0.0, 1.0, t < stop));
         let new_m = max(m, chunk.x);
@@ -120,15 +137,15 @@ fn main(
         l = l * correction + chunk.y * exp(chunk.x - new_m);
         acc = acc * correction;
         workgroupBarrier();
-        // Four positions per step with their own accumulators, so four value loads are
-        // in flight (one at a time, an L2 round trip each, was the kernel's longest part:
-        // 8-16 steps per thread at the contexts of a decode).
-        let count = min(WG, stop - c);
-        let vbase = c * row + head_off + d4;
-        var a1 = vec4<f32>(0.0);
-        var a2 = vec4<f32>(0.0);
-        var a3 = vec4<f32>(0.0);
-        var j = g;
+        // Weight 0 past count, so the clamped rows add nothing.
+        acc += prob_or_0(g, count) * pv0;
+        var a1 = prob_or_0(g + groups, count) * pv1;
+        var a2 = prob_or_0(g + 2u * groups, count) * pv2;
+        var a3 = prob_or_0(g + 3u * groups, count) * pv3;
+        // Then four positions per step with their own accumulators, so four value loads
+        // are in flight (one at a time, an L2 round trip each, was the kernel's longest
+        // part: 8-16 steps per thread at the contexts of a decode).
+        var j = g + 4u * groups;
         for (; j + 3u * groups < count; j += 4u * groups) {
             let v0 = v_cache[vbase + j * row];
             let v1 = v_cache[vbase + (j + groups) * row];
