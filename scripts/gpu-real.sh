@@ -36,8 +36,12 @@ if [ -n "$LBV" ] && [ -x "$LBV" ]; then
   step llama-bench-vulkan "$LBV" -m "$M" -p 512 -n 128 -r 5
   grep -E "pp512|tg128|ggml_vulkan|build" "$OUT/llama-bench-vulkan.txt" "$OUT/llama-bench-vulkan.err" >> "$S"
 fi
-# A llama-bench still building in the background (scripts/gpu-llama-build.sh): wait for it.
-for _ in $(seq 1 60); do [ -x "$LB" ] || [ ! -d "$(dirname "$(dirname "$(dirname "$LB")")")" ] && break; sleep 5; done
+# A llama-bench still building in the background (scripts/gpu-llama-build.sh): wait for
+# it, at most 5 minutes.
+for _ in $(seq 1 60); do
+  if [ -x "$LB" ] || ! pgrep -f gpu-llama-build.sh > /dev/null; then break; fi
+  sleep 5
+done
 if [ -x "$LB" ]; then
   step llama-bench "$LB" -m "$M" -p 512 -n 128 -r 5
   grep -E "pp512|tg128|build" "$OUT/llama-bench.txt" >> "$S"

@@ -20,20 +20,15 @@ if [ -x .bench/ops-tests ]; then
   CI=1 timeout "$LIMIT" .bench/ops-tests dp4a gemm packed_layout fused_attention_variants > "$OUT/ops-tests.txt" 2>&1
   echo "ops tests (dp4a, gemm, packed, attention variants): exit $?" >> "$TABLE"; grep -E "test result|FAILED|panicked" "$OUT/ops-tests.txt" >> "$TABLE"
 fi
-# Prompt processing: the dp4a gemm now reads x quantized once per input.
-bench bench-smol --preset smollm2-135m --weights q4_1 -p 512 -n 0
-bench bench-l8 --preset llama-8b --weights q4_0 -p 512 -n 0
-# Decode at the contexts of `run` (141-token prompt, 128 tokens): attention variants.
-S=(--preset smollm2-135m --weights q4_1 --prompt-tokens 141 --tokens "$TOKENS" --warmup 2)
-profile smol-ctx141 off "${S[@]}"
-profile smol-ctx141-split off "${S[@]}" --kernel attention=split
-profile smol-ctx141-wg off "${S[@]}" --kernel attention=workgroup
-profile smol-ctx1 off --preset smollm2-135m --weights q4_1 --tokens "$TOKENS" --warmup 2
-profile smol-ctx1-split off --preset smollm2-135m --weights q4_1 --tokens "$TOKENS" --warmup 2 --kernel attention=split
-profile smol-ctx141-split dispatch "${S[@]}" --kernel attention=split
-profile smol-ctx141-wg dispatch "${S[@]}" --kernel attention=workgroup
-L=(--preset llama-8b --weights q4_0 --tokens 64 --warmup 2)
-profile l8 off "${L[@]}"
-profile l8-ctx512-split off "${L[@]}" --prompt-tokens 512 --kernel attention=split
-profile l8-ctx512-wg off "${L[@]}" --prompt-tokens 512 --kernel attention=workgroup
+# Per-op profiling cost with auto's sampling at about 2 timed dispatches per step, and the
+# dispatch-timed shares to compare with (the JSONs).
+profile smol auto --preset smollm2-135m --weights q4_1 --tokens 256 --warmup 16 --overhead
+profile smol dispatch --preset smollm2-135m --weights q4_1 --tokens 256 --warmup 16
+profile l8 auto --preset llama-8b --weights q4_0 --tokens 128 --warmup 16 --overhead
+profile l8 dispatch --preset llama-8b --weights q4_0 --tokens 128 --warmup 16
+# A sweep saved as this adapter's tuning, then the default profile that starts from it.
+echo "== sweep --save-tuning" 
+timeout "$LIMIT" "$BIN" bench --preset llama-8b --weights q4_0 -r 5 --sweep variant=subgroup,blocks,dp4a --sweep layout=packed --save-tuning > "$OUT/sweep-tuning.md" 2> "$OUT/sweep-tuning.err"
+echo "sweep --save-tuning: exit $? $(grep 'kernel tuning saved' "$OUT/sweep-tuning.err")" >> "$TABLE"
+profile l8-tuned off --preset llama-8b --weights q4_0 --tokens 128 --warmup 16
 finish
