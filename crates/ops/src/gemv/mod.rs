@@ -355,6 +355,21 @@ impl Gemv {
                 threads_per_row: 1,
                 rows_per_thread: MAX_ROWS_PER_THREAD,
             },
+            // dp4a quantizes all of x in every workgroup, so long rows want many rows per
+            // workgroup: H100 sweep (`bench --preset llama-8b --weights q4_0 --sweep
+            // variant=dp4a --sweep lanes=4,8,16,32 --sweep rows=1,2,4`), 4096x14336: 4
+            // lanes x 1 row 33.5 µs, 32 x 2 (the rule below) 60.8; the 128256x4096 head:
+            // 16 x 4 236.9 µs, 32 x 2 326.1.
+            GemvVariant::Dp4a if self.cols >= 8192 => GemvTuning {
+                variant,
+                threads_per_row: 4,
+                rows_per_thread: 1,
+            },
+            GemvVariant::Dp4a if self.rows >= 32768 && self.cols >= 4096 => GemvTuning {
+                variant,
+                threads_per_row: 16.min(variant.max_threads_per_row(gpu)),
+                rows_per_thread: 4,
+            },
             GemvVariant::Blocks | GemvVariant::Dp4a => {
                 // A lane's step is a whole 32-element block (4 units): about 4 blocks
                 // per lane per row, at least 4 lanes, at most what the reduction allows.
