@@ -355,27 +355,15 @@ impl Gemv {
                 threads_per_row: 1,
                 rows_per_thread: MAX_ROWS_PER_THREAD,
             },
-            // dp4a quantizes all of x in every workgroup, so long rows want many rows per
-            // workgroup: H100 sweep (`bench --preset llama-8b --weights q4_0 --sweep
-            // variant=dp4a --sweep lanes=4,8,16,32 --sweep rows=1,2,4`), 4096x14336: 4
-            // lanes x 1 row 33.5 µs, 32 x 2 (the rule below) 60.8; the 128256x4096 head:
-            // 16 x 4 236.9 µs, 32 x 2 326.1.
-            GemvVariant::Dp4a if self.cols >= 8192 => GemvTuning {
-                variant,
-                threads_per_row: 4,
-                rows_per_thread: 1,
-            },
-            GemvVariant::Dp4a if self.rows >= 32768 && self.cols >= 4096 => GemvTuning {
-                variant,
-                threads_per_row: 16.min(variant.max_threads_per_row(gpu)),
-                rows_per_thread: 4,
-            },
             GemvVariant::Blocks | GemvVariant::Dp4a => {
                 // A lane's step is a whole 32-element block (4 units): about 4 blocks
                 // per lane per row, at least 4 lanes, at most what the reduction allows.
                 let steps = self.units_per_row().div_ceil(4);
                 // Two rows per lane from 4096 rows (dp4a too: H100, Llama-8B q4_0, 334
-                // tok/s with 2 everywhere, 312 with 1 below 16384 rows).
+                // tok/s with 2 everywhere, 312 with 1 below 16384 rows). Not 4 lanes x 1
+                // row for 14336-wide rows, though a sweep timed that fastest: the sweep's
+                // matrix stayed in L2, and in the decoder (from HBM) its 64 workgroups
+                // took Llama-8B from 335 to 229 tok/s (BENCHMARKS.md, run 10).
                 GemvTuning {
                     variant,
                     threads_per_row: steps
