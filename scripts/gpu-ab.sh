@@ -19,6 +19,6 @@ p l8-ctx512-prev .bench/gpuscope-prev "${L[@]}" --prompt-tokens 512
 p l8-ctx512-new .bench/gpuscope "${L[@]}" --prompt-tokens 512
 p smol-prev .bench/gpuscope-prev --preset smollm2-135m --weights q4_1 --tokens 128 --warmup 16
 p smol-new .bench/gpuscope --preset smollm2-135m --weights q4_1 --tokens 128 --warmup 16
-timeout 120 .bench/gpuscope profile "${L[@]}" --timing dispatch > "$OUT/l8-new-dispatch.txt" 2>&1
-grep -A9 "^Ops" "$OUT/l8-new-dispatch.txt" >> "$T"
+p l8-prev-3 .bench/gpuscope-prev "${L[@]}"
+p l8-new-3 .bench/gpuscope "${L[@]}"
 cat "$T"
