@@ -99,6 +99,23 @@ impl GpuMatrix {
         self.chunks.iter().map(|(_, _, rows)| rows).sum()
     }
 
+    /// Each row chunk's buffer with the [`Gemv`] it is to its kernels (rows from
+    /// `out_offset` = the chunk's first row).
+    pub(crate) fn chunk_gemvs(&self) -> impl Iterator<Item = (&GpuBuffer, Gemv)> + '_ {
+        self.chunks.iter().map(move |(buf, first, rows)| {
+            (
+                buf,
+                Gemv {
+                    rows: *rows,
+                    cols: self.cols,
+                    format: self.tensor_format,
+                    out_offset: *first,
+                    layout: self.layout,
+                },
+            )
+        })
+    }
+
     /// One [`GemvFused`] dispatch per row chunk: `norm` folds rms_norm (its eps) into the
     /// input, `epilogue` says where rows go. Buffers other than the weights in `io`
     /// (its `w` is replaced per chunk). `extra_passes` plants a slowdown (see
@@ -112,16 +129,8 @@ impl GpuMatrix {
         io: GemvBuffers,
         extra_passes: u32,
     ) -> Result<Vec<Dispatch>, ModelError> {
-        self.chunks
-            .iter()
-            .map(|(buf, first, rows)| {
-                let gemv = Gemv {
-                    rows: *rows,
-                    cols: self.cols,
-                    format: self.tensor_format,
-                    out_offset: *first,
-                    layout: self.layout,
-                };
+        self.chunk_gemvs()
+            .map(|(buf, gemv)| {
                 let op = GemvFused {
                     gemv,
                     norm,

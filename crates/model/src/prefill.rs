@@ -25,7 +25,7 @@
 
 use gpuscope_ops::attention::AttnBatched;
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
-use gpuscope_ops::gemv::{Gemv, GemvBatched, GemvVariant, QuantizeX};
+use gpuscope_ops::gemv::{GemvBatched, GemvVariant, QuantizeX};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
 use gpuscope_ops::rope::RopeBatched;
 use gpuscope_ops::silu_mul::SiluMulBatched;
@@ -53,14 +53,7 @@ impl GpuMatrix {
         max_batch: u32,
         y_stride: u32,
     ) -> impl Iterator<Item = (&GpuBuffer, GemvBatched)> + '_ {
-        self.chunks.iter().map(move |(buf, first, rows)| {
-            let gemv = Gemv {
-                rows: *rows,
-                cols: self.cols,
-                format: self.tensor_format,
-                out_offset: *first,
-                layout: self.layout,
-            };
+        self.chunk_gemvs().map(move |(buf, gemv)| {
             (
                 buf,
                 GemvBatched {

@@ -231,9 +231,9 @@ impl AttnFused {
 
     /// The `split` variant's first pass: for head h and split s (positions
     /// `[s·chunk, (s+1)·chunk)` of the first `n_ctx`), `HEAD_DIM` sums Σ e^(x−m)·v, then m
-    /// (the split's largest scaled score) and l = Σ e^(x−m), at `(h·splits + s)·(HEAD_DIM
-    /// + 2)` of `partials`; an empty split writes zeros, m = -3e38 and l = 0, as the
-    /// kernel does.
+    /// (the split's largest scaled score) and l = Σ e^(x−m), at
+    /// `(h·splits + s)·(HEAD_DIM + 2)` of `partials`; an empty split writes zeros,
+    /// m = -3e38 and l = 0, as the kernel does.
     pub fn cpu_split<T: crate::Real>(
         &self,
         n_ctx: u32,

@@ -58,7 +58,7 @@ impl QuantizeX {
         xq: &GpuBuffer,
         params: &GpuBuffer,
     ) -> Result<Dispatch, GpuError> {
-        if self.cols == 0 || self.cols % 32 != 0 || self.max_batch == 0 {
+        if self.cols == 0 || !self.cols.is_multiple_of(32) || self.max_batch == 0 {
             return Err(GpuError::Invalid(format!(
                 "{self:?}: cols must be a positive multiple of 32 and max_batch > 0"
             )));
