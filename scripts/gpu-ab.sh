@@ -10,15 +10,13 @@ OUT=${1:?outdir}; mkdir -p "$OUT"
 . scripts/gpu-host-env.sh
 T="$OUT/table.txt"; : > "$T"
 p() { local name=$1 bin=$2; shift 2; timeout 120 "$bin" profile "$@" --timing off > "$OUT/$name.txt" 2> "$OUT/$name.err"; echo "$name: exit $? $(grep -m1 '^  steady tokens (' "$OUT/$name.txt" | sed -E 's/.* ([0-9.]+) tok\/s at median.*/\1/')" >> "$T"; }
-L=(--preset llama-8b --weights q4_0 --tokens 128 --warmup 16)
-for i in 1 2; do
-  p l8-prev-$i .bench/gpuscope-prev "${L[@]}"
-  p l8-new-$i .bench/gpuscope "${L[@]}"
+S=(--preset smollm2-135m --weights q4_1 --prompt-tokens 141 --tokens 128 --warmup 2)
+for i in 1 2 3; do
+  p smol-ctx141-prev-$i .bench/gpuscope-prev "${S[@]}"
+  p smol-ctx141-new-$i .bench/gpuscope "${S[@]}"
 done
-p l8-ctx512-prev .bench/gpuscope-prev "${L[@]}" --prompt-tokens 512
-p l8-ctx512-new .bench/gpuscope "${L[@]}" --prompt-tokens 512
-p smol-prev .bench/gpuscope-prev --preset smollm2-135m --weights q4_1 --tokens 128 --warmup 16
-p smol-new .bench/gpuscope --preset smollm2-135m --weights q4_1 --tokens 128 --warmup 16
-p l8-prev-3 .bench/gpuscope-prev "${L[@]}"
-p l8-new-3 .bench/gpuscope "${L[@]}"
+p smol-ctx1-prev .bench/gpuscope-prev --preset smollm2-135m --weights q4_1 --tokens 128 --warmup 16
+p smol-ctx1-new .bench/gpuscope --preset smollm2-135m --weights q4_1 --tokens 128 --warmup 16
+p l8-ctx141-prev .bench/gpuscope-prev --preset llama-8b --weights q4_0 --prompt-tokens 141 --tokens 64 --warmup 2
+p l8-ctx141-new .bench/gpuscope --preset llama-8b --weights q4_0 --prompt-tokens 141 --tokens 64 --warmup 2
 cat "$T"
