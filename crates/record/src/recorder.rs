@@ -946,11 +946,13 @@ impl Recorder {
     }
 
     /// Makes room for `n` timestamps per step (setup-time; avoids growing a slot later).
+    /// Slots too small for it are replaced when next taken ([`Self::take_queries`]), in
+    /// place: live steps hold slot indices, so the list never shrinks or shifts (removing
+    /// them here once let another thread's step unmap a slot it did not map).
     pub fn reserve_timestamps(&self, n: u32) {
         let mut st = self.state();
         if n > st.slot_capacity {
             st.slot_capacity = n;
-            st.slots.retain(|s| s.busy);
         }
     }
 
@@ -1005,8 +1007,18 @@ impl Recorder {
                     None => {
                         let capacity = st.slot_capacity;
                         let slot = Slot::new(&self.shared.device, &mut st.registry, capacity);
-                        st.slots.push(slot);
-                        st.slots.len() - 1
+                        // A free slot too small for the current capacity is replaced where
+                        // it stands (see reserve_timestamps); else the list grows.
+                        match st.slots.iter().position(|s| !s.busy) {
+                            Some(i) => {
+                                st.slots[i] = slot;
+                                i
+                            }
+                            None => {
+                                st.slots.push(slot);
+                                st.slots.len() - 1
+                            }
+                        }
                     }
                 };
                 st.slots[slot].busy = true;

@@ -303,3 +303,36 @@ fn passes_that_skip_the_wrapper_make_the_profile_partially_instrumented() {
         "only instrumented dispatches are seen"
     );
 }
+
+/// `reserve_timestamps` while another step's timestamps are still in flight: that step
+/// keeps its slot and its readback (the slot list used to shrink under it, and a step
+/// then unmapped a staging buffer it had not mapped).
+#[test]
+fn reserving_timestamps_leaves_a_step_in_flight_its_slot() {
+    let Some((_d, rec)) = recorder(TimingRequest::Exactly(TimingMode::Dispatch)) else {
+        return;
+    };
+    let p = Program::new(&rec);
+    let step = |name: &str| {
+        rec.begin_step(name).unwrap();
+        let mut encoder = rec.device().create_command_encoder(&Default::default());
+        p.encode(&rec, &mut encoder);
+        rec.submit([encoder.finish()]);
+        rec.end_step().unwrap()
+    };
+    // a's readback in flight on slot 0; b open with its timestamps on slot 1.
+    let a = step("a");
+    rec.begin_step("b").unwrap();
+    let mut encoder = rec.device().create_command_encoder(&Default::default());
+    p.encode(&rec, &mut encoder);
+    // a's slot comes free, then the reserve: b must keep slot 1.
+    assert!(rec.step_result(a).unwrap().gpu_busy_ns.is_some());
+    rec.reserve_timestamps(4096);
+    rec.submit([encoder.finish()]);
+    let b = rec.end_step().unwrap();
+    let rb = rec.step_result(b).unwrap();
+    assert!(rb.gpu_busy_ns.is_some_and(|ns| ns > 0), "{rb:?}");
+    // Later steps take slots of the new size and are timed too.
+    let c = step("c");
+    assert!(rec.step_result(c).unwrap().gpu_busy_ns.is_some());
+}
