@@ -15,19 +15,16 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::ceilings::cache::CacheKey;
+use crate::ceilings::CeilingsIdentity;
 use crate::sweep::SweepReport;
 
 /// What a sweep chose for one adapter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tuning {
-    pub adapter: String,
-    pub backend: String,
-    pub driver: String,
-    pub driver_info: String,
-    /// The gpuscope build that measured it (`gpuscope 0.1.0`): another build re-sweeps.
-    pub tool: String,
-    /// RFC 3339, UTC.
-    pub measured_at: String,
+    /// The adapter, driver and gpuscope build that measured it (another build re-sweeps),
+    /// and when; keyed as the ceilings are.
+    #[serde(flatten)]
+    pub identity: CeilingsIdentity,
     /// The variant of matrices below `large_weights` weights, if the sweep had some.
     pub gemv: Option<String>,
     /// The variant of matrices from `large_weights` weights, if the sweep had some.
@@ -35,18 +32,6 @@ pub struct Tuning {
     pub large_weights: u64,
     /// One line: the shapes and variants the choice rests on, with their summed times.
     pub evidence: String,
-}
-
-impl Tuning {
-    fn key(&self) -> CacheKey {
-        CacheKey {
-            adapter: self.adapter.clone(),
-            backend: self.backend.clone(),
-            driver: self.driver.clone(),
-            driver_info: self.driver_info.clone(),
-            tool: self.tool.clone(),
-        }
-    }
 }
 
 /// The tuning file of `key` under the cache `root`.
@@ -65,13 +50,12 @@ pub fn load(root: &Path, key: &CacheKey) -> Result<Option<(Tuning, PathBuf)>, St
     };
     let t: Tuning =
         serde_json::from_str(&text).map_err(|e| format!("{}: corrupt: {e}", path.display()))?;
-    if t.key() != *key {
+    if !key.matches(&t.identity) {
         return Err(format!(
-            "{}: it holds the tuning of {} ({}) by {}, not of this device and build",
+            "{}: it holds the tuning of {} by {}, not of this device and build",
             path.display(),
-            t.adapter,
-            t.backend,
-            t.tool
+            t.identity.device(),
+            t.identity.tool
         ));
     }
     Ok(Some((t, path)))
@@ -79,7 +63,7 @@ pub fn load(root: &Path, key: &CacheKey) -> Result<Option<(Tuning, PathBuf)>, St
 
 /// Writes `t` under `root` for its own adapter, atomically (temporary file, rename).
 pub fn store(root: &Path, t: &Tuning) -> std::io::Result<PathBuf> {
-    let path = path(root, &t.key());
+    let path = path(root, &CacheKey::of(&t.identity));
     std::fs::create_dir_all(path.parent().unwrap_or(root))?;
     let mut json = serde_json::to_vec_pretty(t).map_err(std::io::Error::other)?;
     json.push(b'\n');
@@ -222,35 +206,36 @@ mod tests {
     fn a_stored_tuning_loads_for_its_own_key_only() {
         let dir = std::env::temp_dir().join(format!("gpuscope-tuning-{}", std::process::id()));
         let t = Tuning {
-            adapter: "A".into(),
-            backend: "Vulkan".into(),
-            driver: "d".into(),
-            driver_info: "i".into(),
-            tool: "gpuscope 0.1.0".into(),
-            measured_at: "2026-11-25T00:00:00Z".into(),
+            identity: CeilingsIdentity {
+                adapter: "A".into(),
+                backend: "Vulkan".into(),
+                driver: "d".into(),
+                driver_info: "i".into(),
+                tool: "gpuscope 0.1.0".into(),
+                measured_at: "2026-11-25T00:00:00Z".into(),
+            },
             gemv: Some("subgroup".into()),
             gemv_large: Some("dp4a".into()),
             large_weights: 1 << 22,
             evidence: "e".into(),
         };
+        let key = CacheKey::of(&t.identity);
         let written = store(&dir, &t).unwrap();
-        let (got, path) = load(&dir, &t.key()).unwrap().unwrap();
+        let (got, path) = load(&dir, &key).unwrap().unwrap();
         assert_eq!((got, path), (t.clone(), written.clone()));
         let other = CacheKey {
             adapter: "B".into(),
-            ..t.key()
+            ..key.clone()
         };
         assert!(load(&dir, &other).unwrap().is_none());
         // A file under this key holding another build's tuning is refused by name.
-        let newer = Tuning {
-            tool: "gpuscope 9.9.9".into(),
-            ..t.clone()
-        };
+        let mut newer = t.clone();
+        newer.identity.tool = "gpuscope 9.9.9".into();
         std::fs::write(&written, serde_json::to_string(&newer).unwrap()).unwrap();
-        let err = load(&dir, &t.key()).unwrap_err();
+        let err = load(&dir, &key).unwrap_err();
         assert!(err.contains("gpuscope 9.9.9"), "{err}");
         std::fs::write(&written, "{").unwrap();
-        assert!(load(&dir, &t.key()).unwrap_err().contains("corrupt"));
+        assert!(load(&dir, &key).unwrap_err().contains("corrupt"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -477,12 +477,10 @@ fn save_tuning(report: &SweepReport, adapter: &gpuscope_trace::AdapterDesc) -> R
         )
     })?;
     let t = gpuscope_trace::tuning::Tuning {
-        adapter: adapter.name.clone(),
-        backend: adapter.backend.clone(),
-        driver: adapter.driver.clone(),
-        driver_info: adapter.driver_info.clone(),
-        tool: super::ceilings::tool(),
-        measured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        identity: gpuscope_trace::ceilings::CeilingsIdentity::now(
+            adapter,
+            &super::ceilings::tool(),
+        ),
         gemv,
         gemv_large,
         large_weights: large,

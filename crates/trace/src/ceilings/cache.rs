@@ -49,7 +49,18 @@ impl CacheKey {
         }
     }
 
-    fn matches(&self, id: &CeilingsIdentity) -> bool {
+    /// The key of what `id` identifies (its device and tool; the time is not part of it).
+    pub fn of(id: &CeilingsIdentity) -> CacheKey {
+        CacheKey {
+            adapter: id.adapter.clone(),
+            backend: id.backend.clone(),
+            driver: id.driver.clone(),
+            driver_info: id.driver_info.clone(),
+            tool: id.tool.clone(),
+        }
+    }
+
+    pub(crate) fn matches(&self, id: &CeilingsIdentity) -> bool {
         self.adapter == id.adapter
             && self.backend == id.backend
             && self.driver == id.driver
@@ -152,15 +163,7 @@ pub struct StoreError {
 /// Writes `c` as the entry for its own identity under `root`, atomically (a temporary
 /// file in the same directory, renamed into place). Returns the file's path.
 pub fn store(root: &Path, c: &Ceilings) -> Result<PathBuf, StoreError> {
-    let id = &c.identity;
-    let key = CacheKey {
-        adapter: id.adapter.clone(),
-        backend: id.backend.clone(),
-        driver: id.driver.clone(),
-        driver_info: id.driver_info.clone(),
-        tool: id.tool.clone(),
-    };
-    let path = key.path(root);
+    let path = CacheKey::of(&c.identity).path(root);
     let err = |source| StoreError {
         path: path.clone(),
         source,
