@@ -209,18 +209,24 @@ impl GemvVariant {
 /// returned dequantized (`q · d`), in f32 as the kernel computes it. A partial last block
 /// (not a dp4a shape) is quantized on its own.
 pub fn q8_blocks(x: &[f32]) -> Vec<f32> {
-    let mut out = Vec::with_capacity(x.len());
-    for block in x.chunks(32) {
-        let amax = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-        let d = amax / 127.0;
-        let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
-        out.extend(
-            block
-                .iter()
-                .map(|&v| (v * inv).round_ties_even().clamp(-128.0, 127.0) * d),
-        );
-    }
-    out
+    x.chunks(32)
+        .flat_map(|block| {
+            let (d, q) = q8_block(block);
+            q.into_iter().map(move |q| f32::from(q) * d)
+        })
+        .collect()
+}
+
+/// One block quantized as [`q8_blocks`] does it: its scale `d` and int8 quants.
+pub(crate) fn q8_block(block: &[f32]) -> (f32, Vec<i8>) {
+    let amax = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
+    let q = block
+        .iter()
+        .map(|&v| (v * inv).round_ties_even().clamp(-128.0, 127.0) as i8)
+        .collect();
+    (d, q)
 }
 
 /// How a dispatch spreads the matrix over threads (see `kernel.wgsl`, `kernel_rows.wgsl`).

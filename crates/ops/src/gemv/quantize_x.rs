@@ -104,18 +104,12 @@ impl QuantizeX {
         let len = n_rows as usize * self.cols as usize;
         let mut words = Vec::with_capacity(len / 32 * 12);
         for block in x[..len].chunks(32) {
-            let amax = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let d = amax / 127.0;
-            let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
-            let q: Vec<i32> = block
-                .iter()
-                .map(|&v| (v * inv).round_ties_even().clamp(-128.0, 127.0) as i32)
-                .collect();
+            let (d, q) = super::q8_block(block);
             words.extend(
                 q.chunks(4)
                     .map(|c| u32::from_le_bytes([c[0] as u8, c[1] as u8, c[2] as u8, c[3] as u8])),
             );
-            let sum: i32 = q.iter().sum();
+            let sum: i32 = q.iter().map(|&q| i32::from(q)).sum();
             words.extend([d.to_bits(), (d * sum as f32).to_bits(), 0, 0]);
         }
         words
