@@ -197,13 +197,8 @@ pub(crate) fn gemm_shaders() -> Vec<&'static str> {
 
 /// Bindings: w, x (`n_rows × cols`), y (`n_rows × Y_STRIDE`), params (`[pos0, n_rows, ..]`).
 pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
-    let (format, layout) = WeightLayout::ALL
-        .into_iter()
-        .flat_map(|l| WeightFormat::ALL.into_iter().map(move |f| (f, l)))
-        .find(|(f, l)| l.supports(*f) && batched_shader(*f, *l).name == c.shader())
-        .ok_or_else(|| ExecError::NoExecutor {
-            shader: c.shader().to_string(),
-        })?;
+    let (format, layout) =
+        format_and_layout(c, |f, l| l.supports(f).then(|| batched_shader(f, l).name))?;
     let (op, accumulate) = batched_op(c, format, layout)?;
     let n_rows = op.max_batch;
     c.need_words(1, op.gemv.cols as u64 * n_rows as u64)?;
@@ -214,13 +209,8 @@ pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
 
 /// Bindings: w, xq (x quantized by `quantize_x_q8`, `n_rows × cols / 32` blocks), y, params.
 pub(crate) fn run_gemm<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
-    let (format, layout) = WeightLayout::ALL
-        .into_iter()
-        .flat_map(|l| WeightFormat::ALL.into_iter().map(move |f| (f, l)))
-        .find(|(f, l)| super::gemm_dp4a_shader(*f, *l).is_some_and(|s| s.name == c.shader()))
-        .ok_or_else(|| ExecError::NoExecutor {
-            shader: c.shader().to_string(),
-        })?;
+    let (format, layout) =
+        format_and_layout(c, |f, l| super::gemm_dp4a_shader(f, l).map(|s| s.name))?;
     let (op, accumulate) = batched_op(c, format, layout)?;
     let words = op.gemv.cols as u64 / 32 * 12 * op.max_batch as u64;
     c.need_words(1, words)?;
@@ -231,6 +221,21 @@ pub(crate) fn run_gemm<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let w = c.bytes(0)?;
     op.cpu(w, &x, c.out(2)?, op.max_batch, accumulate);
     Ok(())
+}
+
+/// The (format, layout) whose shader of a family (`name_of`, `None` where the family has
+/// none) the call's shader is.
+fn format_and_layout<T: Real>(
+    c: &Call<T>,
+    name_of: impl Fn(WeightFormat, WeightLayout) -> Option<&'static str>,
+) -> Result<(WeightFormat, WeightLayout), ExecError> {
+    WeightLayout::ALL
+        .into_iter()
+        .flat_map(|l| WeightFormat::ALL.into_iter().map(move |f| (f, l)))
+        .find(|&(f, l)| name_of(f, l) == Some(c.shader()))
+        .ok_or_else(|| ExecError::NoExecutor {
+            shader: c.shader().to_string(),
+        })
 }
 
 /// The batched op of a batched or gemm dispatch (its `max_batch` the params' `n_rows`),
