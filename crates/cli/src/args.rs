@@ -219,8 +219,10 @@ pub struct KernelArgs {
     /// (optionally :LANESxROWS, e.g. gemv=blocks:16x2, one spread for every gemv; dp4a:
     /// int8 activations and integer dot products, packed q4_0/q4_1/q8_0 weights),
     /// attention=workgroup|subgroup|split, weights=gguf|packed, gemv_large=VARIANT|none
-    /// (the variant of matrices of 2^22 weights and more; dp4a on GPUs). Default: by
-    /// adapter (the profile records it).
+    /// (the variant of matrices of 2^22 weights and more; dp4a on GPUs),
+    /// prefill=coopmat|dp4a|batched (the prompt's gemm for q4_0/q4_1/q8_0: f16 tiles on
+    /// cooperative matrices, int8 tiles, or the batched gemv). Default: by adapter (the
+    /// profile records it).
     #[arg(long = "kernel", value_name = "OP=VARIANT")]
     pub kernels: Vec<String>,
     /// Fusions: all, none, or a list of norm, rope, silu, residual, attention. Default:

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use gpuscope_ops::attention::AttnVariant;
-use gpuscope_ops::gemv::{GemvVariant, WeightLayout};
+use gpuscope_ops::gemv::{GemmKind, GemvVariant, WeightLayout};
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::Gpu;
 
@@ -141,6 +141,11 @@ pub struct KernelPlan {
     /// `None`: per adapter and context length ([`AttnVariant::for_adapter`]).
     pub attention: Option<AttnVariant>,
     pub fusions: Fusions,
+    /// The tiled gemm prompt processing runs for q4_0 / q4_1 / q8_0 matrices (`None`: the
+    /// batched gemv, 8 prompt rows per weight pass), `--kernel prefill=coopmat|dp4a|batched`.
+    /// Per adapter: coopmat where wgpu offers 16x16 f16 cooperative matrices (tensor cores),
+    /// else dp4a where the plan runs dp4a gemvs.
+    pub prefill: Option<GemmKind>,
     /// Whether [`Self::gemv`] and [`Self::gemv_large`] come from this adapter's cached
     /// sweep ([`gpuscope_trace::tuning`], `bench --sweep ... --save-tuning`) rather than
     /// the rules; a `--kernel gemv=` or `gemv_large=` override clears it.
@@ -171,7 +176,15 @@ impl KernelPlan {
             },
             attention: None,
             fusions: Fusions::all(),
+            prefill: None,
             tuned: false,
+        };
+        plan.prefill = if !cpu && GemmKind::Coopmat.supported(gpu).is_ok() {
+            Some(GemmKind::Coopmat)
+        } else if dp4a {
+            Some(GemmKind::Dp4a)
+        } else {
+            None
         };
         if let Some(root) = gpuscope_trace::ceilings::cache::cache_root() {
             plan.apply_tuning(gpu, &root);
@@ -279,9 +292,25 @@ impl KernelPlan {
                     )
                 })?)
             }
+            "prefill" => {
+                self.prefill = match variant.trim() {
+                    "batched" => None,
+                    name => Some(
+                        GemmKind::ALL
+                            .into_iter()
+                            .find(|k| k.name() == name)
+                            .ok_or_else(|| {
+                                format!(
+                                    "`{spec}`: unknown prompt kernel (expected {} or batched)",
+                                    names(&GemmKind::ALL.map(GemmKind::name))
+                                )
+                            })?,
+                    ),
+                }
+            }
             other => {
                 return Err(format!(
-                "`{spec}`: unknown op `{other}` (kernels with variants: gemv, attention, weights)"
+                "`{spec}`: unknown op `{other}` (kernels with variants: gemv, attention, weights, prefill)"
             ))
             }
         }
@@ -292,6 +321,9 @@ impl KernelPlan {
     /// shape when the graph is built).
     pub fn check(&self, gpu: &Gpu) -> Result<(), String> {
         self.gemv.supported(gpu)?;
+        if let Some(kind) = self.prefill {
+            kind.supported(gpu)?;
+        }
         match self.gemv_large {
             Some(v) => v.supported(gpu),
             None => Ok(()),
@@ -340,12 +372,6 @@ impl KernelPlan {
         } else {
             self.gemv_fallback(gpu)
         }
-    }
-
-    /// Whether prompt processing multiplies through the dp4a gemm (int8 x, tiles of 64
-    /// rows) where the matrix's format has it: where the plan runs dp4a at all.
-    pub fn prefill_dp4a(&self) -> bool {
-        self.gemv == GemvVariant::Dp4a || self.gemv_large == Some(GemvVariant::Dp4a)
     }
 
     /// See [`Self::gemv_for`].

@@ -25,7 +25,7 @@
 
 use gpuscope_ops::attention::AttnBatched;
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
-use gpuscope_ops::gemv::{GemvBatched, GemvVariant, QuantizeX};
+use gpuscope_ops::gemv::{GemmKind, GemvBatched, GemvVariant, QuantizeX};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
 use gpuscope_ops::rope::RopeBatched;
 use gpuscope_ops::silu_mul::SiluMulBatched;
@@ -65,21 +65,20 @@ impl GpuMatrix {
         })
     }
 
-    /// Whether some chunk goes through the dp4a gemm (its x must be quantized first).
-    fn uses_gemm(&self, gpu: &Gpu, max_batch: u32) -> bool {
+    /// Whether some chunk goes through the gemm of `kind`.
+    fn uses_gemm(&self, kind: GemmKind, gpu: &Gpu, max_batch: u32) -> bool {
         self.batched_ops(max_batch, 0)
-            .any(|(_, op)| op.runs_dp4a(gpu))
+            .any(|(_, op)| op.runs_gemm(kind, gpu))
     }
 
-    /// Y[b] (+)= W·X[b] for every row chunk of the matrix, Y rows `y_stride` apart; with
-    /// `xq` (X as [`QuantizeX`] wrote it), through the dp4a gemm where it has a form for
-    /// the matrix's format.
+    /// Y[b] (+)= W·X[b] for every row chunk of the matrix, Y rows `y_stride` apart,
+    /// through `gemm` where it has a form for the matrix's format (else the batched gemv).
     #[allow(clippy::too_many_arguments)]
     fn gemv_batched(
         &self,
         gpu: &Gpu,
         x: &GpuBuffer,
-        xq: Option<&GpuBuffer>,
+        gemm: PromptGemm<'_>,
         y: &GpuBuffer,
         params: &GpuBuffer,
         max_batch: u32,
@@ -88,9 +87,13 @@ impl GpuMatrix {
     ) -> Result<Vec<Dispatch>, ModelError> {
         self.batched_ops(max_batch, y_stride)
             .map(|(buf, op)| {
-                Ok(match xq {
-                    Some(xq) if op.runs_dp4a(gpu) => {
-                        op.dispatch_dp4a(gpu, buf, xq, y, params, accumulate)?
+                Ok(match gemm.kind() {
+                    Some(kind) if op.runs_gemm(kind, gpu) => {
+                        let input = match gemm {
+                            PromptGemm::Dp4a(xq) => xq,
+                            _ => x,
+                        };
+                        op.dispatch_gemm(kind, gpu, buf, input, y, params, accumulate)?
                     }
                     _ => op.dispatch(gpu, buf, x, y, params, accumulate)?,
                 })
@@ -99,14 +102,35 @@ impl GpuMatrix {
     }
 }
 
+/// The gemm a prefill graph multiplies through, with what it reads besides x.
+#[derive(Clone, Copy)]
+enum PromptGemm<'a> {
+    /// The batched gemv only.
+    Batched,
+    /// dp4a, reading x quantized into this buffer (by one [`QuantizeX`] per input).
+    Dp4a(&'a GpuBuffer),
+    /// coopmat, reading x as it is.
+    Coopmat,
+}
+
+impl PromptGemm<'_> {
+    fn kind(self) -> Option<GemmKind> {
+        match self {
+            PromptGemm::Batched => None,
+            PromptGemm::Dp4a(_) => Some(GemmKind::Dp4a),
+            PromptGemm::Coopmat => Some(GemmKind::Coopmat),
+        }
+    }
+}
+
 /// The batched products of one input: the parts' dispatches, preceded by the input's
-/// quantization where `dp4a` is on and some part goes through the dp4a gemm.
+/// quantization where the dp4a gemm multiplies some part.
 #[allow(clippy::too_many_arguments)]
 fn products(
     gpu: &Gpu,
     parts: &[&GpuMatrix],
     x: &GpuBuffer,
-    xq: Option<&GpuBuffer>,
+    gemm: PromptGemm<'_>,
     y: &GpuBuffer,
     params: &GpuBuffer,
     max_batch: u32,
@@ -114,19 +138,20 @@ fn products(
     accumulate: bool,
 ) -> Result<Vec<Dispatch>, ModelError> {
     let mut out = Vec::new();
-    let xq = match xq {
-        Some(xq) if parts.iter().any(|p| p.uses_gemm(gpu, max_batch)) => {
+    if let PromptGemm::Dp4a(xq) = gemm {
+        if parts
+            .iter()
+            .any(|p| p.uses_gemm(GemmKind::Dp4a, gpu, max_batch))
+        {
             let quantize = QuantizeX {
                 cols: parts[0].cols,
                 max_batch,
             };
             out.push(quantize.dispatch(gpu, x, xq, params)?);
-            Some(xq)
         }
-        _ => None,
-    };
+    }
     for part in parts {
-        out.extend(part.gemv_batched(gpu, x, xq, y, params, max_batch, y_stride, accumulate)?);
+        out.extend(part.gemv_batched(gpu, x, gemm, y, params, max_batch, y_stride, accumulate)?);
     }
     Ok(out)
 }
@@ -171,7 +196,7 @@ impl GpuDecoder {
         let w = &self.weights;
         let a = &self.acts;
         // x quantized for the dp4a gemm, sized for the widest input (the FFN's hidden).
-        let xq = if self.plan.prefill_dp4a() {
+        let xq = if self.plan.prefill == Some(GemmKind::Dp4a) {
             let widest = c.dim.max(c.q_dim()).max(c.ffn_dim);
             let bytes = QuantizeX {
                 cols: widest,
@@ -182,7 +207,11 @@ impl GpuDecoder {
         } else {
             None
         };
-        let xq = xq.as_ref();
+        let gemm = match (self.plan.prefill, &xq) {
+            (Some(GemmKind::Dp4a), Some(xq)) => PromptGemm::Dp4a(xq),
+            (Some(GemmKind::Coopmat), _) => PromptGemm::Coopmat,
+            _ => PromptGemm::Batched,
+        };
 
         let mut sections = Vec::new();
         let embed = w
@@ -235,7 +264,7 @@ impl GpuDecoder {
                 &mut ds,
                 "attn_qkv",
                 products(
-                    gpu, &qkv_parts, &xn, xq, &qkv, &params, m, qkv_stride, false,
+                    gpu, &qkv_parts, &xn, gemm, &qkv, &params, m, qkv_stride, false,
                 )?,
             );
             let rope = RopeBatched {
@@ -259,7 +288,7 @@ impl GpuDecoder {
             push(
                 &mut ds,
                 "attn_output",
-                products(gpu, &[&layer.wo], &attn, xq, &x, &params, m, c.dim, true)?,
+                products(gpu, &[&layer.wo], &attn, gemm, &x, &params, m, c.dim, true)?,
             );
             push(
                 &mut ds,
@@ -271,7 +300,7 @@ impl GpuDecoder {
                 &mut ds,
                 "ffn_gate_up",
                 products(
-                    gpu, &gu_parts, &xn, xq, &gate_up, &params, m, gu_stride, false,
+                    gpu, &gu_parts, &xn, gemm, &gate_up, &params, m, gu_stride, false,
                 )?,
             );
             let silu = SiluMulBatched {
@@ -292,7 +321,7 @@ impl GpuDecoder {
                     gpu,
                     &[&layer.w_down],
                     &hidden,
-                    xq,
+                    gemm,
                     &x,
                     &params,
                     m,
@@ -319,10 +348,10 @@ impl GpuDecoder {
         let graph = Graph { sections };
         self.settings.insert(
             "prefill".into(),
-            if xq.is_some() {
-                "dp4a gemm (64x64 tiles, x quantized to int8 blocks once per input) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into()
-            } else {
-                "batched gemv (8 rows per weight pass)".into()
+            match gemm {
+                PromptGemm::Dp4a(_) => "dp4a gemm (64x64 tiles, x quantized to int8 blocks once per input) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into(),
+                PromptGemm::Coopmat => "coopmat gemm (64x64 tiles of f16 on cooperative matrices: tensor cores) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into(),
+                PromptGemm::Batched => "batched gemv (8 rows per weight pass)".into(),
             },
         );
         let mut runner = Self::make_runner(gpu, &graph, &self.acts, self.options.read_logits)?;

@@ -260,6 +260,7 @@ fn every_kernel_variant_and_fusion_set_matches_cpu() {
                         weights: weights_layout,
                         attention: Some(attention),
                         fusions,
+                        prefill: None,
                         tuned: false,
                     };
                     let what = format!("{format:?} {plan:?}");

@@ -2,7 +2,7 @@
 //! continuation, as feeding the prompt one token at a time.
 
 use gpuscope_model::{DecoderOptions, GpuDecoder, KernelPlan, ModelWeights, Preset};
-use gpuscope_ops::gemv::{GemvVariant, WeightLayout};
+use gpuscope_ops::gemv::{GemmKind, GemvVariant, WeightLayout};
 use gpuscope_ops::WeightFormat;
 
 use crate::common::{gpu, weights};
@@ -236,17 +236,24 @@ fn rows_plan_prefills_through_decode_steps() {
     );
 }
 
-/// Prompt processing through the dp4a gemm (where the plan runs dp4a: int8 x, 64x64
-/// tiles) against the float batched gemv, same prompt and weights: the logits after the
-/// prompt differ by the quantization noise of x, far below a wrong kernel's (the gemm
-/// itself is checked against its exact oracle in the ops tests).
+/// Prompt processing through each gemm this adapter runs (dp4a: int8 x; coopmat: f16 on
+/// cooperative matrices; 64x64 tiles) against the float batched gemv, same prompt and
+/// weights: the logits after the prompt differ by the rounding of x (and, for coopmat,
+/// of the weights), far below a wrong kernel's (each gemm is checked against its oracle
+/// in the ops tests).
 #[test]
-fn dp4a_gemm_prefill_stays_near_the_float_prefill() {
+fn gemm_prefills_stay_near_the_float_prefill() {
     let Some(gpu) = gpu() else { return };
-    if let Err(why) = GemvVariant::Dp4a.supported(gpu) {
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
+    let kinds: Vec<GemmKind> = GemmKind::ALL
+        .into_iter()
+        .filter(|k| match k.supported(gpu) {
+            Ok(()) => true,
+            Err(why) => {
+                eprintln!("SKIPPED the {} gemm: {why}", k.name());
+                false
+            }
+        })
+        .collect();
     for format in [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0] {
         let w = weights(Preset::Tiny, format);
         let opts = DecoderOptions {
@@ -256,63 +263,67 @@ fn dp4a_gemm_prefill_stays_near_the_float_prefill() {
         let mut float_plan = KernelPlan::for_adapter(gpu);
         float_plan.gemv = GemvVariant::Shared;
         float_plan.gemv_large = None;
-        let dp4a_plan = KernelPlan {
-            gemv_large: Some(GemvVariant::Dp4a),
-            ..float_plan
-        };
+        float_plan.prefill = None;
         let mut logits = Vec::new();
-        for plan in [float_plan, dp4a_plan] {
+        let plans = std::iter::once(float_plan).chain(kinds.iter().map(|&k| KernelPlan {
+            prefill: Some(k),
+            ..float_plan
+        }));
+        for plan in plans {
             let mut d = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
             d.enable_prefill(gpu, 16).unwrap();
-            let gemms = d
+            let shaders: Vec<&str> = d
                 .prefill_graph()
                 .unwrap()
                 .dispatches()
-                .filter(|x| x.pipeline.shader().starts_with("gemm_dp4a_"))
-                .count();
-            assert_eq!(
-                gemms > 0,
-                plan.prefill_dp4a(),
-                "{format:?}: {gemms} gemm dispatches"
-            );
-            // x is quantized once per input the gemms share: q/k/v, the attention
-            // output, gate/up, the FFN's hidden (4 per layer).
-            let quantizes = d
-                .prefill_graph()
-                .unwrap()
-                .dispatches()
-                .filter(|x| x.pipeline.shader() == "quantize_x_q8")
-                .count();
-            if plan.prefill_dp4a() {
+                .map(|x| x.pipeline.shader())
+                .collect();
+            for kind in GemmKind::ALL {
+                let prefix = format!("gemm_{}_", kind.name());
+                let gemms = shaders.iter().filter(|s| s.starts_with(&prefix)).count();
+                assert_eq!(
+                    gemms > 0,
+                    plan.prefill == Some(kind),
+                    "{format:?} {:?}: {gemms} {prefix} dispatches",
+                    plan.prefill
+                );
+            }
+            // dp4a quantizes x once per input the gemms share: q/k/v, the attention
+            // output, gate/up, the FFN's hidden (4 per layer); the others never.
+            let quantizes = shaders.iter().filter(|s| **s == "quantize_x_q8").count();
+            if plan.prefill == Some(GemmKind::Dp4a) {
                 assert!(
                     quantizes > 0 && quantizes <= 4 * w.config.n_layers as usize,
-                    "{format:?}: {quantizes} quantize dispatches for {gemms} gemms"
+                    "{format:?}: {quantizes} quantize dispatches"
                 );
             } else {
                 assert_eq!(quantizes, 0);
             }
-            assert!(d.settings()["prefill"].starts_with(if plan.prefill_dp4a() {
-                "dp4a gemm"
-            } else {
-                "batched gemv"
-            }));
+            let method = match plan.prefill {
+                Some(k) => format!("{} gemm", k.name()),
+                None => "batched gemv".into(),
+            };
+            assert!(d.settings()["prefill"].starts_with(&method));
             logits.push(d.prefill(gpu, &PROMPT).unwrap().logits.unwrap());
         }
-        let (f, q) = (&logits[0], &logits[1]);
-        assert!(
-            q.iter().all(|v| v.is_finite()),
-            "{format:?}: non-finite logits"
-        );
-        let err: f64 = f.iter().zip(q).map(|(a, b)| ((a - b) as f64).powi(2)).sum();
-        let norm: f64 = f.iter().map(|a| (*a as f64).powi(2)).sum();
-        assert!(
-            err > 0.0,
-            "{format:?}: dp4a prefill equals the float one: did it run?"
-        );
-        assert!(
-            err / norm < 1e-3,
-            "{format:?}: NMSE {:e} between dp4a and float prefill",
-            err / norm
-        );
+        let f = &logits[0];
+        for (kind, q) in kinds.iter().zip(&logits[1..]) {
+            let kind = kind.name();
+            assert!(
+                q.iter().all(|v| v.is_finite()),
+                "{format:?} {kind}: non-finite logits"
+            );
+            let err: f64 = f.iter().zip(q).map(|(a, b)| ((a - b) as f64).powi(2)).sum();
+            let norm: f64 = f.iter().map(|a| (*a as f64).powi(2)).sum();
+            assert!(
+                err > 0.0,
+                "{format:?}: the {kind} prefill equals the float one: did it run?"
+            );
+            assert!(
+                err / norm < 1e-3,
+                "{format:?}: NMSE {:e} between the {kind} and float prefills",
+                err / norm
+            );
+        }
     }
 }

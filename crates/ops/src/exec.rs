@@ -374,9 +374,14 @@ pub static EXECUTORS: &[Executor] = &[
         crate::gemv::exec::run_batched
     ),
     entry!(
-        crate::gemv::exec::gemm_shaders,
+        || crate::gemv::exec::gemm_shaders(crate::gemv::GemmKind::Dp4a),
         &[Bytes, U32, F32, U32],
-        crate::gemv::exec::run_gemm
+        crate::gemv::exec::run_gemm_dp4a
+    ),
+    entry!(
+        || crate::gemv::exec::gemm_shaders(crate::gemv::GemmKind::Coopmat),
+        &[Bytes, F32, F32, U32],
+        crate::gemv::exec::run_gemm_coopmat
     ),
     entry!(
         || vec![crate::gemv::QUANTIZE_X_SHADER.name],

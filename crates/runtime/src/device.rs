@@ -113,6 +113,13 @@ pub fn parse_backend(name: &str) -> Result<wgpu::Backends, GpuError> {
     }
 }
 
+/// 16x16x16 with f16 A and B and f32 C: the cooperative-matrix shape the prompt gemm uses.
+fn is_coopmat_f16_16x16(p: &wgpu::CooperativeMatrixProperties) -> bool {
+    (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+        && p.ab_type == wgpu::CooperativeScalarType::F16
+        && p.cr_type == wgpu::CooperativeScalarType::F32
+}
+
 fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
@@ -196,11 +203,31 @@ impl Gpu {
         // offered: kernels pick subgroup variants where the device has them (the ops crate
         // reads `Gpu::features`); asking costs nothing when they go unused.
         features |= offered & (wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP);
+        // Cooperative matrices (tensor cores) for the prompt gemm, where the adapter has
+        // the one configuration its kernel uses: 16x16x16, f16 inputs, f32 accumulators.
+        // wgpu marks the feature experimental; GPUSCOPE_NO_COOPMAT=1 leaves it off.
+        let coopmat = offered.contains(wgpu::Features::SHADER_F16)
+            && offered.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+            && env_nonempty("GPUSCOPE_NO_COOPMAT").is_none()
+            && adapter
+                .cooperative_matrix_properties()
+                .iter()
+                .any(is_coopmat_f16_16x16);
+        let mut experimental_features = wgpu::ExperimentalFeatures::disabled();
+        if coopmat {
+            features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+            // SAFETY: wgpu asks callers of experimental features to accept that its
+            // implementation may have bugs. The feature is used by one kernel family
+            // (`gemm_coopmat_*`), whose results the tests and `check` compare with the
+            // CPU oracle on the adapters that run it; GPUSCOPE_NO_COOPMAT turns it off.
+            experimental_features = unsafe { wgpu::ExperimentalFeatures::enabled() };
+        }
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("gpuscope"),
             required_features: features,
             required_limits: limits.clone(),
+            experimental_features,
             ..Default::default()
         }))
         .map_err(|e| GpuError::RequestDevice {
@@ -267,6 +294,13 @@ impl Gpu {
 
     pub fn features(&self) -> wgpu::Features {
         self.features
+    }
+
+    /// Whether the device was opened with cooperative matrices of 16x16x16 f16 inputs and
+    /// f32 accumulators (subgroup scope), the configuration `gemm_coopmat_*` uses.
+    pub fn cooperative_matrix_f16(&self) -> bool {
+        self.features
+            .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
     }
 
     pub fn adapter_info(&self) -> &wgpu::AdapterInfo {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::shader::{EpilogueKind, ShaderKey};
-use super::{batched_shader, Gemv, GemvBatched, GemvEpilogue, GemvFused, WeightLayout};
+use super::{batched_shader, GemmKind, Gemv, GemvBatched, GemvEpilogue, GemvFused, WeightLayout};
 use crate::exec::{Call, ExecError};
 use crate::rope::Rope;
 use crate::{Real, WeightFormat};
@@ -187,9 +187,9 @@ pub(crate) fn batched_shaders() -> Vec<&'static str> {
         .collect()
 }
 
-/// Every dp4a gemm shader, by name.
-pub(crate) fn gemm_shaders() -> Vec<&'static str> {
-    super::gemm_dp4a_shaders()
+/// Every gemm shader of `kind`, by name.
+pub(crate) fn gemm_shaders(kind: GemmKind) -> Vec<&'static str> {
+    super::gemm_shaders(kind)
         .into_iter()
         .map(|s| s.name)
         .collect()
@@ -208,9 +208,8 @@ pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
 }
 
 /// Bindings: w, xq (x quantized by `quantize_x_q8`, `n_rows × cols / 32` blocks), y, params.
-pub(crate) fn run_gemm<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
-    let (format, layout) =
-        format_and_layout(c, |f, l| super::gemm_dp4a_shader(f, l).map(|s| s.name))?;
+pub(crate) fn run_gemm_dp4a<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (format, layout) = gemm_format_and_layout(c, GemmKind::Dp4a)?;
     let (op, accumulate) = batched_op(c, format, layout)?;
     let words = op.gemv.cols as u64 / 32 * 12 * op.max_batch as u64;
     c.need_words(1, words)?;
@@ -221,6 +220,34 @@ pub(crate) fn run_gemm<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let w = c.bytes(0)?;
     op.cpu(w, &x, c.out(2)?, op.max_batch, accumulate);
     Ok(())
+}
+
+/// Bindings: w, x (`n_rows × cols` f32, rounded to f16 by the kernel), y, params.
+pub(crate) fn run_gemm_coopmat<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (format, layout) = gemm_format_and_layout(c, GemmKind::Coopmat)?;
+    let (op, accumulate) = batched_op(c, format, layout)?;
+    c.need_words(1, op.gemv.cols as u64 * op.max_batch as u64)?;
+    let (w, x) = (c.bytes(0)?, c.floats(1)?);
+    op.cpu_f16(w, &x, c.out(2)?, op.max_batch, accumulate);
+    Ok(())
+}
+
+/// The (format, layout) of a gemm shader of `kind`, whichever its tile.
+fn gemm_format_and_layout<T: Real>(
+    c: &Call<T>,
+    kind: GemmKind,
+) -> Result<(WeightFormat, WeightLayout), ExecError> {
+    kind.tiles()
+        .iter()
+        .find_map(|&tile| {
+            format_and_layout(c, |f, l| {
+                super::gemm_shader(kind, tile, f, l).map(|s| s.name)
+            })
+            .ok()
+        })
+        .ok_or_else(|| ExecError::NoExecutor {
+            shader: c.shader().to_string(),
+        })
 }
 
 /// The (format, layout) whose shader of a family (`name_of`, `None` where the family has

@@ -1,5 +1,5 @@
 //! `quantize_x_q8`: rows of x quantized once per 32-element block (int8, one f32 scale per
-//! block) for the dp4a gemm ([`super::GemvBatched::dispatch_dp4a`]), which reads them
+//! block) for the dp4a gemm ([`super::GemvBatched::dispatch_gemm`] with [`super::GemmKind::Dp4a`]), which reads them
 //! instead of f32 x.
 //!
 //! Why a dispatch of its own: the gemm's workgroups each cover 64 weight rows, so when they

@@ -1,0 +1,201 @@
+// Tensor-core "gemm" for prompt processing: Y[b, OUT_OFFSET + r] (+)= sum_c W[r, c] * x[b, c]
+// for batch rows b < params[1], on cooperative matrices (wgpu's experimental
+// `wgpu_cooperative_matrix`: 16x16 f16 fragments, f32 accumulators; NVIDIA's tensor cores
+// through VK_KHR_cooperative_matrix).
+//
+// A template: the Rust side (`coopmat_frame` in batched.rs) puts in the tile, TILE rows of
+// weights × TILE batch rows (64: 4 subgroups, each 32 weight rows × 32 batch rows; 128: 8
+// subgroups of 32 × 64), and the fragment code for FN B fragments per subgroup (2 or 4):
+// ACCUMULATORS, FRAGMENTS (per 16-wide slice of K: two A fragments of weight rows, FN B
+// fragments of batch rows, 2 · FN multiply-adds) and EMITS. Subgroups must be 32 wide
+// (`GemmKind::supported`).
+//
+// The workgroup walks K two 32-element blocks (TK = 64) at a time. Each step stages in
+// workgroup memory
+// - the weights, dequantized to f16 (one block per thread: value = d * q + o, the format's
+//   `load_wblock` giving q as int8 bytes and (d, o)), row-major [row][k];
+// - x, converted from f32 to f16, [batch row][k] (8 vec4s per thread);
+// loaded into registers a step ahead (in flight during the multiplies). The accumulators
+// leave one fragment at a time through each subgroup's 16x16 of workgroup memory, so that
+// the stores into y are bounds-checked (tiles past ROWS or the batch) and can accumulate
+// (a fused residual add).
+//
+// Rounding: x and the dequantized weights are rounded to f16 (relative error 2^-11 each),
+// the sums are f32. Its oracle is the batched gemv's with x rounded to f16.
+//
+// Strides: row strides of 72 halves (64 + 8: 144 bytes, a multiple of 16 as tensor-core
+// loads like, and staggered so the rows' stores spread over the banks). The arrays are of
+// vec4<f16>, so a fragment's stride is in vec4s (18). naga wants each coop index and
+// stride as a `let` of its own, and accepts cooperative operations only in control flow
+// it can prove uniform (no early return: `main` calls `tile` under a uniform condition).
+//
+// Index bounds (the pipeline is built without runtime checks): staging writes wa at
+// t * 18 + half * 8 + 0..7 <= (TILE - 1) * 18 + 15 and xb at (xr + j * WG_SIZE / 16) * 18
+// + xc <= (TILE - 1) * 18 + 15, below TILE * 18; a subgroup's last A fragment starts at
+// (TILE - 16) * 18 + 12 and spans 15 more rows of 18 and 4 vec4s: (TILE - 1) * 18 + 15; its
+// last B fragment likewise; ys: subgroup sg's 64 vec4s from sg * 64, below 2 * WG_SIZE.
+//
+// Appended after this file: the format's `load_wblock(i) -> WBlock` for block i (row-major
+// block index), with binding 0 (`w`) as its layout needs.
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+override ROWS: u32;
+override COLS: u32;
+override OUT_OFFSET: u32;
+override ACCUMULATE: u32 = 0u;
+// f32 elements of y per batch row.
+override Y_STRIDE: u32;
+// Rows of x and y the buffers hold: the batch size is clamped to it (the pipeline has no
+// runtime bounds checks; see `GemvBatched::dispatch_gemm`).
+override MAX_BATCH: u32;
+
+const TILE: u32 = TILE_SIZEu;
+const WG_SIZE: u32 = 2u * TILE;
+// Batch rows per subgroup (16 · FN); subgroups side by side along the batch.
+const WN: u32 = SUBGROUP_COLSu;
+const SG_N: u32 = TILE / WN;
+const TK: u32 = 64u;
+// Row stride of the staged tiles in vec4<f16>s (72 halves).
+const SV: u32 = 18u;
+
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+// [pos0, n_rows, 0, 0]
+@group(0) @binding(3) var<storage, read> params: array<u32, 4>;
+
+var<workgroup> wa: array<vec4<f16>, TILE_SVu>; // TILE * SV
+var<workgroup> xb: array<vec4<f16>, TILE_SVu>; // TILE * SV
+// One 16x16 f32 fragment per subgroup, column-major (element (m, b) at b * 16 + m).
+var<workgroup> ys: array<vec4<f32>, YS_SIZEu>; // WG_SIZE / 32 * 64
+// The batch size, read through workgroupUniformLoad: the cooperative operations need
+// uniform control flow, and naga counts a storage read as non-uniform.
+var<workgroup> n_rows: u32;
+
+// A weight block as the loaders give it: elements 0..15 and 16..31 as int8 bytes, (d, o).
+struct WBlock {
+    q0: vec4<u32>,
+    q1: vec4<u32>,
+    dm: vec2<f32>,
+}
+
+// Four elements of a block (the 4 bytes of word q) dequantized to f16.
+fn deq4(q: u32, dm: vec2<f32>) -> vec4<f16> {
+    return vec4<f16>(i8x4(q) * dm.x + vec4<f32>(dm.y));
+}
+
+fn stage_wblock(t: u32, half: u32, b: WBlock) {
+    let at = t * SV + half * 8u;
+    wa[at] = deq4(b.q0.x, b.dm);
+    wa[at + 1u] = deq4(b.q0.y, b.dm);
+    wa[at + 2u] = deq4(b.q0.z, b.dm);
+    wa[at + 3u] = deq4(b.q0.w, b.dm);
+    wa[at + 4u] = deq4(b.q1.x, b.dm);
+    wa[at + 5u] = deq4(b.q1.y, b.dm);
+    wa[at + 6u] = deq4(b.q1.z, b.dm);
+    wa[at + 7u] = deq4(b.q1.w, b.dm);
+}
+
+@compute @workgroup_size(WG_SIZE)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    if lid == 0u {
+        n_rows = min(params[1], MAX_BATCH);
+    }
+    let n = workgroupUniformLoad(&n_rows);
+    let r0 = wg.x * TILE;
+    let b0 = wg.y * TILE;
+    if b0 < n && r0 < ROWS {
+        tile(r0, b0, n, lid);
+    }
+}
+
+// The workgroup's tile: weight rows r0.., batch rows b0.. (of n).
+fn tile(r0: u32, b0: u32, n: u32, lid: u32) {
+    let blocks = COLS / 32u;
+    let cols4 = COLS / 4u;
+    // Weights: thread lid stages block (k0 / 32 + half) of tile row t.
+    let t = lid / 2u;
+    let half = lid % 2u;
+    let w_row = min(r0 + t, ROWS - 1u) * blocks;
+    // x: element j of the thread's 8 is vec4 (j * WG_SIZE + lid) of the tile's rows × 16
+    // vec4s: row xr + j * x_step, consecutive lanes consecutive vec4s.
+    let xc = lid % 16u;
+    let xr = lid / 16u;
+    let x_step = WG_SIZE / 16u;
+    // The subgroup's part: weight rows 32 * sm.., batch rows WN * sn...
+    let sg = lid / 32u;
+    let sm = sg / SG_N;
+    let sn = sg % SG_N;
+ACCUMULATORS
+    var next_w = load_wblock(w_row + min(half, blocks - 1u));
+    var next_x: array<vec4<f32>, 8>;
+    for (var j = 0u; j < 8u; j++) {
+        let row = min(b0 + xr + x_step * j, n - 1u);
+        next_x[j] = x[row * cols4 + min(xc, cols4 - 1u)];
+    }
+    for (var k0 = 0u; k0 < COLS; k0 += TK) {
+        // A block past the last (COLS not a multiple of TK) adds nothing.
+        var wb = next_w;
+        if k0 / 32u + half >= blocks {
+            wb.dm = vec2<f32>(0.0);
+        }
+        stage_wblock(t, half, wb);
+        for (var j = 0u; j < 8u; j++) {
+            xb[(xr + x_step * j) * SV + xc] = vec4<f16>(next_x[j]);
+        }
+        workgroupBarrier();
+        let k1 = k0 + TK;
+        if k1 < COLS {
+            next_w = load_wblock(w_row + min(k1 / 32u + half, blocks - 1u));
+            for (var j = 0u; j < 8u; j++) {
+                let row = min(b0 + xr + x_step * j, n - 1u);
+                next_x[j] = x[row * cols4 + min(k1 / 4u + xc, cols4 - 1u)];
+            }
+        }
+        for (var kk = 0u; kk < TK / 16u; kk++) {
+            let s = SV;
+            let ia0 = (32u * sm) * SV + kk * 4u;
+            let ia1 = (32u * sm + 16u) * SV + kk * 4u;
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&wa[ia0], s);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&wa[ia1], s);
+FRAGMENTS
+        }
+        workgroupBarrier();
+    }
+    let own = sg * 64u;
+    let lane = lid % 32u;
+    let rf = r0 + 32u * sm;
+    let bf = b0 + WN * sn;
+EMITS
+}
+
+// Fragment c (weight rows rf.., batch rows bf..) through the subgroup's 16x16 of ys into y:
+// lane l writes batch row bf + l / 2, weight rows 8 · (l % 2)...
+fn emit(c: coop_mat16x16<f32, C>, own: u32, lane: u32, rf: u32, bf: u32, n: u32) {
+    let s = 4u;
+    coopStore(c, &ys[own], s);
+    workgroupBarrier();
+    let bl = lane / 2u;
+    let b = bf + bl;
+    if b < n {
+        for (var q = 0u; q < 2u; q++) {
+            let v = ys[own + bl * 4u + (lane % 2u) * 2u + q];
+            for (var e = 0u; e < 4u; e++) {
+                let r = rf + ((lane % 2u) * 2u + q) * 4u + e;
+                if r < ROWS {
+                    let at = b * Y_STRIDE + OUT_OFFSET + r;
+                    if ACCUMULATE != 0u {
+                        y[at] = y[at] + v[e];
+                    } else {
+                        y[at] = v[e];
+                    }
+                }
+            }
+        }
+    }
+    workgroupBarrier();
+}
