@@ -413,7 +413,7 @@ fn run_real_model_prints_text_then_speeds() {
         if stderr.contains("one decode step per token") {
             "one decode step per token"
         } else {
-            "(batched prefill, up to 256 tokens per submit)"
+            "(batched prefill, up to 512 tokens per submit)"
         },
         "generation 4 tokens",
         "tok/s",

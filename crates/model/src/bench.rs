@@ -20,8 +20,6 @@ use crate::plan::KernelPlan;
 use crate::weights::ModelWeights;
 use gpuscope_runtime::Gpu;
 
-/// Most prompt rows one prefill submit takes (the prefill graph's buffers are sized so).
-pub const BENCH_MAX_BATCH: u32 = 256;
 
 /// One llama-bench test: prompt tokens, then generated tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +57,7 @@ pub fn bench_decoder<'g>(
         gpu,
         decoder,
         GenerateOptions {
-            prefill_batch: BENCH_MAX_BATCH,
+            prefill_batch: crate::PREFILL_BATCH,
             ..Default::default()
         },
         batch,

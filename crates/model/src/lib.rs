@@ -34,7 +34,7 @@ pub mod test_model;
 pub mod tokenizer;
 pub mod weights;
 
-pub use bench::{bench_decoder, run_bench_test, BenchTest, BENCH_MAX_BATCH};
+pub use bench::{bench_decoder, run_bench_test, BenchTest};
 pub use config::{LlamaConfig, Preset};
 pub use cpu::CpuDecoder;
 pub use error::ModelError;
@@ -45,7 +45,7 @@ pub use plan::{Fusion, Fusions, KernelPlan, LARGE_GEMV_WEIGHTS};
 pub use planted::PlantedSlowdown;
 pub use profile::{
     profile_decode, profile_decode_captured, CaptureRequest, CapturedRun, ProfileOptions,
-    ProfileRun,
+    ProfileRun, PREFILL_BATCH,
 };
 pub use synthetic::synthetic_weights;
 pub use tokenizer::{Tokenizer, TokenizerError};

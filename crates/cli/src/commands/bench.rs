@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use anyhow::anyhow;
 use gpuscope_model::{
     bench_decoder, load_gguf, run_bench_test, synthetic_weights, BenchTest, ModelWeights,
-    BENCH_MAX_BATCH,
+    PREFILL_BATCH,
 };
 use gpuscope_runtime::Gpu;
 use gpuscope_trace::bench::{BenchContext, BenchRecord};
@@ -116,7 +116,7 @@ fn context(w: &ModelWeights, arch: &str, filename: &str, load_mode: &str) -> Ben
         model_type: format!("{arch} {size} {main_format}"),
         model_size: w.weight_bytes(),
         model_n_params: params,
-        n_batch: BENCH_MAX_BATCH,
+        n_batch: PREFILL_BATCH,
         n_gpu_layers: w.config.n_layers + 1,
         devices: String::new(),
         load_mode: load_mode.to_string(),

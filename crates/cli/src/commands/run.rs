@@ -3,7 +3,7 @@
 //! MODEL.gguf`, the synthetic report made from a real file's weights.
 //!
 //! Prompt processing on the GPU is batched: the prompt goes through
-//! [`GpuDecoder::prefill`] in chunks of up to [`PREFILL_MAX_BATCH`] tokens (several-row
+//! [`GpuDecoder::prefill`] in chunks of up to [`PREFILL_BATCH`] tokens (several-row
 //! gemv kernels per weight format, one submit per chunk), and generation continues from
 //! the KV cache. Three exceptions feed the prompt one token per decode step instead, and
 //! the printed label says which was used: adapters that are CPUs (their kernel plan's
@@ -19,7 +19,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Context};
 use gpuscope_model::{
     load_gguf, profile_decode_captured, CpuDecoder, DecoderOptions, Ended, Flow, GenerateOptions,
-    Generator, GpuDecoder, LoadedModel, ModelError, ProfileOptions, Tokenizer,
+    Generator, GpuDecoder, LoadedModel, ModelError, ProfileOptions, Tokenizer, PREFILL_BATCH,
 };
 use gpuscope_runtime::capture::{CaptureRecorder, StepRecord};
 use gpuscope_runtime::{Gpu, GpuOptions, StepOutput, TimingRequest};
@@ -174,9 +174,6 @@ impl RunCapture {
 
 /// `run` generates text, it does not profile: with `--timing auto` it takes no GPU
 /// timestamps (they cost up to half the throughput on some drivers).
-/// Largest prompt chunk one prefill call takes (buffers for this many rows are made at
-/// setup; a shorter prompt gets buffers for its own length).
-pub const PREFILL_MAX_BATCH: u32 = 256;
 
 pub(crate) fn run_gpu_options(device: &DeviceArgs) -> GpuOptions {
     let mut options = device.gpu_options();
@@ -203,7 +200,7 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
     let prefill_batch = if args.capture.is_some() {
         0
     } else {
-        PREFILL_MAX_BATCH
+        PREFILL_BATCH
     };
     let plan = args.kernels.plan(&gpu)?;
     let decoder = GpuDecoder::with_plan(
