@@ -20,7 +20,6 @@ use crate::plan::KernelPlan;
 use crate::weights::ModelWeights;
 use gpuscope_runtime::Gpu;
 
-
 /// One llama-bench test: prompt tokens, then generated tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BenchTest {
