@@ -58,6 +58,11 @@ fn prefill_matches_per_token_in(
         plan.gemv = GemvVariant::Shared;
     }
     plan.weights = layout;
+    // The float batched gemv: the gemms round x (dp4a to int8, coopmat to f16 with the
+    // weights), which moved SmolLM2's logits by 0.46% of the largest on an H100 (coopmat),
+    // past this comparison's tolerance; `gemm_prefills_stay_near_the_float_prefill` checks
+    // them against this path.
+    plan.prefill = None;
     let mut batched = GpuDecoder::with_plan(gpu, w, opts, plan).unwrap();
     batched.enable_prefill(gpu, max_batch).unwrap();
     assert!(
