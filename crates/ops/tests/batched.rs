@@ -34,6 +34,20 @@ fn assert_close(what: &str, got: &[f32], want: &[f32], rel: f32) {
     }
 }
 
+/// y before a batched product: values to add to when it accumulates, else sentinels the
+/// kernel must overwrite (or leave, past the batch).
+fn initial_y(len: u32, accumulate: bool) -> Vec<f32> {
+    (0..len)
+        .map(|i| {
+            if accumulate {
+                (i % 7) as f32 * 0.1
+            } else {
+                SENTINEL
+            }
+        })
+        .collect()
+}
+
 /// A gemm's y against its oracle: the written part (rows below `n_rows`, columns
 /// `out_offset..out_offset + rows`) within `rel` of its own largest value, everything
 /// else bit for bit (so that untouched sentinels cannot loosen the tolerance).
@@ -94,15 +108,7 @@ fn gemv_batched_every_format_matches_oracle() {
             (8, true),
             (9, false),
         ] {
-            let y0: Vec<f32> = (0..max_batch * y_stride)
-                .map(|i| {
-                    if accumulate {
-                        (i % 7) as f32 * 0.1
-                    } else {
-                        SENTINEL
-                    }
-                })
-                .collect();
+            let y0 = initial_y(max_batch * y_stride, accumulate);
             let (wb, xb, yb, pb) = (
                 gpu.create_buffer_init("w", &w).unwrap(),
                 filled(gpu, "x", &x),
@@ -179,15 +185,7 @@ fn gemms_match_their_oracles() {
                             "{} {format:?} {layout:?} {rows}x{cols} n_rows {n_rows} accumulate {accumulate}",
                             kind.name()
                         );
-                        let y0: Vec<f32> = (0..max_batch * y_stride)
-                            .map(|i| {
-                                if accumulate {
-                                    (i % 7) as f32 * 0.1
-                                } else {
-                                    SENTINEL
-                                }
-                            })
-                            .collect();
+                        let y0 = initial_y(max_batch * y_stride, accumulate);
                         let (wb, xb, yb, pb) = (
                             gpu.create_buffer_init("w", &w).unwrap(),
                             filled(gpu, "x", &x),

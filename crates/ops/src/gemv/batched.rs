@@ -582,12 +582,11 @@ impl GemvBatched {
         n_rows: u32,
         accumulate: bool,
     ) {
-        let cols = self.gemv.cols as usize;
-        let xh: Vec<T> = x[..n_rows as usize * cols]
-            .iter()
-            .map(|v| T::of(half::f16::from_f32(v.as_f32()).to_f32()))
-            .collect();
-        self.cpu(w, &xh, y, n_rows, accumulate)
+        self.cpu_over_rounded_x(w, x, y, n_rows, accumulate, |row| {
+            row.iter()
+                .map(|&v| half::f16::from_f32(v).to_f32())
+                .collect()
+        })
     }
 
     /// The dp4a form's oracle: [`Self::cpu`] over each x row quantized by
@@ -600,15 +599,29 @@ impl GemvBatched {
         n_rows: u32,
         accumulate: bool,
     ) {
+        self.cpu_over_rounded_x(w, x, y, n_rows, accumulate, super::q8_blocks)
+    }
+
+    /// [`Self::cpu`] over the first `n_rows` rows of x, each passed through `round` in f32
+    /// first (the gemm forms' oracles).
+    fn cpu_over_rounded_x<T: crate::Real>(
+        &self,
+        w: &[u8],
+        x: &[T],
+        y: &mut [T],
+        n_rows: u32,
+        accumulate: bool,
+        round: impl Fn(&[f32]) -> Vec<f32>,
+    ) {
         let cols = self.gemv.cols as usize;
-        let xq: Vec<T> = x[..n_rows as usize * cols]
+        let rounded: Vec<T> = x[..n_rows as usize * cols]
             .chunks(cols)
             .flat_map(|row| {
                 let f: Vec<f32> = row.iter().map(|v| v.as_f32()).collect();
-                super::q8_blocks(&f).into_iter().map(T::of)
+                round(&f).into_iter().map(T::of)
             })
             .collect();
-        self.cpu(w, &xq, y, n_rows, accumulate)
+        self.cpu(w, &rounded, y, n_rows, accumulate)
     }
 
     /// CPU reference: the single-row oracle applied to each of the first `n_rows` rows.
