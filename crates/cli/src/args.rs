@@ -218,7 +218,7 @@ pub struct KernelArgs {
     /// Pick a kernel variant, OP=VARIANT (repeatable): gemv=shared|subgroup|rows|blocks|dp4a
     /// (optionally :LANESxROWS, e.g. gemv=blocks:16x2, one spread for every gemv; dp4a:
     /// int8 activations and integer dot products, packed q4_0/q4_1/q8_0 weights),
-    /// attention=workgroup|subgroup|split, weights=gguf|packed, gemv_large=VARIANT|none
+    /// attention=workgroup|subgroup|groups|split, weights=gguf|packed, gemv_large=VARIANT|none
     /// (the variant of matrices of 2^22 weights and more; dp4a on GPUs),
     /// prefill=coopmat|dp4a|batched (the prompt's gemm for q4_0/q4_1/q8_0: f16 tiles on
     /// cooperative matrices, int8 tiles, or the batched gemv). Default: by adapter (the

@@ -424,12 +424,17 @@ pub static EXECUTORS: &[Executor] = &[
         crate::rope::exec::run_batched
     ),
     entry!(
-        // The subgroup variant and the subgroup-reduced workgroup kernel compute the same.
-        || vec![
-            crate::attention::FUSED_SHADER.name,
-            crate::attention::fused_sg_shader().name,
-            crate::attention::SUBGROUP_SHADER.name
-        ],
+        // The subgroup and groups variants and the subgroup-reduced workgroup kernel
+        // compute the same.
+        || {
+            let mut names = vec![
+                crate::attention::FUSED_SHADER.name,
+                crate::attention::fused_sg_shader().name,
+                crate::attention::SUBGROUP_SHADER.name,
+            ];
+            names.extend(crate::attention::groups_shaders());
+            names
+        },
         &[U32, F32, F32, F32, F32],
         crate::attention::exec::run_fused
     ),

@@ -742,7 +742,7 @@ fn rope_qkv_matches_rope_on_separate_buffers() {
 
 /// Every fused attention variant this adapter runs against the three-op oracle:
 /// `workgroup` (n_ctx past 256 takes its chunked online-softmax path), `subgroup` (lanes
-/// over head dims), `split` (split-K partials merged by a second dispatch; at a max_ctx of
+/// over head dims), `groups` (groups of lanes over positions), `split` (split-K partials merged by a second dispatch; at a max_ctx of
 /// 600 the chunks are 128 positions, 5 splits, the last partly filled, and n_ctx 257
 /// leaves the last two empty; 300 gives 64-position chunks, 64 the smallest, 32). Rows
 /// past n_ctx hold NaN (a read of one poisons the head).
@@ -755,6 +755,9 @@ fn fused_attention_variants_match_the_three_op_oracle() {
         (SMOLLM2, 600, vec![1, 2, 17, 256, 257, 600]),
         (LLAMA8B, 300, vec![1, 100, 300]),
         (MHA, 64, vec![1, 3, 64]),
+        // Lavapipe runs `groups` only at head_dim 32 (8-lane subgroups): several steps of
+        // every group, a last step partly past n_ctx, and 37 positions over 10 groups.
+        (MHA, 1200, vec![2, 37, 513, 1200]),
         (GROUP8, 64, vec![5]),
     ];
     for variant in AttnVariant::ALL {

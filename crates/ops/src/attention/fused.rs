@@ -6,6 +6,9 @@
 //! - `workgroup` (op `attention`): one 256-thread workgroup per head (`fused.wgsl`);
 //! - `subgroup` (op `attention`): one subgroup per head, lanes over head dims, no barrier
 //!   (`subgroup.wgsl`): for CPU adapters;
+//! - `groups` (op `attention`): one workgroup of up to 1024 threads per head in groups of
+//!   head_dim / 4 lanes, each group walking its share of the positions with its own online
+//!   softmax, merged once at the end (`groups.wgsl`): GPUs with subgroups, decode contexts;
 //! - `split` (ops `attention_split` + `attention_combine`): split-K, the context in
 //!   chunks of [`AttnFused::split_chunk`] positions over `n_heads × splits` workgroups, then a merge
 //!   (`fused.wgsl` with CHUNK > 0, `combine.wgsl`): long contexts on large GPUs, where one
@@ -77,6 +80,54 @@ pub static SUBGROUP_SHADER: ShaderSource = ShaderSource {
     wgsl: include_str!("subgroup.wgsl"),
 };
 
+/// Threads per workgroup the `groups` variant may take, largest first.
+const GROUPS_WG: [u32; 5] = [1024, 512, 256, 128, 64];
+/// Workgroup memory of `groups.wgsl`: per thread (m, l) and a vec4 accumulator, and the
+/// mergers' (m, l).
+const GROUPS_BYTES_PER_THREAD: u32 = 8 + 16;
+const GROUPS_BYTES_FIXED: u32 = 8 * 8;
+
+/// `groups.wgsl` for `wg` threads a workgroup (one of [`GROUPS_WG`]), named
+/// `attention.groups<wg>`: built once per size.
+pub fn groups_shader(wg: u32) -> &'static ShaderSource {
+    static SHADERS: std::sync::OnceLock<Vec<ShaderSource>> = std::sync::OnceLock::new();
+    let shaders = SHADERS.get_or_init(|| {
+        GROUPS_WG
+            .iter()
+            .map(|wg| ShaderSource {
+                name: Box::leak(format!("attention.groups{wg}").into_boxed_str()),
+                wgsl: Box::leak(
+                    include_str!("groups.wgsl")
+                        .replace("WG_THREADS", &wg.to_string())
+                        .into_boxed_str(),
+                ),
+            })
+            .collect()
+    });
+    let i = GROUPS_WG
+        .iter()
+        .position(|&w| w == wg)
+        .expect("groups_shader: a size of GROUPS_WG");
+    &shaders[i]
+}
+
+/// Every size's `groups` shader (the CPU executor's table).
+pub fn groups_shaders() -> Vec<&'static str> {
+    GROUPS_WG.iter().map(|&wg| groups_shader(wg).name).collect()
+}
+
+/// The `groups` variant's workgroup size on `gpu`: the largest of [`GROUPS_WG`] the
+/// adapter's limits allow (threads, x size, workgroup memory).
+fn groups_wg(gpu: &Gpu) -> Option<u32> {
+    let limits = gpu.limits();
+    GROUPS_WG.into_iter().find(|&wg| {
+        wg <= limits.max_compute_invocations_per_workgroup
+            && wg <= limits.max_compute_workgroup_size_x
+            && wg * GROUPS_BYTES_PER_THREAD + GROUPS_BYTES_FIXED
+                <= limits.max_compute_workgroup_storage_size
+    })
+}
+
 pub static COMBINE_SHADER: ShaderSource = ShaderSource {
     name: "attention_combine",
     wgsl: include_str!("combine.wgsl"),
@@ -109,16 +160,18 @@ pub const SPLIT_TARGET: u32 = 8;
 pub enum AttnVariant {
     Workgroup,
     Subgroup,
+    Groups,
     Split,
 }
 
 impl AttnVariant {
-    pub const ALL: [AttnVariant; 3] = [Self::Workgroup, Self::Subgroup, Self::Split];
+    pub const ALL: [AttnVariant; 4] = [Self::Workgroup, Self::Subgroup, Self::Groups, Self::Split];
 
     pub fn name(self) -> &'static str {
         match self {
             Self::Workgroup => "workgroup",
             Self::Subgroup => "subgroup",
+            Self::Groups => "groups",
             Self::Split => "split",
         }
     }
@@ -139,6 +192,8 @@ impl AttnVariant {
             Self::Subgroup
         } else if !cpu && op.max_ctx > 2 * SPLIT_CHUNK {
             Self::Split
+        } else if !cpu && Self::Groups.supported(gpu, op).is_ok() {
+            Self::Groups
         } else {
             Self::Workgroup
         }
@@ -146,7 +201,7 @@ impl AttnVariant {
 
     /// Whether `gpu` can run this variant for `op`'s shape, and if not, why.
     pub fn supported(self, gpu: &Gpu, op: &AttnFused) -> Result<(), String> {
-        if self != Self::Subgroup {
+        if !matches!(self, Self::Subgroup | Self::Groups) {
             return Ok(());
         }
         let info = gpu.adapter_info();
@@ -155,9 +210,26 @@ impl AttnVariant {
             .contains(gpuscope_runtime::wgpu::Features::SUBGROUP)
         {
             return Err(format!(
-                "attention variant `subgroup` needs the SUBGROUP feature, which \"{}\" does not offer",
+                "attention variant `{}` needs the SUBGROUP feature, which \"{}\" does not offer",
+                self.name(),
                 info.name
             ));
+        }
+        if self == Self::Groups {
+            let lanes = op.head_dim / 4;
+            if !lanes.is_power_of_two() || lanes > info.subgroup_min_size {
+                return Err(format!(
+                    "attention variant `groups` needs head_dim / 4 to be a power of two no larger than the smallest subgroup (\"{}\": {} lanes; head_dim {})",
+                    info.name, info.subgroup_min_size, op.head_dim
+                ));
+            }
+            return match groups_wg(gpu) {
+                Some(wg) if wg >= lanes => Ok(()),
+                _ => Err(format!(
+                    "attention variant `groups` needs a workgroup of at least 64 threads and {} bytes of workgroup memory per thread",
+                    GROUPS_BYTES_PER_THREAD
+                )),
+            };
         }
         let sg = info.subgroup_min_size;
         let vpl = (op.head_dim / 4) / sg.max(1);
@@ -410,12 +482,16 @@ impl AttnFused {
         ];
         let reads = [step, q, k_cache, v_cache];
         match variant {
-            AttnVariant::Workgroup | AttnVariant::Subgroup => {
-                let shader = if variant == AttnVariant::Subgroup {
-                    constants.push(("SG", f64::from(gpu.adapter_info().subgroup_min_size)));
-                    &SUBGROUP_SHADER
-                } else {
-                    workgroup_shader(gpu)
+            AttnVariant::Workgroup | AttnVariant::Subgroup | AttnVariant::Groups => {
+                let shader = match variant {
+                    AttnVariant::Subgroup => {
+                        constants.push(("SG", f64::from(gpu.adapter_info().subgroup_min_size)));
+                        &SUBGROUP_SHADER
+                    }
+                    AttnVariant::Groups => {
+                        groups_shader(groups_wg(gpu).expect("checked by supported"))
+                    }
+                    _ => workgroup_shader(gpu),
                 };
                 let pipeline = gpu.pipeline(shader, "main", &constants)?;
                 let bind_group = gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, out])?;

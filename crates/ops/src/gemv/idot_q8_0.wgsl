@@ -2,10 +2,18 @@
 // i's 32 signed quant bytes are vec4 2i (elements 0..15, x words 0..3 in xa) and 2i + 1
 // (elements 16..31, x words 4..7 in xb). sum qw qx d dx = d * (dx * sum qw qx).
 
-fn block_idot(row: u32, b: u32, xa: vec4<u32>, xb: vec4<u32>, m: vec2<f32>) -> f32 {
+struct WBlock {
+    q0: vec4<u32>,
+    q1: vec4<u32>,
+    d: f32,
+}
+
+fn load_block(row: u32, b: u32) -> WBlock {
     let i = row * (COLS / 32u) + b;
-    let q0 = w[2u * i];
-    let q1 = w[2u * i + 1u];
-    let s = idot8(q0, q1, xa, xb);
-    return block_scale(i) * (m.x * f32(s));
+    return WBlock(w[2u * i], w[2u * i + 1u], block_scale(i));
+}
+
+fn block_idot(wb: WBlock, xa: vec4<u32>, xb: vec4<u32>, m: vec2<f32>) -> f32 {
+    let s = idot8(wb.q0, wb.q1, xa, xb);
+    return wb.d * (m.x * f32(s));
 }

@@ -21,7 +21,7 @@
 // the NR rows.
 //
 // Pieces composed around this file (shader.rs): before it lanes_common.wgsl (the shape's
-// overrides, span_row, GroupSum); after it the format's block_idot (and binding 0, `w`),
+// overrides, span_row, GroupSum); after it the format's load_block and block_idot (and binding 0, `w`),
 // the reduction (group_sum), the epilogue (phys_row, emit).
 
 // COLS / 16 and COLS / 32: workgroup arrays sized by the shape (the Rust side checks
@@ -90,6 +90,33 @@ fn main(
         return;
     }
 
+    // Phase 2's rows and its first step's weights, loaded before phase 1 so that the
+    // weight stream starts while x is quantized (every workgroup of a dispatch is often
+    // resident at once, and phase 1 alone would leave memory idle). Rows past the end
+    // (last workgroup) recompute the last row, unwritten; steps past the last block
+    // reload the last block, unused.
+    let row0 = first_row + (lid / TPR) * NR;
+    let lane = lid % TPR;
+    let r0 = phys_row(span_row(min(row0, ROWS - 1u)));
+    let r1 = phys_row(span_row(min(row0 + 1u, ROWS - 1u)));
+    let r2 = phys_row(span_row(min(row0 + 2u, ROWS - 1u)));
+    let r3 = phys_row(span_row(min(row0 + 3u, ROWS - 1u)));
+    let blocks = COLS / 32u;
+    let first = min(lane, blocks - 1u);
+    var w0 = load_block(r0, first);
+    var w1 = w0;
+    var w2 = w0;
+    var w3 = w0;
+    if NR > 1u {
+        w1 = load_block(r1, first);
+    }
+    if NR > 2u {
+        w2 = load_block(r2, first);
+    }
+    if NR > 3u {
+        w3 = load_block(r3, first);
+    }
+
     // Phase 1. Every lane runs every step (the bound is a constant), so the shuffles run
     // in uniform control flow; lanes past the last block quantize zeros and store
     // nothing. Four steps' loads are issued before the first step's shuffles.
@@ -128,34 +155,46 @@ fn main(
         scale = inverseSqrt(total / f32(COLS) + EPS);
     }
 
-    // Phase 2. Rows past the end (last workgroup) recompute the last row, unwritten.
-    let row0 = first_row + (lid / TPR) * NR;
-    let lane = lid % TPR;
-    let r0 = phys_row(span_row(min(row0, ROWS - 1u)));
-    let r1 = phys_row(span_row(min(row0 + 1u, ROWS - 1u)));
-    let r2 = phys_row(span_row(min(row0 + 2u, ROWS - 1u)));
-    let r3 = phys_row(span_row(min(row0 + 3u, ROWS - 1u)));
-    let blocks = COLS / 32u;
+    // Phase 2: each step loads the next step's blocks before it multiplies its own (a
+    // software pipeline one step deep: the loads stay in flight across the dot products).
     var acc = vec4<f32>(0.0);
     for (var b = lane; b < blocks; b += TPR) {
+        let next = min(b + TPR, blocks - 1u);
+        let n0 = load_block(r0, next);
+        var n1 = n0;
+        var n2 = n0;
+        var n3 = n0;
+        if NR > 1u {
+            n1 = load_block(r1, next);
+        }
+        if NR > 2u {
+            n2 = load_block(r2, next);
+        }
+        if NR > 3u {
+            n3 = load_block(r3, next);
+        }
         let xa = xq[2u * b];
         let xb = xq[2u * b + 1u];
         let m = xm[b];
-        acc.x += block_idot(r0, b, xa, xb, m);
+        acc.x += block_idot(w0, xa, xb, m);
         if NR > 1u {
-            acc.y += block_idot(r1, b, xa, xb, m);
+            acc.y += block_idot(w1, xa, xb, m);
         }
         if NR > 2u {
-            acc.z += block_idot(r2, b, xa, xb, m);
+            acc.z += block_idot(w2, xa, xb, m);
         }
         if NR > 3u {
-            acc.w += block_idot(r3, b, xa, xb, m);
+            acc.w += block_idot(w3, xa, xb, m);
         }
+        w0 = n0;
+        w1 = n1;
+        w2 = n2;
+        w3 = n3;
     }
     var extra = 0.0;
     for (var p = 0u; p < EXTRA_PASSES; p++) {
         for (var b = lane; b < blocks; b += TPR) {
-            extra += block_idot(r0, b, xq[2u * b], xq[2u * b + 1u], xm[b]);
+            extra += block_idot(load_block(r0, b), xq[2u * b], xq[2u * b + 1u], xm[b]);
         }
     }
     if abs(extra) > 3.0e38 {

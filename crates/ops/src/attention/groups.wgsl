@@ -1,0 +1,154 @@
+// Decode attention for GPUs (variant `groups`): one workgroup of WG threads per query
+// head, split into groups of LP = HEAD_DIM / 4 lanes. A lane owns one vec4 of q, of each
+// key and value row and of the output, so a group reads a position's key row as one
+// coalesced access and sums its score with LP-lane shuffles (LP is at most the adapter's
+// smallest subgroup size: checked on the Rust side). Group g walks positions g, g + G,
+// g + 2G, ... (G groups in use: WG / LP, fewer for short contexts), four a step so that
+// eight loads are in flight, with an online softmax of its own (running max m, sum l,
+// accumulator rescaled when m grows); the groups' (m, l, acc) merge once at the end
+// through workgroup memory.
+//
+// Why: `workgroup` (fused.wgsl) scores a position per thread, each reading a whole key
+// row alone (uncoalesced), then merges the chunk's softmax through barriers before the
+// values: at decode contexts (100-500 positions) a chain of dependent memory round trips
+// and barriers that took about 20 µs a call for Llama-8B on an H100. Here the loop has no
+// barrier and a group's steps depend only on its own loads.
+//
+// WG is filled in by the Rust side (`groups_shader`): the adapter's largest workgroup,
+// up to 1024 threads, so that more groups share the context.
+
+override N_HEADS: u32 = 1u;
+override N_KV_HEADS: u32 = 1u;
+override HEAD_DIM: u32 = 64u;
+override MAX_CTX: u32 = 1u;
+override SCALE: f32 = 0.125;
+
+const WG: u32 = WG_THREADSu;
+// A finite stand-in for -inf (see fused.wgsl).
+const NEG: f32 = -3.0e38;
+
+@group(0) @binding(0) var<storage, read> step: array<u32, 4>;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
+
+// Groups that merge the others' results in the first of the merge's two levels.
+const MERGERS: u32 = 8u;
+
+// Per group: (m, l), and every lane's accumulator; the mergers' (m, l).
+var<workgroup> group_ml: array<vec2<f32>, WG>;
+var<workgroup> group_acc: array<vec4<f32>, WG>;
+var<workgroup> merged_ml: array<vec2<f32>, MERGERS>;
+
+// The sum of v over the group's LP lanes (a butterfly within the group: groups are
+// LP-aligned and LP divides the subgroup size, so a group never spans two subgroups).
+fn group_sum(v: f32) -> f32 {
+    var s = v;
+    for (var o = HEAD_DIM / 8u; o > 0u; o = o >> 1u) {
+        s += subgroupShuffleXor(s, o);
+    }
+    return s;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let h = wg.x;
+    let n_ctx = min(step[1], MAX_CTX);
+    let lp = HEAD_DIM / 4u;
+    let groups = WG / lp;
+    let g = lid / lp;
+    let d4 = lid % lp;
+    let kv_head = h / (N_HEADS / N_KV_HEADS);
+    let row4 = N_KV_HEADS * lp;
+    let kb = kv_head * lp + d4;
+    // The scale goes into q once rather than into every score.
+    let q4 = q[h * lp + d4] * SCALE;
+    let last = max(n_ctx, 1u) - 1u;
+    // Groups in use: at least four positions each (one step), so that a short context
+    // is not spread thin over groups that the merge then has to walk.
+    let used = clamp((n_ctx + 3u) / 4u, 1u, groups);
+    var m = NEG;
+    var l = 0.0;
+    var acc = vec4<f32>(0.0);
+    if g < used {
+        // The same number of steps for every group in use (a group's lanes stay together
+        // for the shuffles); positions past n_ctx load the last row (valid: rows past
+        // n_ctx may hold anything, NaN included) and weigh 0.
+        let stride = 4u * used;
+        let steps = (n_ctx + stride - 1u) / stride;
+        for (var i = 0u; i < steps; i++) {
+            let t0 = g + stride * i;
+            let t = vec4<u32>(t0, t0 + used, t0 + 2u * used, t0 + 3u * used);
+            let valid = t < vec4<u32>(n_ctx);
+            let r = min(t, vec4<u32>(last)) * row4 + vec4<u32>(kb);
+            let k0 = k_cache[r.x];
+            let k1 = k_cache[r.y];
+            let k2 = k_cache[r.z];
+            let k3 = k_cache[r.w];
+            let v0 = v_cache[r.x];
+            let v1 = v_cache[r.y];
+            let v2 = v_cache[r.z];
+            let v3 = v_cache[r.w];
+            let s = select(
+                vec4<f32>(NEG),
+                vec4<f32>(
+                    group_sum(dot(q4, k0)),
+                    group_sum(dot(q4, k1)),
+                    group_sum(dot(q4, k2)),
+                    group_sum(dot(q4, k3)),
+                ),
+                valid,
+            );
+            let new_m = max(m, max(max(s.x, s.y), max(s.z, s.w)));
+            let correction = exp(m - new_m);
+            let p = select(vec4<f32>(0.0), exp(s - vec4<f32>(new_m)), valid);
+            l = l * correction + ((p.x + p.y) + (p.z + p.w));
+            acc = acc * correction + ((p.x * v0 + p.y * v1) + (p.z * v2 + p.w * v3));
+            m = new_m;
+        }
+    }
+    if d4 == 0u {
+        group_ml[g] = vec2<f32>(m, l);
+    }
+    group_acc[lid] = acc;
+    workgroupBarrier();
+    // The merge, in two levels: merger j (j < MERGERS) takes groups j, j + MERGERS, ...
+    // and leaves its result in its own slot of group_acc (lane d4 reads and writes only
+    // element d4 of its slots, so no barrier is needed between), then group 0 takes the
+    // mergers'. Every group in use saw at least one position, so each merger's top is
+    // finite.
+    let mergers = min(MERGERS, used);
+    if g < mergers {
+        var top = NEG;
+        for (var k = g; k < used; k += MERGERS) {
+            top = max(top, group_ml[k].x);
+        }
+        var den = 0.0;
+        var num = vec4<f32>(0.0);
+        for (var k = g; k < used; k += MERGERS) {
+            let e = exp(group_ml[k].x - top);
+            den += e * group_ml[k].y;
+            num += e * group_acc[k * lp + d4];
+        }
+        group_acc[g * lp + d4] = num;
+        if d4 == 0u {
+            merged_ml[g] = vec2<f32>(top, den);
+        }
+    }
+    workgroupBarrier();
+    if g == 0u {
+        var top = NEG;
+        for (var k = 0u; k < mergers; k++) {
+            top = max(top, merged_ml[k].x);
+        }
+        var den = 0.0;
+        var num = vec4<f32>(0.0);
+        for (var k = 0u; k < mergers; k++) {
+            let e = exp(merged_ml[k].x - top);
+            den += e * merged_ml[k].y;
+            num += e * group_acc[k * lp + d4];
+        }
+        out[h * lp + d4] = num / den;
+    }
+}
