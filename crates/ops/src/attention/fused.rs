@@ -10,9 +10,10 @@
 //!   head_dim / 4 lanes, each group walking its share of the positions with its own online
 //!   softmax, merged once at the end (`groups.wgsl`): GPUs with subgroups, decode contexts;
 //! - `split` (ops `attention_split` + `attention_combine`): split-K, the context in
-//!   chunks of [`AttnFused::split_chunk`] positions over `n_heads × splits` workgroups, then a merge
-//!   (`fused.wgsl` with CHUNK > 0, `combine.wgsl`): long contexts on large GPUs, where one
-//!   workgroup per head leaves most of the GPU idle.
+//!   chunks of [`AttnFused::split_chunk`] positions over `n_heads × splits` workgroups,
+//!   then a merge (`groups.wgsl` where `groups` runs, else `fused.wgsl`, with CHUNK > 0;
+//!   `combine.wgsl`): long contexts on large GPUs, where one workgroup per head leaves
+//!   most of the GPU idle.
 
 use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
@@ -180,12 +181,13 @@ impl AttnVariant {
         Self::ALL.into_iter().find(|v| v.name() == name)
     }
 
-    /// `subgroup` on CPU adapters that can run it; `split` on GPUs for contexts longer
+    /// `subgroup` on CPU adapters that can run it; on GPUs `split` for contexts longer
     /// than 2 chunks (512 positions), where n_heads workgroups would leave most of a
-    /// large GPU idle; else `workgroup`. H100 (Vulkan), decode tok/s with the workgroup
-    /// kernel against split (BENCHMARKS.md, 2026-11-25): SmolLM2 at 64-192 positions
-    /// 1077 / 976, 141-269 1063 / 984, 512-640 737 / 949, 1000-1128 554 / 926; Llama-8B at
-    /// 141-205 328 / 312, 512-576 263 / 312, 1000-1064 217 / 301.
+    /// large GPU idle, else `groups` where it runs, else `workgroup`. H100 (Vulkan),
+    /// decode tok/s (BENCHMARKS.md, run 12), SmolLM2 / Llama-8B: at 141-269 (8B 141-205)
+    /// positions `groups` 1187-1195 / 376-380 against `workgroup` 1077-1092 / 349; from
+    /// 512-640 positions `groups` 910 / 353, `split` 1037 / 345; from 1000 761 / 324 against
+    /// 990 / 337; from 2000 574 / 282 against 932 / 308.
     pub fn for_adapter(gpu: &Gpu, op: &AttnFused) -> AttnVariant {
         let cpu = gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu;
         if cpu && Self::Subgroup.supported(gpu, op).is_ok() {
@@ -521,7 +523,14 @@ impl AttnFused {
                 }
                 let mut split_constants = constants.clone();
                 split_constants.push(("CHUNK", f64::from(self.split_chunk())));
-                let pipeline = gpu.pipeline(workgroup_shader(gpu), "main", &split_constants)?;
+                // The first pass runs on the `groups` kernel where the adapter can run it
+                // (H100: faster than fused.wgsl's, as for one workgroup per head).
+                let shader = if AttnVariant::Groups.supported(gpu, self).is_ok() {
+                    groups_shader(groups_wg(gpu).expect("checked by supported"))
+                } else {
+                    workgroup_shader(gpu)
+                };
+                let pipeline = gpu.pipeline(shader, "main", &split_constants)?;
                 let bind_group =
                     gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, scratch])?;
                 let split = Dispatch::new(

@@ -22,6 +22,9 @@ override N_KV_HEADS: u32 = 1u;
 override HEAD_DIM: u32 = 64u;
 override MAX_CTX: u32 = 1u;
 override SCALE: f32 = 0.125;
+// 0: every position, the output is final; > 0: split-K partials for combine.wgsl, as
+// fused.wgsl writes them (workgroup (h, s) takes positions [s·CHUNK, (s+1)·CHUNK)).
+override CHUNK: u32 = 0u;
 
 const WG: u32 = WG_THREADSu;
 // A finite stand-in for -inf (see fused.wgsl).
@@ -31,7 +34,7 @@ const NEG: f32 = -3.0e38;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
 // Groups that merge the others' results in the first of the merge's two levels.
 const MERGERS: u32 = 8u;
@@ -52,9 +55,16 @@ fn group_sum(v: f32) -> f32 {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
     let h = wg.x;
     let n_ctx = min(step[1], MAX_CTX);
+    // This workgroup's positions: start.. start + n (all of them without split-K).
+    let start = select(0u, min(wg.y * CHUNK, n_ctx), CHUNK > 0u);
+    let n = select(n_ctx, min(n_ctx - start, CHUNK), CHUNK > 0u);
     let lp = HEAD_DIM / 4u;
     let groups = WG / lp;
     let g = lid / lp;
@@ -64,10 +74,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let kb = kv_head * lp + d4;
     // The scale goes into q once rather than into every score.
     let q4 = q[h * lp + d4] * SCALE;
-    let last = max(n_ctx, 1u) - 1u;
+    let last = start + max(n, 1u) - 1u;
     // Groups in use: at least four positions each (one step), so that a short context
     // is not spread thin over groups that the merge then has to walk.
-    let used = clamp((n_ctx + 3u) / 4u, 1u, groups);
+    let used = clamp((n + 3u) / 4u, 1u, groups);
     var m = NEG;
     var l = 0.0;
     var acc = vec4<f32>(0.0);
@@ -76,12 +86,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         // for the shuffles); positions past n_ctx load the last row (valid: rows past
         // n_ctx may hold anything, NaN included) and weigh 0.
         let stride = 4u * used;
-        let steps = (n_ctx + stride - 1u) / stride;
+        let steps = (n + stride - 1u) / stride;
         for (var i = 0u; i < steps; i++) {
             let t0 = g + stride * i;
             let t = vec4<u32>(t0, t0 + used, t0 + 2u * used, t0 + 3u * used);
-            let valid = t < vec4<u32>(n_ctx);
-            let r = min(t, vec4<u32>(last)) * row4 + vec4<u32>(kb);
+            let valid = t < vec4<u32>(n);
+            let r = min(vec4<u32>(start) + t, vec4<u32>(last)) * row4 + vec4<u32>(kb);
             let k0 = k_cache[r.x];
             let k1 = k_cache[r.y];
             let k2 = k_cache[r.z];
@@ -116,8 +126,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     // The merge, in two levels: merger j (j < MERGERS) takes groups j, j + MERGERS, ...
     // and leaves its result in its own slot of group_acc (lane d4 reads and writes only
     // element d4 of its slots, so no barrier is needed between), then group 0 takes the
-    // mergers'. Every group in use saw at least one position, so each merger's top is
-    // finite.
+    // mergers'. Every group in use saw at least one position (but for an empty split,
+    // whose l stays 0), so each merger's top is finite.
     let mergers = min(MERGERS, used);
     if g < mergers {
         var top = NEG;
@@ -149,6 +159,24 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             den += e * merged_ml[k].y;
             num += e * group_acc[k * lp + d4];
         }
-        out[h * lp + d4] = num / den;
+        if CHUNK == 0u {
+            let o = h * HEAD_DIM + 4u * d4;
+            let r = num / den;
+            out[o] = r.x;
+            out[o + 1u] = r.y;
+            out[o + 2u] = r.z;
+            out[o + 3u] = r.w;
+        } else {
+            let base = (h * nwg.y + wg.y) * (HEAD_DIM + 2u);
+            let o = base + 4u * d4;
+            out[o] = num.x;
+            out[o + 1u] = num.y;
+            out[o + 2u] = num.z;
+            out[o + 3u] = num.w;
+            if d4 == 0u {
+                out[base + HEAD_DIM] = top;
+                out[base + HEAD_DIM + 1u] = den;
+            }
+        }
     }
 }

@@ -75,6 +75,47 @@ fn quantize_part(b: u32, part: u32, x4: vec4<f32>) {
     }
 }
 
+// Block b of the lane's NR rows (the rest a copy of the first, unused).
+struct RowBlocks {
+    r0: WBlock,
+    r1: WBlock,
+    r2: WBlock,
+    r3: WBlock,
+}
+
+fn load_rows(rows: vec4<u32>, b: u32) -> RowBlocks {
+    let w0 = load_block(rows.x, b);
+    var out = RowBlocks(w0, w0, w0, w0);
+    if NR > 1u {
+        out.r1 = load_block(rows.y, b);
+    }
+    if NR > 2u {
+        out.r2 = load_block(rows.z, b);
+    }
+    if NR > 3u {
+        out.r3 = load_block(rows.w, b);
+    }
+    return out;
+}
+
+// The rows' dot products with block b of x (0 past NR).
+fn rows_idot(w: RowBlocks, b: u32) -> vec4<f32> {
+    let xa = xq[2u * b];
+    let xb = xq[2u * b + 1u];
+    let m = xm[b];
+    var d = vec4<f32>(block_idot(w.r0, xa, xb, m), 0.0, 0.0, 0.0);
+    if NR > 1u {
+        d.y = block_idot(w.r1, xa, xb, m);
+    }
+    if NR > 2u {
+        d.z = block_idot(w.r2, xa, xb, m);
+    }
+    if NR > 3u {
+        d.w = block_idot(w.r3, xa, xb, m);
+    }
+    return d;
+}
+
 @compute @workgroup_size(WG_SIZE)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -101,21 +142,9 @@ fn main(
     let r1 = phys_row(span_row(min(row0 + 1u, ROWS - 1u)));
     let r2 = phys_row(span_row(min(row0 + 2u, ROWS - 1u)));
     let r3 = phys_row(span_row(min(row0 + 3u, ROWS - 1u)));
+    let rows = vec4<u32>(r0, r1, r2, r3);
     let blocks = COLS / 32u;
-    let first = min(lane, blocks - 1u);
-    var w0 = load_block(r0, first);
-    var w1 = w0;
-    var w2 = w0;
-    var w3 = w0;
-    if NR > 1u {
-        w1 = load_block(r1, first);
-    }
-    if NR > 2u {
-        w2 = load_block(r2, first);
-    }
-    if NR > 3u {
-        w3 = load_block(r3, first);
-    }
+    var cur = load_rows(rows, min(lane, blocks - 1u));
 
     // Phase 1. Every lane runs every step (the bound is a constant), so the shuffles run
     // in uniform control flow; lanes past the last block quantize zeros and store
@@ -159,37 +188,9 @@ fn main(
     // software pipeline one step deep: the loads stay in flight across the dot products).
     var acc = vec4<f32>(0.0);
     for (var b = lane; b < blocks; b += TPR) {
-        let next = min(b + TPR, blocks - 1u);
-        let n0 = load_block(r0, next);
-        var n1 = n0;
-        var n2 = n0;
-        var n3 = n0;
-        if NR > 1u {
-            n1 = load_block(r1, next);
-        }
-        if NR > 2u {
-            n2 = load_block(r2, next);
-        }
-        if NR > 3u {
-            n3 = load_block(r3, next);
-        }
-        let xa = xq[2u * b];
-        let xb = xq[2u * b + 1u];
-        let m = xm[b];
-        acc.x += block_idot(w0, xa, xb, m);
-        if NR > 1u {
-            acc.y += block_idot(w1, xa, xb, m);
-        }
-        if NR > 2u {
-            acc.z += block_idot(w2, xa, xb, m);
-        }
-        if NR > 3u {
-            acc.w += block_idot(w3, xa, xb, m);
-        }
-        w0 = n0;
-        w1 = n1;
-        w2 = n2;
-        w3 = n3;
+        let next = load_rows(rows, min(b + TPR, blocks - 1u));
+        acc += rows_idot(cur, b);
+        cur = next;
     }
     var extra = 0.0;
     for (var p = 0u; p < EXTRA_PASSES; p++) {
