@@ -479,7 +479,7 @@ pub static EXECUTORS: &[Executor] = &[
         crate::add::exec::run
     ),
     entry!(
-        || vec![crate::argmax::SHADER.name],
+        || crate::argmax::shaders().iter().map(|s| s.name).collect(),
         &[F32, U32],
         crate::argmax::exec::run
     ),

@@ -2,9 +2,11 @@
 // never wins; NONE (0xffffffff) when every value is NaN.
 // One workgroup: each thread scans a strided slice (coalesced), then a tree in shared
 // memory. N is a vocabulary (up to ~128k), so one pass of one workgroup is enough.
+// WG_THREADS is filled in by the Rust side: 256, or 1024 where the adapter allows it
+// (four times the loads in flight).
 
 override N: u32 = 1u;
-const WG: u32 = 256u;
+const WG: u32 = WG_THREADSu;
 const NONE: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
