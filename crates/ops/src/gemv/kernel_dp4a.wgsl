@@ -8,21 +8,22 @@
 // masks and two dot4I8Packed (one IDP4A each on NVIDIA), plus one int-to-float conversion
 // and one FMA per 32-weight block.
 //
-// Phase 1 (every workgroup, over the whole of x): 8 lanes per block, a vec4 each, four
-// blocks' loads issued at once; the block's max |x| and sum of q meet through three
-// subgroup shuffles (subgroups of at least 8 lanes: checked on the Rust side), the packed
-// quants go to workgroup memory as 8 words per block (xq: 2 vec4 per block), (d, d * sum
-// q) to xm. (H100: a thread per block, its 8 loads in flight but uncoalesced and its
-// arrays in local memory, was 20-30% slower than 8 lanes with one load each.) With rms_norm folded
-// in, x ∘ norm weight is what is quantized (the norm's scale is one scalar, applied to
-// each row's sum) and sum x² is reduced once (subgroupAdd, then the subgroups' sums).
+// Phase 1 (every workgroup, over the whole of x): 4 lanes per block, two vec4s each,
+// four blocks' loads issued at once; the block's max |x| and sum of q meet through two
+// subgroup shuffles each (subgroups of at least 8 lanes: checked on the Rust side), the
+// packed quants go to workgroup memory as 8 words per block (xq: 2 vec4 per block), (d,
+// d * sum q) to xm. (H100: a thread per block, its 8 loads in flight but uncoalesced and
+// its arrays in local memory, was 20-30% slower than 8 lanes with one load each; 4 lanes
+// with two: see BENCHMARKS.md run 12.) With rms_norm folded in, x ∘ norm weight is what
+// is quantized (the norm's scale is one scalar, applied to each row's sum) and sum x² is
+// reduced once (subgroupAdd, then the subgroups' sums).
 // Phase 2: the lanes frame of kernel.wgsl with a whole block per lane step: TPR lanes per
 // row group, NR rows per lane, each block's x words read once from workgroup memory for
 // the NR rows.
 //
 // Pieces composed around this file (shader.rs): before it lanes_common.wgsl (the shape's
-// overrides, span_row, GroupSum); after it the format's load_block and block_idot (and binding 0, `w`),
-// the reduction (group_sum), the epilogue (phys_row, emit).
+// overrides, span_row, GroupSum); after it the format's load_block and block_idot (and
+// binding 0, `w`), the reduction (group_sum), the epilogue (phys_row, emit).
 
 // COLS / 16 and COLS / 32: workgroup arrays sized by the shape (the Rust side checks
 // their bytes against the device's workgroup storage limit).
@@ -42,33 +43,44 @@ var<workgroup> xm: array<vec2<f32>, X_BLOCKS>;
 // One partial sum of x² per subgroup (subgroups of at least 8 lanes: at most 32 of them).
 var<workgroup> ss_part: array<f32, 32>;
 
-// Lane `part`'s vec4 of block b of x (zeros past the last block; the load is clamped
-// so it stays in bounds without a branch).
-fn x_part(b: u32, part: u32) -> vec4<f32> {
-    return select(vec4<f32>(0.0), x[min(b, X_BLOCKS - 1u) * 8u + part], b < X_BLOCKS);
+// Vec4 k (0..7) of block b of x (zeros past the last block; the load is clamped so it
+// stays in bounds without a branch).
+fn x_part(b: u32, k: u32) -> vec4<f32> {
+    return select(vec4<f32>(0.0), x[min(b, X_BLOCKS - 1u) * 8u + k], b < X_BLOCKS);
 }
 
-// Quantizes block b of x, lane `part` holding its elements 4·part..4·part+3 (x itself;
-// times the norm weight with rms_norm folded in): the 8 lanes of the block meet through
-// shuffles for max |x| and the sum of q. Called in uniform control flow by all lanes.
-fn quantize_part(b: u32, part: u32, x4: vec4<f32>) {
-    var v = x4;
+// x4, vec4 k of block b, times the norm weight where rms_norm is folded in.
+fn normed(b: u32, k: u32, x4: vec4<f32>) -> vec4<f32> {
     if NORM {
-        v = v * NORM_WEIGHT;
+        return x4 * NORM_WEIGHT;
     }
-    var amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
+    return x4;
+}
+
+// Quantizes block b of x, lane `part` (0..3) holding its elements 8·part..8·part+7 as
+// lo and hi (x itself; times the norm weight with rms_norm folded in): the 4 lanes of the
+// block meet through two shuffles each for max |x| and the sum of q. Called in uniform
+// control flow by all lanes.
+fn quantize_part(b: u32, part: u32, lo: vec4<f32>, hi: vec4<f32>) {
+    let v0 = normed(b, 2u * part, lo);
+    let v1 = normed(b, 2u * part + 1u, hi);
+    let a = max(abs(v0), abs(v1));
+    var amax = max(max(a.x, a.y), max(a.z, a.w));
     amax = max(amax, subgroupShuffleXor(amax, 1u));
     amax = max(amax, subgroupShuffleXor(amax, 2u));
-    amax = max(amax, subgroupShuffleXor(amax, 4u));
     let d = amax / 127.0;
     let inv = select(0.0, 1.0 / d, d > 0.0);
-    let q = vec4<i32>(round(v * inv));
+    let q0 = vec4<i32>(round(v0 * inv));
+    let q1 = vec4<i32>(round(v1 * inv));
+    let q = q0 + q1;
     var qs = (q.x + q.y) + (q.z + q.w);
     qs += subgroupShuffleXor(qs, 1u);
     qs += subgroupShuffleXor(qs, 2u);
-    qs += subgroupShuffleXor(qs, 4u);
     if b < X_BLOCKS {
-        xq[2u * b + (part >> 2u)][part & 3u] = pack4xI8Clamp(q);
+        let i = 2u * b + (part >> 1u);
+        let c = 2u * (part & 1u);
+        xq[i][c] = pack4xI8Clamp(q0);
+        xq[i][c + 1u] = pack4xI8Clamp(q1);
         if part == 0u {
             xm[b] = vec2<f32>(d, d * f32(qs));
         }
@@ -149,22 +161,28 @@ fn main(
     // Phase 1. Every lane runs every step (the bound is a constant), so the shuffles run
     // in uniform control flow; lanes past the last block quantize zeros and store
     // nothing. Four steps' loads are issued before the first step's shuffles.
-    let part = lid & 7u;
+    let part = lid & 3u;
     var ss = 0.0;
-    let per_step = WG_SIZE / 8u;
+    let per_step = WG_SIZE / 4u;
     for (var b0 = 0u; b0 < X_BLOCKS; b0 += 4u * per_step) {
-        let b = b0 + (lid >> 3u);
-        let v0 = x_part(b, part);
-        let v1 = x_part(b + per_step, part);
-        let v2 = x_part(b + 2u * per_step, part);
-        let v3 = x_part(b + 3u * per_step, part);
+        let b = b0 + (lid >> 2u);
+        let k = 2u * part;
+        let a0 = x_part(b, k);
+        let a1 = x_part(b, k + 1u);
+        let c0 = x_part(b + per_step, k);
+        let c1 = x_part(b + per_step, k + 1u);
+        let e0 = x_part(b + 2u * per_step, k);
+        let e1 = x_part(b + 2u * per_step, k + 1u);
+        let f0 = x_part(b + 3u * per_step, k);
+        let f1 = x_part(b + 3u * per_step, k + 1u);
         if NORM {
-            ss += (dot(v0, v0) + dot(v1, v1)) + (dot(v2, v2) + dot(v3, v3));
+            ss += ((dot(a0, a0) + dot(a1, a1)) + (dot(c0, c0) + dot(c1, c1)))
+                + ((dot(e0, e0) + dot(e1, e1)) + (dot(f0, f0) + dot(f1, f1)));
         }
-        quantize_part(b, part, v0);
-        quantize_part(b + per_step, part, v1);
-        quantize_part(b + 2u * per_step, part, v2);
-        quantize_part(b + 3u * per_step, part, v3);
+        quantize_part(b, part, a0, a1);
+        quantize_part(b + per_step, part, c0, c1);
+        quantize_part(b + 2u * per_step, part, e0, e1);
+        quantize_part(b + 3u * per_step, part, f0, f1);
     }
     // Sum x² per subgroup, then over the subgroups' partial sums after the barrier that
     // ends phase 1 (one barrier in all, not a tree of them).

@@ -193,7 +193,7 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
     .replace(
         "NORM_WEIGHT",
         if key.norm {
-            "nw[min(b, X_BLOCKS - 1u) * 8u + part]"
+            "nw[min(b, X_BLOCKS - 1u) * 8u + k]"
         } else {
             "vec4<f32>(1.0)"
         },
