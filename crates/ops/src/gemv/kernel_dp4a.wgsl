@@ -181,8 +181,14 @@ fn main(
         }
         quantize_part(b, part, a0, a1);
         quantize_part(b + per_step, part, c0, c1);
-        quantize_part(b + 2u * per_step, part, e0, e1);
-        quantize_part(b + 3u * per_step, part, f0, f1);
+        // Steps wholly past the last block (4096-wide x: the last two) are skipped; the
+        // condition is uniform, so the shuffles stay in uniform control flow.
+        if b0 + 2u * per_step < X_BLOCKS {
+            quantize_part(b + 2u * per_step, part, e0, e1);
+        }
+        if b0 + 3u * per_step < X_BLOCKS {
+            quantize_part(b + 3u * per_step, part, f0, f1);
+        }
     }
     // Sum x² per subgroup, then over the subgroups' partial sums after the barrier that
     // ends phase 1 (one barrier in all, not a tree of them).
