@@ -9,7 +9,7 @@ use rand_distr::{Distribution, Normal};
 use super::guard::Guarded;
 use crate::add::Add;
 use crate::argmax::Argmax;
-use crate::attention::{AttnBatched, AttnFused, AttnScores, AttnValues};
+use crate::attention::{AttnBatched, AttnFused, AttnScores, AttnValues, AttnVariant};
 use crate::embedding::{Embedding, EmbeddingBatched};
 use crate::gemv::{Gemv, GemvBatched};
 use crate::rms_norm::{RmsNorm, RmsNormBatched};
@@ -450,7 +450,14 @@ impl Case {
                 let kc = b.input_f32("k_cache", cache)?;
                 let vc = b.input_f32("v_cache", cache)?;
                 let out = b.output("out", (heads * hd) as u64, false)?;
-                op.dispatch(gpu, &step, &q, &kc, &vc, &out)?
+                // The single-dispatch kernel the decoder would run on this adapter
+                // (`split`'s two dispatches are timed as the decoder's, not here).
+                let variant = match AttnVariant::for_adapter(gpu, &op) {
+                    AttnVariant::Split => AttnVariant::Workgroup,
+                    v => v,
+                };
+                op.dispatch_variant(gpu, variant, [&step, &q, &kc, &vc, &out], None)?
+                    .remove(0)
             }
             Params::AttentionBatched {
                 heads,
