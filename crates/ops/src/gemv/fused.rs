@@ -161,9 +161,9 @@ impl GemvFused {
             )));
         }
         if variant == GemvVariant::Dp4a {
-            // xq (16 bytes per 16 columns), xm (8 bytes per block) and the 32 partial
+            // xq (16 bytes per 16 columns), xm (8 bytes per block) and the 128 partial
             // sums of x² of kernel_dp4a.wgsl.
-            let bytes = u64::from(g.cols) + u64::from(g.cols / 32) * 8 + 128;
+            let bytes = u64::from(g.cols) + u64::from(g.cols / 32) * 8 + 512;
             let limit = u64::from(gpu.limits().max_compute_workgroup_storage_size);
             if bytes > limit {
                 return Err(self.invalid(format!(
@@ -329,6 +329,12 @@ impl GemvFused {
             GemvVariant::Rows => {
                 constants.push(("WG", f64::from(ROWS_WORKGROUP_SIZE)));
                 ROWS_WORKGROUP_SIZE * rows_per_thread
+            }
+            GemvVariant::Dp4a => {
+                let wg = g.dp4a_workgroup(gpu);
+                constants.push(("TPR", f64::from(threads_per_row)));
+                constants.push(("WG_SIZE", f64::from(wg)));
+                wg / threads_per_row * rows_per_thread
             }
             _ => {
                 constants.push(("TPR", f64::from(threads_per_row)));

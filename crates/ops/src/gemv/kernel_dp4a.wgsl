@@ -30,7 +30,8 @@
 override XQ_VEC4S: u32;
 override X_BLOCKS: u32;
 
-const WG_SIZE: u32 = 256u;
+// Threads per workgroup (`Gemv::dp4a_workgroup`: 512 for wide x, else 256).
+override WG_SIZE: u32;
 // group_sum adds no sum of squares here: phase 1 reduces it.
 const HAS_NORM: bool = false;
 const NORM: bool = NORM_ON;
@@ -40,8 +41,9 @@ NORM_DECL
 
 var<workgroup> xq: array<vec4<u32>, XQ_VEC4S>;
 var<workgroup> xm: array<vec2<f32>, X_BLOCKS>;
-// One partial sum of x² per subgroup (subgroups of at least 8 lanes: at most 32 of them).
-var<workgroup> ss_part: array<f32, 32>;
+// One partial sum of x² per subgroup (subgroups of at least 8 lanes, workgroups of at
+// most 1024 threads: at most 128 of them).
+var<workgroup> ss_part: array<f32, 128>;
 
 // Vec4 k (0..7) of block b of x (zeros past the last block; the load is clamped so it
 // stays in bounds without a branch).

@@ -66,6 +66,11 @@ use crate::quant::WeightFormat;
 /// Threads per workgroup of the lanes frame (`shared`, `subgroup`); must match `WG_SIZE`
 /// in `kernel.wgsl`.
 pub const WORKGROUP_SIZE: u32 = 256;
+/// Threads per workgroup of the `dp4a` frame for x of at least [`DP4A_WIDE_COLS`]
+/// columns ([`Gemv::dp4a_workgroup`]).
+pub const DP4A_WIDE_WORKGROUP: u32 = 512;
+/// From this many columns the `dp4a` frame takes [`DP4A_WIDE_WORKGROUP`] threads.
+pub const DP4A_WIDE_COLS: u32 = 2048;
 
 /// Threads per workgroup of the `rows` frame: one 8-wide SIMD step of lavapipe on AVX2
 /// (its subgroup size), so a workgroup is one loop iteration of its CPU thread.
@@ -339,6 +344,25 @@ impl Gemv {
             variant: GemvVariant::Shared,
             threads_per_row,
             rows_per_thread,
+        }
+    }
+
+    /// Threads per workgroup of the `dp4a` frame: [`DP4A_WIDE_WORKGROUP`] from
+    /// [`DP4A_WIDE_COLS`] columns where the adapter allows it, else [`WORKGROUP_SIZE`].
+    /// Every workgroup quantizes all of x before its first dot product, and a matrix of a
+    /// few hundred workgroups is resident at once (all quantizing together): a larger
+    /// workgroup quantizes x faster and fewer times. H100, Llama-8B q4_0 decode:
+    /// 385 -> 407 tok/s with 512; SmolLM2's 576-wide head was slower with 512 (1179 ->
+    /// 1152), hence the width rule (BENCHMARKS.md, run 12).
+    pub fn dp4a_workgroup(&self, gpu: &Gpu) -> u32 {
+        let limits = gpu.limits();
+        let allowed = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x);
+        if self.cols >= DP4A_WIDE_COLS && DP4A_WIDE_WORKGROUP <= allowed {
+            DP4A_WIDE_WORKGROUP
+        } else {
+            WORKGROUP_SIZE
         }
     }
 

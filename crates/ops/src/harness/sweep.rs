@@ -12,7 +12,8 @@
 //!   same arithmetic runs with almost no memory traffic.
 //! - workgroup size: the lanes frame's `WG_SIZE` (256 in the kernels the decoder runs) is
 //!   a WGSL constant sized into its shared-memory reduction, so a sweep value rebuilds the
-//!   kernel with both edited; the `rows` frame takes it as its `WG` override.
+//!   kernel with both edited; the `rows` frame takes it as its `WG` override, `dp4a` as
+//!   its `WG_SIZE` override (its own default: `Gemv::dp4a_workgroup`).
 //!
 //! Every point is checked against the adapter before anything runs ([`SweepPoint::check`]),
 //! so a value it cannot run is one error naming the value.
@@ -67,7 +68,7 @@ pub struct SweepPoint {
     pub lanes: Option<u32>,
     /// Rows per lane; `None`: the variant's tuning for the shape.
     pub rows_per_lane: Option<u32>,
-    /// Threads per workgroup; `None`: the frame's own (256, or 8 for `rows`).
+    /// Threads per workgroup; `None`: the frame's own (256, 8 for `rows`, 256 or 512 for `dp4a`).
     pub workgroup: Option<u32>,
     /// rms_norm folded in (`Some(true)`), as its own dispatch (`Some(false)`), or absent.
     pub fuse: Option<bool>,
@@ -110,17 +111,17 @@ impl SweepPoint {
         t
     }
 
-    fn frame_workgroup(&self) -> u32 {
-        if self.variant == GemvVariant::Rows {
-            ROWS_WORKGROUP_SIZE
-        } else {
-            WORKGROUP_SIZE
+    fn frame_workgroup(&self, gpu: &Gpu) -> u32 {
+        match self.variant {
+            GemvVariant::Rows => ROWS_WORKGROUP_SIZE,
+            GemvVariant::Dp4a => self.gemv().dp4a_workgroup(gpu),
+            _ => WORKGROUP_SIZE,
         }
     }
 
-    /// The workgroup size this point runs with.
-    pub fn workgroup_size(&self) -> u32 {
-        self.workgroup.unwrap_or_else(|| self.frame_workgroup())
+    /// The workgroup size this point runs with on `gpu`.
+    pub fn workgroup_size(&self, gpu: &Gpu) -> u32 {
+        self.workgroup.unwrap_or_else(|| self.frame_workgroup(gpu))
     }
 
     /// Whether `gpu` can run this point; if not, why, naming the value (`lanes=512`).
@@ -235,7 +236,7 @@ impl SweepPoint {
         Ok(SweepTiming {
             lanes: t.threads_per_row,
             rows_per_lane: t.rows_per_thread,
-            workgroup: self.workgroup_size(),
+            workgroup: self.workgroup_size(gpu),
             samples_ns,
             bytes: group.iter().map(|d| d.cost.bytes).sum(),
             flops: group.iter().map(|d| d.cost.flops).sum(),
@@ -300,17 +301,24 @@ impl SweepPoint {
         if self.mode == SweepMode::ComputeOnly {
             extra.push(("ROW_SPAN", COMPUTE_ONLY_ROWS));
         }
-        let wg = self.workgroup_size();
+        let wg = self.workgroup_size(gpu);
         let wg_name = format!("wg{wg}");
         let mut wgsl = None;
         let mut workgroups = d.workgroups;
-        if wg != self.frame_workgroup() {
-            let rows_per_wg = if self.variant == GemvVariant::Rows {
-                extra.push(("WG", f64::from(wg)));
-                wg * t.rows_per_thread
-            } else {
-                wgsl = Some(lanes_frame_with_workgroup(d.pipeline.wgsl(), wg));
-                wg / t.threads_per_row * t.rows_per_thread
+        if wg != self.frame_workgroup(gpu) {
+            let rows_per_wg = match self.variant {
+                GemvVariant::Rows => {
+                    extra.push(("WG", f64::from(wg)));
+                    wg * t.rows_per_thread
+                }
+                GemvVariant::Dp4a => {
+                    extra.push(("WG_SIZE", f64::from(wg)));
+                    wg / t.threads_per_row * t.rows_per_thread
+                }
+                _ => {
+                    wgsl = Some(lanes_frame_with_workgroup(d.pipeline.wgsl(), wg));
+                    wg / t.threads_per_row * t.rows_per_thread
+                }
             };
             workgroups = grid_2d(self.rows.div_ceil(rows_per_wg));
         }
