@@ -101,7 +101,21 @@ fn an_out_of_bounds_write_is_caught_by_the_guard_region() {
 
 #[test]
 fn perf_times_a_case_with_gpu_timestamps() {
-    let Some(gpu) = common::gpu() else { return };
+    let Some(shared) = common::gpu() else { return };
+    // Timing kernels needs every run timed: where the shared device samples (`auto` on
+    // NVIDIA), open one with dispatch timing (each of the 20 runs a sample, as on
+    // lavapipe, whose `auto` is dispatch timing).
+    let own;
+    let gpu = if shared.timing_info().sampling.is_some() {
+        own = gpuscope_runtime::Gpu::new(&gpuscope_runtime::GpuOptions {
+            timing: gpuscope_runtime::TimingRequest::Exactly(gpuscope_trace::TimingMode::Dispatch),
+            ..Default::default()
+        })
+        .unwrap();
+        &own
+    } else {
+        shared
+    };
     let filter = CaseFilter {
         ops: vec!["gemv_q8_0".into()],
         shapes: vec!["attn_q".into()],
