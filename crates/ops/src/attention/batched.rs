@@ -19,13 +19,13 @@ const WG: u32 = 256;
 pub fn batched_shader() -> &'static ShaderSource {
     static SHADER: OnceLock<ShaderSource> = OnceLock::new();
     SHADER.get_or_init(|| {
-        let mut s = include_str!("fused.wgsl").to_string();
+        let mut s = super::FUSED_SHADER.wgsl.to_string();
         for (from, to) in [
             ("override SCALE: f32 = 0.125;", "override SCALE: f32 = 0.125;\noverride Q_STRIDE: u32 = 0u;\noverride OUT_STRIDE: u32 = 0u;"),
             ("    let h = wg.x;\n", "    let h = wg.x;\n    let b = wg.y;\n    // Workgroup-uniform: rows past the batch return before any barrier.\n    if b >= step[1] {\n        return;\n    }\n"),
             ("let n_ctx = min(step[1], MAX_CTX);", "let n_ctx = min(step[0] + b + 1u, MAX_CTX);"),
             ("let q_base = h * HEAD_DIM;", "let q_base = b * Q_STRIDE + h * HEAD_DIM;"),
-            ("let o = h * HEAD_DIM + 4u * d4;", "let o = b * OUT_STRIDE + h * HEAD_DIM + 4u * d4;"),
+            ("emit_head(h * HEAD_DIM,", "emit_head(b * OUT_STRIDE + h * HEAD_DIM,"),
         ] {
             assert_eq!(s.matches(from).count(), 1, "attention batched: `{from}` not found once in fused.wgsl");
             s = s.replacen(from, to, 1);

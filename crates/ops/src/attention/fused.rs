@@ -22,7 +22,7 @@ use crate::softmax::Softmax;
 
 pub static FUSED_SHADER: ShaderSource = ShaderSource {
     name: "attention",
-    wgsl: include_str!("fused.wgsl"),
+    wgsl: concat!(include_str!("fused.wgsl"), "\n", include_str!("emit.wgsl")),
 };
 
 /// `fused.wgsl` with its (max, sum) merge done by subgroup operations: a subgroupMax and
@@ -31,7 +31,7 @@ pub static FUSED_SHADER: ShaderSource = ShaderSource {
 pub fn fused_sg_shader() -> &'static ShaderSource {
     static SHADER: std::sync::OnceLock<ShaderSource> = std::sync::OnceLock::new();
     SHADER.get_or_init(|| {
-        let mut s = include_str!("fused.wgsl").to_string();
+        let mut s = FUSED_SHADER.wgsl.to_string();
         let start = s.find("fn reduce_softmax(").expect("fused.wgsl has reduce_softmax");
         let end = start + s[start..].find("\n}\n").expect("reduce_softmax ends") + 3;
         s.replace_range(start..end, REDUCE_SOFTMAX_SG);
@@ -98,7 +98,7 @@ pub fn groups_shader(wg: u32) -> &'static ShaderSource {
             .map(|wg| ShaderSource {
                 name: Box::leak(format!("attention.groups{wg}").into_boxed_str()),
                 wgsl: Box::leak(
-                    include_str!("groups.wgsl")
+                    concat!(include_str!("groups.wgsl"), "\n", include_str!("emit.wgsl"))
                         .replace("WG_THREADS", &wg.to_string())
                         .into_boxed_str(),
                 ),

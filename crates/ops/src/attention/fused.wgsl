@@ -171,24 +171,6 @@ fn main(
         for (var k = 0u; k < groups; k++) {
             total += part[k * d4s + d4];
         }
-        if CHUNK == 0u {
-            let o = h * HEAD_DIM + 4u * d4;
-            let r = total / l;
-            out[o] = r.x;
-            out[o + 1u] = r.y;
-            out[o + 2u] = r.z;
-            out[o + 3u] = r.w;
-        } else {
-            let base = (h * nwg.y + wg.y) * (HEAD_DIM + 2u);
-            let o = base + 4u * d4;
-            out[o] = total.x;
-            out[o + 1u] = total.y;
-            out[o + 2u] = total.z;
-            out[o + 3u] = total.w;
-            if d4 == 0u {
-                out[base + HEAD_DIM] = m;
-                out[base + HEAD_DIM + 1u] = l;
-            }
-        }
+        emit_head(h * HEAD_DIM, h * nwg.y + wg.y, d4, total, m, l);
     }
 }

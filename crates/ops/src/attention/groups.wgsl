@@ -159,24 +159,6 @@ fn main(
             den += e * merged_ml[k].y;
             num += e * group_acc[k * lp + d4];
         }
-        if CHUNK == 0u {
-            let o = h * HEAD_DIM + 4u * d4;
-            let r = num / den;
-            out[o] = r.x;
-            out[o + 1u] = r.y;
-            out[o + 2u] = r.z;
-            out[o + 3u] = r.w;
-        } else {
-            let base = (h * nwg.y + wg.y) * (HEAD_DIM + 2u);
-            let o = base + 4u * d4;
-            out[o] = num.x;
-            out[o + 1u] = num.y;
-            out[o + 2u] = num.z;
-            out[o + 3u] = num.w;
-            if d4 == 0u {
-                out[base + HEAD_DIM] = top;
-                out[base + HEAD_DIM + 1u] = den;
-            }
-        }
+        emit_head(h * HEAD_DIM, h * nwg.y + wg.y, d4, num, top, den);
     }
 }
