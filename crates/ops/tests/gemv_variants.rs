@@ -159,16 +159,21 @@ fn packed_layout_fused_forms_match_the_oracle() {
         base: 10000.0,
         max_ctx: 5,
     };
-    let packed = |format, rows, out_offset| Gemv {
+    let packed = |format, rows, cols, out_offset| Gemv {
         layout: WeightLayout::Packed,
-        ..matrix(format, rows, 64, out_offset)
+        ..matrix(format, rows, cols, out_offset)
     };
-    for variant in variants(gpu) {
+    // 4096 and 8192 columns: dp4a's wide workgroups, its rows split over two row groups
+    // (`Gemv::dp4a_split`), 1024 threads at 8192 where the adapter allows them.
+    for (variant, cols) in variants(gpu)
+        .into_iter()
+        .flat_map(|v| [(v, 64), (v, 4096), (v, 8192)])
+    {
         for format in PACKABLE {
             let ops = [
                 (
                     GemvFused {
-                        gemv: packed(format, 21, 2),
+                        gemv: packed(format, 21, cols, 2),
                         norm: Some(1e-5),
                         epilogue: GemvEpilogue::Accumulate,
                     },
@@ -176,7 +181,7 @@ fn packed_layout_fused_forms_match_the_oracle() {
                 ),
                 (
                     GemvFused {
-                        gemv: packed(format, 40, 0),
+                        gemv: packed(format, 40, cols, 0),
                         norm: Some(1e-5),
                         epilogue: GemvEpilogue::RopeKv(rope),
                     },
@@ -184,7 +189,7 @@ fn packed_layout_fused_forms_match_the_oracle() {
                 ),
                 (
                     GemvFused {
-                        gemv: packed(format, 29, 0),
+                        gemv: packed(format, 29, cols, 0),
                         norm: None,
                         epilogue: GemvEpilogue::SiluMul { n: 13, up_row: 16 },
                     },
@@ -395,6 +400,23 @@ impl FusedCase {
             .dispatch(gpu, tuning, &buffers)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(d.op, self.op.op_name());
+        if variant == GemvVariant::Dp4a {
+            let split = g.dp4a_split(gpu);
+            let constant = |name: &str| {
+                d.pipeline
+                    .constants()
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| *v as u32)
+            };
+            assert_eq!(constant("KSPLIT"), Some(split.k_split), "{what}");
+            assert_eq!(constant("WG_SIZE"), Some(split.workgroup), "{what}");
+            if g.cols >= gpuscope_ops::gemv::DP4A_WIDE_COLS
+                && gpu.limits().max_compute_invocations_per_workgroup >= 512
+            {
+                assert_eq!(split.k_split, 2, "{what}: the wide rows are split");
+            }
+        }
         run(gpu, vec![d]);
         let (mut want, mut want_k, mut want_v) = (y0.clone(), cache0.clone(), cache0.clone());
         self.op.cpu_variant(

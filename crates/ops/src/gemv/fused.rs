@@ -161,9 +161,16 @@ impl GemvFused {
             )));
         }
         if variant == GemvVariant::Dp4a {
-            // xq (16 bytes per 16 columns), xm (8 bytes per block) and the 128 partial
-            // sums of x² of kernel_dp4a.wgsl.
-            let bytes = u64::from(g.cols) + u64::from(g.cols / 32) * 8 + 512;
+            // xq (16 bytes per 16 columns), xm (8 bytes per block), the 128 partial
+            // sums of x² and the row groups' sums (ksum) of kernel_dp4a.wgsl.
+            let split = g.dp4a_split(gpu);
+            let bytes = u64::from(g.cols) + u64::from(g.cols / 32) * 8 + 512 + split.sum_bytes(t);
+            if split.workgroup < tpr * split.k_split {
+                return Err(self.invalid(format!(
+                    "{tpr} lanes per row: the dp4a frame splits each row set over {} row groups of a {}-thread workgroup",
+                    split.k_split, split.workgroup
+                )));
+            }
             let limit = u64::from(gpu.limits().max_compute_workgroup_storage_size);
             if bytes > limit {
                 return Err(self.invalid(format!(
@@ -331,10 +338,12 @@ impl GemvFused {
                 ROWS_WORKGROUP_SIZE * rows_per_thread
             }
             GemvVariant::Dp4a => {
-                let wg = g.dp4a_workgroup(gpu);
+                let split = g.dp4a_split(gpu);
                 constants.push(("TPR", f64::from(threads_per_row)));
-                constants.push(("WG_SIZE", f64::from(wg)));
-                wg / threads_per_row * rows_per_thread
+                constants.push(("WG_SIZE", f64::from(split.workgroup)));
+                constants.push(("KSPLIT", f64::from(split.k_split)));
+                constants.push(("KSUMS", f64::from(split.sums(tuning))));
+                split.rows_per_workgroup(tuning)
             }
             _ => {
                 constants.push(("TPR", f64::from(threads_per_row)));

@@ -19,7 +19,9 @@
 // reduced once (subgroupAdd, then the subgroups' sums).
 // Phase 2: the lanes frame of kernel.wgsl with a whole block per lane step: TPR lanes per
 // row group, NR rows per lane, each block's x words read once from workgroup memory for
-// the NR rows.
+// the NR rows. With KSPLIT > 1 that many row groups share each NR rows, each over every
+// KSPLIT-th step of blocks, and add their sums in workgroup memory: more lanes per row
+// without a reduction wider than a subgroup.
 //
 // Pieces composed around this file (shader.rs): before it lanes_common.wgsl (the shape's
 // overrides, span_row, GroupSum); after it the format's load_block and block_idot (and
@@ -30,8 +32,12 @@
 override XQ_VEC4S: u32;
 override X_BLOCKS: u32;
 
-// Threads per workgroup (`Gemv::dp4a_workgroup`: 512 for wide x, else 256).
+// Threads per workgroup and row groups per row set (`Gemv::dp4a_split`): KSPLIT groups
+// of TPR lanes share each NR rows, group k over blocks k·TPR + lane, stepping by
+// KSPLIT·TPR; their sums meet in ksum (KSUMS = WG_SIZE / TPR vec4s when split, else 1).
 override WG_SIZE: u32;
+override KSPLIT: u32;
+override KSUMS: u32;
 // group_sum adds no sum of squares here: phase 1 reduces it.
 const HAS_NORM: bool = false;
 const NORM: bool = NORM_ON;
@@ -44,6 +50,7 @@ var<workgroup> xm: array<vec2<f32>, X_BLOCKS>;
 // One partial sum of x² per subgroup (subgroups of at least 8 lanes, workgroups of at
 // most 1024 threads: at most 128 of them).
 var<workgroup> ss_part: array<f32, 128>;
+var<workgroup> ksum: array<vec4<f32>, KSUMS>;
 
 // Vec4 k (0..7) of block b of x (zeros past the last block; the load is clamped so it
 // stays in bounds without a branch).
@@ -139,7 +146,7 @@ fn main(
     @builtin(subgroup_size) sg_size: u32,
 ) {
     let wg_lin = wg.x + wg.y * nwg.x;
-    let first_row = wg_lin * ((WG_SIZE / TPR) * NR);
+    let first_row = wg_lin * ((WG_SIZE / (TPR * KSPLIT)) * NR);
     // Workgroup-uniform, so returning before the barriers is allowed.
     if first_row >= ROWS {
         return;
@@ -150,15 +157,18 @@ fn main(
     // resident at once, and phase 1 alone would leave memory idle). Rows past the end
     // (last workgroup) recompute the last row, unwritten; steps past the last block
     // reload the last block, unused.
-    let row0 = first_row + (lid / TPR) * NR;
+    let group = lid / TPR;
+    let row0 = first_row + (group / KSPLIT) * NR;
     let lane = lid % TPR;
+    let klane = lane + TPR * (group % KSPLIT);
+    let kstride = TPR * KSPLIT;
     let r0 = phys_row(span_row(min(row0, ROWS - 1u)));
     let r1 = phys_row(span_row(min(row0 + 1u, ROWS - 1u)));
     let r2 = phys_row(span_row(min(row0 + 2u, ROWS - 1u)));
     let r3 = phys_row(span_row(min(row0 + 3u, ROWS - 1u)));
     let rows = vec4<u32>(r0, r1, r2, r3);
     let blocks = COLS / 32u;
-    var cur = load_rows(rows, min(lane, blocks - 1u));
+    var cur = load_rows(rows, min(klane, blocks - 1u));
 
     // Phase 1. Every lane runs every step (the bound is a constant), so the shuffles run
     // in uniform control flow; lanes past the last block quantize zeros and store
@@ -213,14 +223,14 @@ fn main(
     // Phase 2: each step loads the next step's blocks before it multiplies its own (a
     // software pipeline one step deep: the loads stay in flight across the dot products).
     var acc = vec4<f32>(0.0);
-    for (var b = lane; b < blocks; b += TPR) {
-        let next = load_rows(rows, min(b + TPR, blocks - 1u));
+    for (var b = klane; b < blocks; b += kstride) {
+        let next = load_rows(rows, min(b + kstride, blocks - 1u));
         acc += rows_idot(cur, b);
         cur = next;
     }
     var extra = 0.0;
     for (var p = 0u; p < EXTRA_PASSES; p++) {
-        for (var b = lane; b < blocks; b += TPR) {
+        for (var b = klane; b < blocks; b += kstride) {
             extra += block_idot(load_block(r0, b), xq[2u * b], xq[2u * b + 1u], xm[b]);
         }
     }
@@ -228,7 +238,19 @@ fn main(
         acc.x = extra;
     }
     let total = group_sum(lid, lane, acc, 0.0);
-    if lane == 0u {
+    if KSPLIT > 1u {
+        if lane == 0u {
+            ksum[group] = total.acc;
+        }
+        workgroupBarrier();
+        if lane == 0u && group % KSPLIT == 0u {
+            var s = total.acc;
+            for (var k = 1u; k < KSPLIT; k++) {
+                s += ksum[group + k];
+            }
+            emit(row0, s * scale);
+        }
+    } else if lane == 0u {
         emit(row0, total.acc * scale);
     }
 }

@@ -67,10 +67,47 @@ use crate::quant::WeightFormat;
 /// in `kernel.wgsl`.
 pub const WORKGROUP_SIZE: u32 = 256;
 /// Threads per workgroup of the `dp4a` frame for x of at least [`DP4A_WIDE_COLS`]
-/// columns ([`Gemv::dp4a_workgroup`]).
+/// columns ([`Gemv::dp4a_split`]).
 pub const DP4A_WIDE_WORKGROUP: u32 = 512;
 /// From this many columns the `dp4a` frame takes [`DP4A_WIDE_WORKGROUP`] threads.
 pub const DP4A_WIDE_COLS: u32 = 2048;
+/// Wide matrices of fewer rows than this split each row set's blocks over two row groups
+/// ([`Gemv::dp4a_split`]).
+pub const DP4A_SPLIT_MAX_ROWS: u32 = 16384;
+/// From this many columns a split matrix takes workgroups of twice
+/// [`DP4A_WIDE_WORKGROUP`] threads.
+pub const DP4A_WIDE_SPLIT_COLS: u32 = 8192;
+
+/// How the `dp4a` frame spreads a matrix over workgroups ([`Gemv::dp4a_split`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dp4aSplit {
+    /// Threads per workgroup (`WG_SIZE`).
+    pub workgroup: u32,
+    /// Row groups sharing each row set (`KSPLIT`), each over every `k_split`-th block of
+    /// the row; their sums meet in workgroup memory. 1: a row group has its rows alone.
+    pub k_split: u32,
+}
+
+impl Dp4aSplit {
+    /// Matrix rows one workgroup computes with `tuning`'s lanes and rows per lane.
+    pub fn rows_per_workgroup(&self, tuning: GemvTuning) -> u32 {
+        self.workgroup / (tuning.threads_per_row * self.k_split) * tuning.rows_per_thread
+    }
+
+    /// Bytes of workgroup memory the row groups' sums take (`KSUMS` vec4s).
+    pub fn sum_bytes(&self, tuning: GemvTuning) -> u64 {
+        16 * u64::from(self.sums(tuning))
+    }
+
+    /// `KSUMS`: one vec4 per row group when split, else one unused.
+    pub fn sums(&self, tuning: GemvTuning) -> u32 {
+        if self.k_split > 1 {
+            self.workgroup / tuning.threads_per_row
+        } else {
+            1
+        }
+    }
+}
 
 /// Threads per workgroup of the `rows` frame: one 8-wide SIMD step of lavapipe on AVX2
 /// (its subgroup size), so a workgroup is one loop iteration of its CPU thread.
@@ -347,22 +384,46 @@ impl Gemv {
         }
     }
 
-    /// Threads per workgroup of the `dp4a` frame: [`DP4A_WIDE_WORKGROUP`] from
-    /// [`DP4A_WIDE_COLS`] columns where the adapter allows it, else [`WORKGROUP_SIZE`].
-    /// Every workgroup quantizes all of x before its first dot product, and a matrix of a
-    /// few hundred workgroups is resident at once (all quantizing together): a larger
-    /// workgroup quantizes x faster and fewer times. H100, Llama-8B q4_0 decode:
-    /// 385 -> 407 tok/s with 512; SmolLM2's 576-wide head was slower with 512 (1179 ->
-    /// 1152), hence the width rule (BENCHMARKS.md, run 12).
-    pub fn dp4a_workgroup(&self, gpu: &Gpu) -> u32 {
+    /// How the `dp4a` frame spreads this matrix over workgroups: threads per workgroup and
+    /// row groups per row set ([`Dp4aSplit`]).
+    ///
+    /// - Every workgroup quantizes all of x before its first dot product, and a matrix of
+    ///   a few hundred workgroups is resident at once (all quantizing together): from
+    ///   [`DP4A_WIDE_COLS`] columns a workgroup has [`DP4A_WIDE_WORKGROUP`] threads, which
+    ///   quantize x faster and fewer times (H100, Llama-8B q4_0 decode: 385 -> 407
+    ///   tok/s); SmolLM2's 576-wide head was slower with 512 (1179 -> 1152).
+    /// - Below [`DP4A_SPLIT_MAX_ROWS`] rows (q/k/v, attention output, down projection:
+    ///   one wave of workgroups, each streaming its rows alone) two row groups share each
+    ///   row set, each over every other block ([`Dp4aSplit::k_split`] 2): twice the lanes
+    ///   per row, half the steps per lane; the down projection's rows (from
+    ///   [`DP4A_WIDE_SPLIT_COLS`] columns) get 1024-thread workgroups. H100, Llama-8B q4_0
+    ///   at 141-205 positions: 408-411 -> 427-428 tok/s; four row groups per row set, or
+    ///   two on the 28672-row gate/up, were slower (BENCHMARKS.md, run 13).
+    pub fn dp4a_split(&self, gpu: &Gpu) -> Dp4aSplit {
         let limits = gpu.limits();
         let allowed = limits
             .max_compute_invocations_per_workgroup
             .min(limits.max_compute_workgroup_size_x);
-        if self.cols >= DP4A_WIDE_COLS && DP4A_WIDE_WORKGROUP <= allowed {
-            DP4A_WIDE_WORKGROUP
+        if self.cols < DP4A_WIDE_COLS || DP4A_WIDE_WORKGROUP > allowed {
+            return Dp4aSplit {
+                workgroup: WORKGROUP_SIZE,
+                k_split: 1,
+            };
+        }
+        if self.rows >= DP4A_SPLIT_MAX_ROWS {
+            return Dp4aSplit {
+                workgroup: DP4A_WIDE_WORKGROUP,
+                k_split: 1,
+            };
+        }
+        let workgroup = if self.cols >= DP4A_WIDE_SPLIT_COLS && 2 * DP4A_WIDE_WORKGROUP <= allowed {
+            2 * DP4A_WIDE_WORKGROUP
         } else {
-            WORKGROUP_SIZE
+            DP4A_WIDE_WORKGROUP
+        };
+        Dp4aSplit {
+            workgroup,
+            k_split: 2,
         }
     }
 

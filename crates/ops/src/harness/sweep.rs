@@ -13,7 +13,8 @@
 //! - workgroup size: the lanes frame's `WG_SIZE` (256 in the kernels the decoder runs) is
 //!   a WGSL constant sized into its shared-memory reduction, so a sweep value rebuilds the
 //!   kernel with both edited; the `rows` frame takes it as its `WG` override, `dp4a` as
-//!   its `WG_SIZE` override (its own default: `Gemv::dp4a_workgroup`).
+//!   its `WG_SIZE` override (its own default: `Gemv::dp4a_split`, whose row groups per
+//!   row set the point keeps).
 //!
 //! Every point is checked against the adapter before anything runs ([`SweepPoint::check`]),
 //! so a value it cannot run is one error naming the value.
@@ -114,7 +115,7 @@ impl SweepPoint {
     fn frame_workgroup(&self, gpu: &Gpu) -> u32 {
         match self.variant {
             GemvVariant::Rows => ROWS_WORKGROUP_SIZE,
-            GemvVariant::Dp4a => self.gemv().dp4a_workgroup(gpu),
+            GemvVariant::Dp4a => self.gemv().dp4a_split(gpu).workgroup,
             _ => WORKGROUP_SIZE,
         }
     }
@@ -191,9 +192,14 @@ impl SweepPoint {
                     gpu.adapter_info().name
                 ));
             }
-            if !wg.is_power_of_two() || wg < t.threads_per_row {
+            // dp4a keeps its k-split: each row set takes that many row groups.
+            let groups = match self.variant {
+                GemvVariant::Dp4a => self.gemv().dp4a_split(gpu).k_split,
+                _ => 1,
+            };
+            if !wg.is_power_of_two() || wg < t.threads_per_row * groups {
                 return Err(format!(
-                    "wg={wg}: a workgroup size is a power of two of at least the lanes per row ({})",
+                    "wg={wg}: a workgroup size is a power of two of at least the lanes per row ({}) times the row groups per row set ({groups})",
                     t.threads_per_row
                 ));
             }
@@ -312,8 +318,14 @@ impl SweepPoint {
                     wg * t.rows_per_thread
                 }
                 GemvVariant::Dp4a => {
+                    // The kernel's own k-split, at this workgroup size.
+                    let split = crate::gemv::Dp4aSplit {
+                        workgroup: wg,
+                        ..self.gemv().dp4a_split(gpu)
+                    };
                     extra.push(("WG_SIZE", f64::from(wg)));
-                    wg / t.threads_per_row * t.rows_per_thread
+                    extra.push(("KSUMS", f64::from(split.sums(t))));
+                    split.rows_per_workgroup(t)
                 }
                 _ => {
                     wgsl = Some(lanes_frame_with_workgroup(d.pipeline.wgsl(), wg));
