@@ -219,7 +219,7 @@ pub struct KernelArgs {
     /// (optionally :LANESxROWS, e.g. gemv=blocks:16x2, one spread for every gemv; dp4a:
     /// int8 activations and integer dot products, packed q4_0/q4_1/q8_0 weights),
     /// attention=workgroup|subgroup|groups|split, weights=gguf|packed, gemv_large=VARIANT|none
-    /// (the variant of matrices of 2^22 weights and more; dp4a on GPUs),
+    /// (the variant of matrices of 2^18 weights and more; dp4a on GPUs),
     /// prefill=coopmat|dp4a|batched (the prompt's gemm for q4_0/q4_1/q8_0: f16 tiles on
     /// cooperative matrices, int8 tiles, or the batched gemv). Default: by adapter (the
     /// profile records it).
@@ -683,7 +683,7 @@ pub struct BenchArgs {
     /// projection): memory-vs-compute, quant-overhead, workgroup, tile, or all.
     #[arg(long, value_name = "NAME")]
     pub experiment: Vec<String>,
-    /// With --sweep: save the fastest gemv variant per size class (below / from 2^22
+    /// With --sweep: save the fastest gemv variant per size class (below / from 2^18
     /// weights, summed over the swept shapes) as this adapter's kernel tuning, which
     /// `profile`, `run` and `bench` then use by default (the cache's tuning/ folder;
     /// `--kernel` still overrides it).

@@ -118,9 +118,10 @@ impl FromIterator<Fusion> for Fusions {
     }
 }
 
-/// Weights from which a matrix counts as large for [`KernelPlan::gemv_large`]: 2^22,
-/// Llama-1B's 2048×2048 and up, every matrix of an 8B model, SmolLM2's output head only.
-pub const LARGE_GEMV_WEIGHTS: u64 = 1 << 22;
+/// Weights from which a matrix counts as large for [`KernelPlan::gemv_large`]: 2^18,
+/// every matrix of SmolLM2-135M (576×576 and up) and of larger models; the tiny test
+/// models' matrices stay below.
+pub const LARGE_GEMV_WEIGHTS: u64 = 1 << 18;
 
 /// The decode graph's kernel choices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,9 +129,12 @@ pub struct KernelPlan {
     pub gemv: GemvVariant,
     /// The variant of matrices of at least [`LARGE_GEMV_WEIGHTS`] weights, where it has a
     /// kernel for them (`None`: [`Self::gemv`] for every matrix). `dp4a` on GPUs that run
-    /// it: on an H100 (Vulkan) it took Llama-8B q4_0 from 202 to 283 tok/s, but at
-    /// SmolLM2's 576-wide layers, which are bound by launch latency, it was 3-5% slower
-    /// than `subgroup` (BENCHMARKS.md, 2026-11-24).
+    /// it: on an H100 (Vulkan) it took Llama-8B q4_0 from 202 to 283 tok/s (BENCHMARKS.md
+    /// run 9); at SmolLM2's 576-wide layers it was 3-5% slower than `subgroup` then, and
+    /// after run 12's loads and with 16 lanes a row the real SmolLM2 file's `run` went
+    /// from 1121-1133 to 1240-1247 tok/s (run 12), hence 2^18 since run 13. Int8
+    /// activations are not the float decoder's function: `check` gives them chained
+    /// limits of their own, and `--kernel gemv_large=none` is the float path.
     pub gemv_large: Option<GemvVariant>,
     /// `Some((lanes per row, rows per lane))`: that spread for every gemv instead of the
     /// per-shape rule (sweeps: `--kernel gemv=blocks:16x4`).

@@ -5,7 +5,7 @@
 use gpuscope_model::check::{check, Against, BreakAt, CheckOptions, Fault, Filter, Precision};
 use gpuscope_model::{load_gguf, test_model, DecoderOptions, Preset};
 use gpuscope_ops::WeightFormat;
-use gpuscope_trace::analysis::compare::Thresholds;
+use gpuscope_trace::analysis::compare::{Thresholds, INT8_CHAINED, INT8_LOCAL};
 use gpuscope_trace::analysis::divergence::{verdict, DivergenceKind};
 use gpuscope_trace::tensors::TraceIndex;
 
@@ -402,11 +402,41 @@ fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
                 .iter()
                 .filter(|d| d.shader.contains(".dp4a"))
                 .count();
+            let widened = run.report.notes.iter().any(|n| n.contains("int8"));
             if format == WeightFormat::F16 {
                 assert_eq!(dp4a, 0, "f16 has no dp4a kernel");
+                assert_eq!(run.report.thresholds, Thresholds::default());
+                assert!(!widened);
             } else {
                 assert!(dp4a > 0, "{format}: no dp4a dispatch checked");
+                // Int8 activations: limits for their rounding and drift, said in a note,
+                // the local ones for exactly the dp4a dispatches.
+                assert_eq!(run.report.thresholds.chained, INT8_CHAINED);
+                assert_eq!(run.report.thresholds.int8_local, Some(INT8_LOCAL));
+                assert!(widened, "{:?}", run.report.notes);
+                for d in &run.report.dispatches {
+                    assert_eq!(
+                        d.int8_activations,
+                        d.shader.contains(".dp4a"),
+                        "{}",
+                        d.shader
+                    );
+                }
             }
+        }
+        if format == WeightFormat::Q4_0 {
+            // Chained limits given with --threshold are kept.
+            let mut thresholds = Thresholds::default();
+            thresholds.set("chained.nmse=5e-3").unwrap();
+            let opts = CheckOptions {
+                plan: Some(plan),
+                thresholds,
+                ..options(2)
+            };
+            let run = check(gpu, &w, &opts).unwrap();
+            let chained = run.report.thresholds.chained;
+            assert_eq!(chained.nmse, 5e-3);
+            assert_eq!(chained.max_err, Thresholds::default().chained.max_err);
         }
     }
 }

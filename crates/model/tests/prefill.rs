@@ -50,7 +50,6 @@ fn prefill_matches_per_token_in(
         max_ctx,
         read_logits: true,
     };
-    let mut one = GpuDecoder::new(gpu, w, opts.clone()).unwrap();
     // The batched graph is not built with the CPU-style gemv (`rows`, lavapipe's default:
     // prompts go through decode steps there); these tests are about the batched kernels.
     let mut plan = KernelPlan::for_adapter(gpu);
@@ -58,11 +57,14 @@ fn prefill_matches_per_token_in(
         plan.gemv = GemvVariant::Shared;
     }
     plan.weights = layout;
-    // The float batched gemv: the gemms round x (dp4a to int8, coopmat to f16 with the
-    // weights), which moved SmolLM2's logits by 0.46% of the largest on an H100 (coopmat),
-    // past this comparison's tolerance; `gemm_prefills_stay_near_the_float_prefill` checks
-    // them against this path.
+    // Float gemvs and the float batched gemv on both sides: dp4a decode steps and the
+    // gemms round x (to int8, or to f16 with the weights on coopmat), which moved
+    // SmolLM2's logits by 0.46% (coopmat prefill) and 1.9% (dp4a decode) of the largest
+    // on an H100, past this comparison's tolerance; `gemm_prefills_stay_near_the_float_prefill`
+    // checks the gemms against this path, `check` the dp4a gemvs against their executors.
+    plan.gemv_large = None;
     plan.prefill = None;
+    let mut one = GpuDecoder::with_plan(gpu, w, opts.clone(), plan).unwrap();
     let mut batched = GpuDecoder::with_plan(gpu, w, opts, plan).unwrap();
     batched.enable_prefill(gpu, max_batch).unwrap();
     assert!(

@@ -4,7 +4,7 @@
 //! small, not a wrong kernel); and refusals for what it has no kernel for.
 
 use gpuscope_ops::gemv::{
-    q8_blocks, Gemv, GemvTuning, GemvVariant, WeightLayout, MAX_ROWS_PER_THREAD,
+    q8_blocks, rounds_activations, Gemv, GemvTuning, GemvVariant, WeightLayout, MAX_ROWS_PER_THREAD,
 };
 use gpuscope_ops::quant::WeightFormat;
 
@@ -115,7 +115,18 @@ fn dp4a_stays_near_the_float_gemv() {
         let xb = gpu.create_buffer_init("x", &f32_bytes(&case.x)).unwrap();
         let yb = gpu.create_buffer("y", u64::from(rows) * 4).unwrap();
         let t = g.tuning(GemvVariant::Dp4a, gpu);
-        run(gpu, vec![g.dispatch_with(gpu, &wb, &xb, &yb, t).unwrap()]);
+        let d = g.dispatch_with(gpu, &wb, &xb, &yb, t).unwrap();
+        // `check` widens its chained limits by this name (int8 activations).
+        assert!(
+            rounds_activations(d.pipeline.shader()),
+            "{}",
+            d.pipeline.shader()
+        );
+        let float = g
+            .dispatch_with(gpu, &wb, &xb, &yb, g.tuning(GemvVariant::Shared, gpu))
+            .unwrap();
+        assert!(!rounds_activations(float.pipeline.shader()));
+        run(gpu, vec![d]);
         let got = read_f32(gpu, &yb);
         let mut exact = vec![0.0f64; rows as usize];
         let x64: Vec<f64> = case.x.iter().map(|&v| v as f64).collect();

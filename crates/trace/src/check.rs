@@ -60,6 +60,10 @@ pub struct DispatchCheck {
     /// Validation messages attributed to this dispatch (`--validate`).
     #[serde(default)]
     pub validation: Vec<String>,
+    /// Whether the kernel rounds its activations to int8 (its local limits:
+    /// [`crate::analysis::compare::Thresholds::local_for_dispatch`]).
+    #[serde(default)]
+    pub int8_activations: bool,
 }
 
 /// One written binding of a dispatch.

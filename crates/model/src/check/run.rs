@@ -332,6 +332,21 @@ fn check_in<T: Real>(
         stopped_at: None,
         notes: Vec::new(),
     };
+    // Int8 activations part the paths by their own rounding: chained limits to match
+    // (see `Thresholds::for_int8_activations`).
+    let int8 = subject
+        .dispatches
+        .iter()
+        .filter(|d| gpuscope_ops::gemv::rounds_activations(d.pipeline.shader()))
+        .count();
+    if int8 > 0 {
+        report.thresholds.for_int8_activations();
+        let l = report.thresholds.int8_local.expect("just set");
+        report.notes.push(format!(
+            "{int8} dispatch(es) a token round activations to int8 (dp4a gemvs): their local limits NMSE {:.0e}, max err {:.0e}·rms, chained NMSE {:.0e}, max err {}·rms, for the quantization's own rounding and drift; `--kernel gemv_large=none` checks the float path (docs/check.md)",
+            l.nmse, l.max_err, report.thresholds.chained.nmse, report.thresholds.chained.max_err
+        ));
+    }
     if opts.validate {
         report.notes.push(if !gpuscope_runtime::validation::installed() {
             "--validate: another logger is set, validation-layer messages go there (only wgpu's own validation errors are attributed)".into()
@@ -603,6 +618,7 @@ fn dispatch_check(
         shader: d.pipeline.shader().to_string(),
         outputs,
         validation,
+        int8_activations: gpuscope_ops::gemv::rounds_activations(d.pipeline.shader()),
     }
 }
 

@@ -287,6 +287,13 @@ pub struct GemvTuning {
 /// Must match the accumulator width (`vec4`) in the frames.
 pub const MAX_ROWS_PER_THREAD: u32 = 4;
 
+/// Whether the kernel named `shader` rounds its activations to int8 before the matrix
+/// (the `dp4a` gemvs: `gemv_q4_0.dp4a.packed`, `rms_norm+gemv_q4_1+rope.dp4a.packed`).
+pub fn rounds_activations(shader: &str) -> bool {
+    (shader.starts_with("gemv_") || shader.starts_with("rms_norm+gemv_"))
+        && shader.split('.').nth(1) == Some(GemvVariant::Dp4a.name())
+}
+
 /// The plain gemv shader of `format` with the `shared` frame (for captures and naga
 /// checks); other combinations are composed on demand.
 pub fn shader(format: WeightFormat) -> &'static ShaderSource {
@@ -456,14 +463,26 @@ impl Gemv {
                 // row for 14336-wide rows, though a sweep timed that fastest: the sweep's
                 // matrix stayed in L2, and in the decoder (from HBM) its 64 workgroups
                 // took Llama-8B from 335 to 229 tok/s (BENCHMARKS.md, run 10).
+                // dp4a below DP4A_WIDE_COLS columns (SmolLM2's 576 and 1536): 16 lanes x
+                // 1 row, whose more workgroups and shorter lanes suit matrices bound by
+                // launch latency (H100, synthetic SmolLM2 at 141-269 positions with every
+                // matrix dp4a: 1304-1308 tok/s against 1242-1246 by the rule; BENCHMARKS.md
+                // run 12). Pair epilogues round the row up (`GemvFused::fit_tuning`).
+                let narrow_dp4a = variant == GemvVariant::Dp4a && self.cols < DP4A_WIDE_COLS;
                 GemvTuning {
                     variant,
-                    threads_per_row: steps
-                        .div_ceil(4)
-                        .next_power_of_two()
-                        .max(4)
-                        .min(variant.max_threads_per_row(gpu)),
-                    rows_per_thread: if self.rows >= 4096 { 2 } else { 1 },
+                    threads_per_row: if narrow_dp4a {
+                        16
+                    } else {
+                        steps.div_ceil(4).next_power_of_two()
+                    }
+                    .max(4)
+                    .min(variant.max_threads_per_row(gpu)),
+                    rows_per_thread: if self.rows >= 4096 && !narrow_dp4a {
+                        2
+                    } else {
+                        1
+                    },
                 }
             }
         }

@@ -76,7 +76,7 @@ pub fn verdict(r: &CheckReport) -> Verdict {
                 reason: d.validation.join("; "),
             });
         }
-        let local_limits = r.thresholds.local_for(&d.op);
+        let local_limits = r.thresholds.local_for_dispatch(&d.op, d.int8_activations);
         for (o, out) in d.outputs.iter().enumerate() {
             v.outputs_checked += 1;
             if v.first_local.is_none() {

@@ -128,6 +128,11 @@ pub fn render_check(r: &CheckReport) -> String {
             .ops
             .iter()
             .map(|(k, l)| format!(", {k} {:.0e}/{:.0e}", l.nmse, l.max_err))
+            .chain(
+                r.thresholds
+                    .int8_local
+                    .map(|l| format!(", int8 activations {:.0e}/{:.0e}", l.nmse, l.max_err))
+            )
             .collect::<String>(),
         r.thresholds.chained.nmse,
         r.thresholds.chained.max_err
