@@ -363,8 +363,10 @@ impl Tokenizer {
     pub fn stream(&self) -> TextStream<'_> {
         TextStream {
             tokenizer: self,
+            window: self.inner.decode_stream(false),
             ids: Vec::new(),
             printed: 0,
+            whole: false,
         }
     }
 
@@ -389,18 +391,48 @@ impl Tokenizer {
     }
 }
 
+/// The `tokenizers` tokenizer type's incremental decoder.
+type WindowDecoder<'t> = tokenizers::DecodeStream<
+    't,
+    tokenizers::models::ModelWrapper,
+    NormalizerWrapper,
+    PreTokenizerWrapper,
+    tokenizers::processors::PostProcessorWrapper,
+    DecoderWrapper,
+>;
+
 /// Incremental decoding for printing tokens as they come: a token may end in the middle
 /// of a UTF-8 character, so text is released only up to the last whole character.
+///
+/// Through `tokenizers`' `DecodeStream`, which decodes a window of the last few ids: a
+/// decode of every id so far at every token cost O(n) a token (SmolLM2's tokenizer on the
+/// 2-core VM: 21 µs a token over 512 tokens, 44 µs for the 512th; the window: 0.6 µs).
+/// Should the window decoder fail (a decoder whose text is not stable under appending),
+/// every later push decodes all ids.
 pub struct TextStream<'t> {
     tokenizer: &'t Tokenizer,
+    window: WindowDecoder<'t>,
+    /// Every id so far (for the whole-text fallback).
     ids: Vec<u32>,
+    /// Bytes of text released so far.
     printed: usize,
+    whole: bool,
 }
 
 impl TextStream<'_> {
     /// Adds `id`; returns the text it completes (possibly empty).
     pub fn push(&mut self, id: u32) -> Result<String, TokenizerError> {
         self.ids.push(id);
+        if !self.whole {
+            match self.window.step(id) {
+                Ok(text) => {
+                    let text = text.unwrap_or_default();
+                    self.printed += text.len();
+                    return Ok(text);
+                }
+                Err(_) => self.whole = true,
+            }
+        }
         let text = self.tokenizer.decode(&self.ids)?;
         if text.ends_with('\u{FFFD}')
             || text.len() < self.printed

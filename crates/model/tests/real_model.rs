@@ -131,6 +131,8 @@ fn tokenizer_round_trips() {
         "punctuation: ()[]{}<>!?;:'\"`~@#$%^&*-_=+\\|/",
         "Unicode: café, naïve, Straße, 東京, Ελληνικά, emoji 🦀🚀",
         "mixed   \t whitespace   runs",
+        // Long enough that the stream's window of ids moves on many times.
+        &"The quick brown fox jumps over the lazy dog, 東京 🦀. ".repeat(30),
     ] {
         let ids = tk.encode(text).unwrap();
         assert_eq!(tk.decode(&ids).unwrap(), text, "{ids:?}");

@@ -105,3 +105,32 @@ fn the_prompt_gets_bos_and_eos_ends_text() {
     );
     assert!(t.is_end(2));
 }
+
+/// Streaming (one id at a time, as `run` prints) gives the full decode's text piece by
+/// piece: byte-fallback characters released once whole (never U+FFFD), the leading space
+/// handled as the full decode does, over a text long enough that the stream's window of
+/// ids moves on many times.
+#[test]
+fn streaming_matches_the_full_decode() {
+    let t = spm_tokenizer();
+    let text = ["Hello world Hé", "日本 world12 Hello"]
+        .repeat(40)
+        .join(" ");
+    let ids = t.encode(&text).unwrap();
+    assert!(ids.len() > 200, "{}", ids.len());
+    let mut stream = t.stream();
+    let mut streamed = String::new();
+    for (i, &id) in ids.iter().enumerate() {
+        let piece = stream.push(id).unwrap();
+        assert!(!piece.contains('\u{FFFD}'), "token {i}: {piece:?}");
+        streamed.push_str(&piece);
+        // Where the full decode is whole text, the stream has released exactly it (a run
+        // of byte tokens that ends mid-character decodes as U+FFFD throughout, so the
+        // full text of those prefixes is not compared).
+        let full = t.decode(&ids[..=i]).unwrap();
+        if !full.contains('\u{FFFD}') {
+            assert_eq!(streamed, full, "token {i}");
+        }
+    }
+    assert_eq!(streamed, t.decode(&ids).unwrap());
+}
