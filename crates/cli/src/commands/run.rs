@@ -183,6 +183,9 @@ pub(crate) fn run_gpu_options(device: &DeviceArgs) -> GpuOptions {
     options
 }
 
+/// Decode steps `run` takes before the prompt (see [`run`]).
+const RUN_WARMUP_STEPS: u32 = 2;
+
 pub fn run(args: &RunArgs) -> Result<(), Exit> {
     if let Some(dir) = &args.capture {
         check_target(dir, on_existing(args.force)).context("--capture")?;
@@ -222,6 +225,12 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
         },
         prompt.len() as u32,
     )?;
+    // Decode steps before the prompt, the position then cleared (as `profile`'s warm-up):
+    // the decode graph's first submissions pay one-time driver costs that would otherwise
+    // land in the generation rate. Not with --capture, which records from a fresh decoder.
+    if args.capture.is_none() {
+        gen.warm_up(RUN_WARMUP_STEPS, prompt[0])?;
+    }
     let a = gpu.adapter_desc();
     eprintln!("gpuscope: on {} ({})", a.name, a.backend);
     let mut capture = RunCapture::start(args, &gpu, gen.decoder(), &model)?;
