@@ -106,6 +106,40 @@ fn bad_check_input_gets_one_line_and_leaves_nothing() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+/// A kernel the adapter cannot run is reported as not supported, and does not fail the
+/// run: llvmpipe's GL backend offers no subgroups, so no dp4a.
+#[test]
+fn ops_test_reports_kernels_the_adapter_cannot_run_as_not_supported() {
+    if !have_gpu() {
+        return;
+    }
+    let out = gpuscope(&["ops", "test", "--op", "gemv_q8_0", "--backend", "gl"]);
+    if !out.status.success() && std::env::var_os("CI").is_none() {
+        eprintln!("SKIPPED (not in CI): no GL adapter: {}", text(&out.stderr));
+        return;
+    }
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
+    let dp4a: Vec<&str> = stdout.lines().filter(|l| l.contains(".dp4a")).collect();
+    assert_eq!(dp4a.len(), 7, "{stdout}");
+    assert!(
+        dp4a.iter()
+            .all(|l| l.contains(" n/a ") && l.contains("not supported: ")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("0 failed, 7 not supported by this adapter"),
+        "{stdout}"
+    );
+    // The float kernels of the same format ran.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("gemv_q8_0.shared") && l.contains(" OK ")),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn ops_test_names_a_planted_wrong_kernel_and_perf_prints_csv() {
     if !have_gpu() {

@@ -25,13 +25,36 @@ fn every_op_format_and_shape_of_the_default_table_matches_its_executor() {
             );
         }
     }
+    // The dp4a gemvs the decoder runs on GPUs, for every format it has a kernel for,
+    // the split rows included; lavapipe (8-lane subgroups) runs them.
+    for f in ["q4_0", "q4_1", "q8_0"] {
+        for shape in ["smollm2.attn_q", "split.4096", "split.8192"] {
+            assert!(
+                all.iter()
+                    .any(|c| c.op == format!("gemv_{f}.dp4a.packed") && c.shape == shape),
+                "dp4a {f} {shape}"
+            );
+        }
+    }
     let rows: Vec<_> = all
         .iter()
         .map(|c| run_test(gpu, c, &Thresholds::default(), None))
         .collect();
+    let dp4a_ran = rows
+        .iter()
+        .filter(|r| r.op_name.contains(".dp4a") && r.supported)
+        .count();
+    if gpuscope_ops::gemv::GemvVariant::Dp4a.supported(gpu).is_ok() {
+        assert_eq!(
+            dp4a_ran, 21,
+            "every dp4a case runs where the adapter has dp4a"
+        );
+    } else {
+        assert!(!gpu.adapter_info().name.contains("llvmpipe") || std::env::var_os("CI").is_none());
+    }
     let failed: Vec<String> = rows
         .iter()
-        .filter(|r| !r.passed)
+        .filter(|r| r.supported && !r.passed)
         .map(|r| {
             format!(
                 "{} {} {}: {}",

@@ -152,15 +152,29 @@ pub fn test_table(rows: &[OpTestResult]) -> String {
             r.op_name,
             r.format,
             r.shape,
-            if r.passed { "OK" } else { "FAIL" },
+            match (r.supported, r.passed) {
+                (false, _) => "n/a",
+                (true, true) => "OK",
+                (true, false) => "FAIL",
+            },
             sci(e.map(|e| e.nmse)),
             sci(e.map(|e| e.max_err)),
             r.guard_words_changed,
             r.error_message
         );
     }
-    let failed = rows.iter().filter(|r| !r.passed).count();
-    let _ = writeln!(out, "{} passed, {} failed", rows.len() - failed, failed);
+    let failed = rows.iter().filter(|r| r.supported && !r.passed).count();
+    let unsupported = rows.iter().filter(|r| !r.supported).count();
+    let _ = write!(
+        out,
+        "{} passed, {} failed",
+        rows.len() - failed - unsupported,
+        failed
+    );
+    if unsupported > 0 {
+        let _ = write!(out, ", {unsupported} not supported by this adapter");
+    }
+    let _ = writeln!(out);
     out
 }
 

@@ -11,7 +11,7 @@ use crate::add::Add;
 use crate::argmax::Argmax;
 use crate::attention::{AttnBatched, AttnFused, AttnScores, AttnValues, AttnVariant};
 use crate::embedding::{Embedding, EmbeddingBatched};
-use crate::gemv::{Gemv, GemvBatched};
+use crate::gemv::{Gemv, GemvBatched, GemvBuffers, GemvEpilogue, GemvFused, GemvVariant};
 use crate::rms_norm::{RmsNorm, RmsNormBatched};
 use crate::rope::{Rope, RopeBatched};
 use crate::silu_mul::{SiluMul, SiluMulBatched};
@@ -53,12 +53,30 @@ pub struct Case {
     pub params: Params,
 }
 
+impl Case {
+    /// Why `gpu` cannot run this case's kernel at all (reported as not supported, not
+    /// failed), or `None`.
+    pub fn unsupported(&self, gpu: &Gpu) -> Option<String> {
+        match self.params {
+            Params::GemvDp4a { .. } => GemvVariant::Dp4a.supported(gpu).err(),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum Params {
     Gemv {
         rows: u32,
         cols: u32,
         out_offset: u32,
+        accumulate: bool,
+    },
+    /// The `dp4a` gemv (int8 activations, packed weights) with the decoder's tuning and
+    /// split for the shape; adapters without it report the case as not supported.
+    GemvDp4a {
+        rows: u32,
+        cols: u32,
         accumulate: bool,
     },
     GemvBatched {
@@ -283,6 +301,33 @@ impl Case {
                 } else {
                     op.dispatch(gpu, &w, &x, &y)?
                 }
+            }
+            Params::GemvDp4a {
+                rows,
+                cols,
+                accumulate,
+            } => {
+                let gemv = Gemv {
+                    rows,
+                    cols,
+                    format: fmt,
+                    out_offset: 0,
+                    layout: crate::gemv::WeightLayout::Packed,
+                };
+                let w = b.weights_in("w", rows, cols, fmt, gemv.layout)?;
+                let x = b.input_f32("x", cols as u64)?;
+                let y = b.output("y", rows as u64, accumulate)?;
+                let op = GemvFused {
+                    gemv,
+                    norm: None,
+                    epilogue: if accumulate {
+                        GemvEpilogue::Accumulate
+                    } else {
+                        GemvEpilogue::Store
+                    },
+                };
+                let tuning = gemv.tuning(GemvVariant::Dp4a, gpu);
+                op.dispatch(gpu, tuning, &GemvBuffers::new(&w, &x, &y))?
             }
             Params::GemvBatched {
                 rows,
@@ -581,6 +626,60 @@ fn case(op: &str, format: Option<WeightFormat>, shape: &str, params: Params) -> 
     }
 }
 
+/// The `dp4a` gemv's cases for `f`: SmolLM2's shapes (16 lanes x 1 row below 2048
+/// columns), wide rows split over two row groups at 512 and 1024 threads
+/// (`Gemv::dp4a_split`), a partial workgroup, the residual add; Llama-8B's shapes in the
+/// full set.
+fn dp4a_cases(f: WeightFormat, set: ShapeSet) -> Vec<Case> {
+    let mut shapes: Vec<(&str, u32, u32, bool)> = vec![
+        ("smollm2.attn_q", 576, 576, false),
+        ("smollm2.ffn_down", 576, 1536, false),
+        ("smollm2.lm_head", 49152, 576, false),
+        ("odd_rows.37", 37, 256, false),
+        ("split.4096", 64, 4096, false),
+        ("split.8192", 40, 8192, false),
+        ("accumulate", 576, 576, true),
+    ];
+    if set == ShapeSet::All {
+        shapes.extend([
+            ("llama8b.attn_q", 4096, 4096, false),
+            ("llama8b.ffn_down", 4096, 14336, false),
+        ]);
+    }
+    shapes
+        .into_iter()
+        .map(|(shape, rows, cols, accumulate)| {
+            let gemv = Gemv {
+                rows,
+                cols,
+                format: f,
+                out_offset: 0,
+                layout: crate::gemv::WeightLayout::Packed,
+            };
+            let epilogue = if accumulate {
+                GemvEpilogue::Accumulate
+            } else {
+                GemvEpilogue::Store
+            };
+            let op = GemvFused {
+                gemv,
+                norm: None,
+                epilogue,
+            };
+            case(
+                op.shader(GemvVariant::Dp4a, true, false).name,
+                Some(f),
+                shape,
+                Params::GemvDp4a {
+                    rows,
+                    cols,
+                    accumulate,
+                },
+            )
+        })
+        .collect()
+}
+
 /// The table, filtered. `max_binding`: the device's `max_storage_buffer_binding_size`.
 pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> {
     let mut out = Vec::new();
@@ -659,6 +758,9 @@ pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> 
                     accumulate: false,
                 },
             ));
+        }
+        if GemvVariant::Dp4a.runs(f, crate::gemv::WeightLayout::Packed) {
+            out.extend(dp4a_cases(f, set));
         }
         let batched = crate::gemv::batched_shader(f, crate::gemv::WeightLayout::Gguf).name;
         out.push(case(
