@@ -307,26 +307,11 @@ impl Case {
                 cols,
                 accumulate,
             } => {
-                let gemv = Gemv {
-                    rows,
-                    cols,
-                    format: fmt,
-                    out_offset: 0,
-                    layout: crate::gemv::WeightLayout::Packed,
-                };
-                let w = b.weights_in("w", rows, cols, fmt, gemv.layout)?;
+                let op = dp4a_op(fmt, rows, cols, accumulate);
+                let w = b.weights_in("w", rows, cols, fmt, op.gemv.layout)?;
                 let x = b.input_f32("x", cols as u64)?;
                 let y = b.output("y", rows as u64, accumulate)?;
-                let op = GemvFused {
-                    gemv,
-                    norm: None,
-                    epilogue: if accumulate {
-                        GemvEpilogue::Accumulate
-                    } else {
-                        GemvEpilogue::Store
-                    },
-                };
-                let tuning = gemv.tuning(GemvVariant::Dp4a, gpu);
+                let tuning = op.gemv.tuning(GemvVariant::Dp4a, gpu);
                 op.dispatch(gpu, tuning, &GemvBuffers::new(&w, &x, &y))?
             }
             Params::GemvBatched {
@@ -626,6 +611,25 @@ fn case(op: &str, format: Option<WeightFormat>, shape: &str, params: Params) -> 
     }
 }
 
+/// A `dp4a` case's op: packed weights, y stored or (`accumulate`) added to.
+fn dp4a_op(f: WeightFormat, rows: u32, cols: u32, accumulate: bool) -> GemvFused {
+    GemvFused {
+        gemv: Gemv {
+            rows,
+            cols,
+            format: f,
+            out_offset: 0,
+            layout: crate::gemv::WeightLayout::Packed,
+        },
+        norm: None,
+        epilogue: if accumulate {
+            GemvEpilogue::Accumulate
+        } else {
+            GemvEpilogue::Store
+        },
+    }
+}
+
 /// The `dp4a` gemv's cases for `f`: SmolLM2's shapes (16 lanes x 1 row below 2048
 /// columns), wide rows split over two row groups at 512 and 1024 threads
 /// (`Gemv::dp4a_split`), a partial workgroup, the residual add; Llama-8B's shapes in the
@@ -649,25 +653,10 @@ fn dp4a_cases(f: WeightFormat, set: ShapeSet) -> Vec<Case> {
     shapes
         .into_iter()
         .map(|(shape, rows, cols, accumulate)| {
-            let gemv = Gemv {
-                rows,
-                cols,
-                format: f,
-                out_offset: 0,
-                layout: crate::gemv::WeightLayout::Packed,
-            };
-            let epilogue = if accumulate {
-                GemvEpilogue::Accumulate
-            } else {
-                GemvEpilogue::Store
-            };
-            let op = GemvFused {
-                gemv,
-                norm: None,
-                epilogue,
-            };
             case(
-                op.shader(GemvVariant::Dp4a, true, false).name,
+                dp4a_op(f, rows, cols, accumulate)
+                    .shader(GemvVariant::Dp4a, true, false)
+                    .name,
                 Some(f),
                 shape,
                 Params::GemvDp4a {

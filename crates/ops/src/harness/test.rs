@@ -89,17 +89,9 @@ fn judge(
     let mut call = Call::new(&shader, d.pipeline.constants(), bindings);
     exec.run(&mut call).map_err(|e| e.to_string())?;
     let expected: Vec<(u32, Output<f32>)> = call.into_outputs();
-    // A kernel that rounds its activations to int8 gets the int8 limits (see
-    // `Thresholds::for_int8_activations`): two paths a last bit apart may round an
-    // element of x to the neighbouring step.
-    let int8 = crate::gemv::rounds_activations(&shader);
-    let limits = if int8 && thresholds.int8_local.is_none() {
-        let mut t = thresholds.clone();
-        t.for_int8_activations();
-        t.local_for_dispatch(&d.op, true)
-    } else {
-        thresholds.local_for_dispatch(&d.op, int8)
-    };
+    // A kernel that rounds its activations to int8 gets the int8 limits: two paths a
+    // last bit apart may round an element of x to the neighbouring step.
+    let limits = thresholds.local_for_dispatch(&d.op, crate::gemv::rounds_activations(&shader));
     let mut problems = Vec::new();
     let mut worst: Option<TensorError> = None;
     for g in &b.outputs {

@@ -234,8 +234,8 @@ pub struct Thresholds {
     /// path with int8 activations keeps them ([`Self::for_int8_activations`]).
     #[serde(default)]
     pub chained_given: bool,
-    /// Local limits of dispatches that round activations to int8
-    /// ([`Self::for_int8_activations`]; `None`: their op's).
+    /// Local limits of dispatches that round activations to int8 (`None`:
+    /// [`INT8_LOCAL`]); [`Self::for_int8_activations`] sets it so that reports show it.
     #[serde(default)]
     pub int8_local: Option<Limits>,
 }
@@ -309,15 +309,17 @@ impl Thresholds {
     }
 
     /// The local limits of a dispatch of `op`; `int8`: one that rounds its activations to
-    /// int8, which takes the looser of its op's and [`Self::int8_local`] where set.
+    /// int8, which takes the looser of its op's and [`Self::int8_local`] ([`INT8_LOCAL`]
+    /// unless set).
     pub fn local_for_dispatch(&self, op: &str, int8: bool) -> Limits {
         let own = self.local_for(op);
-        match self.int8_local {
-            Some(l) if int8 => Limits {
-                nmse: own.nmse.max(l.nmse),
-                max_err: own.max_err.max(l.max_err),
-            },
-            _ => own,
+        if !int8 {
+            return own;
+        }
+        let l = self.int8_local.unwrap_or(INT8_LOCAL);
+        Limits {
+            nmse: own.nmse.max(l.nmse),
+            max_err: own.max_err.max(l.max_err),
         }
     }
 
