@@ -83,10 +83,8 @@ pub static SUBGROUP_SHADER: ShaderSource = ShaderSource {
 
 /// Threads per workgroup the `groups` variant may take, largest first.
 const GROUPS_WG: [u32; 5] = [1024, 512, 256, 128, 64];
-/// Workgroup memory of `groups.wgsl`: per thread (m, l) and a vec4 accumulator, and the
-/// mergers' (m, l).
+/// Workgroup memory of `groups.wgsl`: per thread (m, l) and a vec4 accumulator.
 const GROUPS_BYTES_PER_THREAD: u32 = 8 + 16;
-const GROUPS_BYTES_FIXED: u32 = 8 * 8;
 
 /// `groups.wgsl` for `wg` threads a workgroup (one of [`GROUPS_WG`]), named
 /// `attention.groups<wg>`: built once per size.
@@ -124,7 +122,7 @@ fn groups_wg(gpu: &Gpu) -> Option<u32> {
     GROUPS_WG.into_iter().find(|&wg| {
         wg <= limits.max_compute_invocations_per_workgroup
             && wg <= limits.max_compute_workgroup_size_x
-            && wg * GROUPS_BYTES_PER_THREAD + GROUPS_BYTES_FIXED
+            && wg * GROUPS_BYTES_PER_THREAD
                 <= limits.max_compute_workgroup_storage_size
     })
 }

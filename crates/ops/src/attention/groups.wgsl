@@ -36,13 +36,9 @@ const NEG: f32 = -3.0e38;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-// Groups that merge the others' results in the first of the merge's two levels.
-const MERGERS: u32 = 8u;
-
-// Per group: (m, l), and every lane's accumulator; the mergers' (m, l).
+// Per group: (m, l), and every lane's accumulator.
 var<workgroup> group_ml: array<vec2<f32>, WG>;
 var<workgroup> group_acc: array<vec4<f32>, WG>;
-var<workgroup> merged_ml: array<vec2<f32>, MERGERS>;
 
 // The sum of v over the group's LP lanes (a butterfly within the group: groups are
 // LP-aligned and LP divides the subgroup size, so a group never spans two subgroups).
@@ -59,6 +55,8 @@ fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_size) sg_size: u32,
 ) {
     let h = wg.x;
     let n_ctx = min(step[1], MAX_CTX);
@@ -123,42 +121,31 @@ fn main(
     }
     group_acc[lid] = acc;
     workgroupBarrier();
-    // The merge, in two levels: merger j (j < MERGERS) takes groups j, j + MERGERS, ...
-    // and leaves its result in its own slot of group_acc (lane d4 reads and writes only
-    // element d4 of its slots, so no barrier is needed between), then group 0 takes the
-    // mergers'. Every group in use saw at least one position (but for an empty split,
-    // whose l stays 0), so each merger's top is finite.
-    let mergers = min(MERGERS, used);
-    if g < mergers {
+    // The merge, in one level after that one barrier: subgroup e (stepping by the number
+    // of subgroups) merges element e (a vec4) of every group's accumulator, lane i taking
+    // groups i, i + sg_size, ..., then a subgroupMax and two subgroupAdds. Every group in
+    // use saw at least one position (but for an empty split, whose l stays 0), so the
+    // top is finite. (It replaced a two-level merge through loops and a second barrier:
+    // simpler, the same speed on an H100, BENCHMARKS.md run 14. What the merge costs is
+    // the wait for the slowest group, not its arithmetic.)
+    for (var e = lid / sg_size; e < lp; e += max(WG / sg_size, 1u)) {
         var top = NEG;
-        for (var k = g; k < used; k += MERGERS) {
+        for (var k = sg_lane; k < used; k += sg_size) {
             top = max(top, group_ml[k].x);
         }
+        top = subgroupMax(top);
         var den = 0.0;
         var num = vec4<f32>(0.0);
-        for (var k = g; k < used; k += MERGERS) {
-            let e = exp(group_ml[k].x - top);
-            den += e * group_ml[k].y;
-            num += e * group_acc[k * lp + d4];
+        for (var k = sg_lane; k < used; k += sg_size) {
+            let ml = group_ml[k];
+            let w = exp(ml.x - top);
+            den += w * ml.y;
+            num += w * group_acc[k * lp + e];
         }
-        group_acc[g * lp + d4] = num;
-        if d4 == 0u {
-            merged_ml[g] = vec2<f32>(top, den);
+        den = subgroupAdd(den);
+        num = subgroupAdd(num);
+        if sg_lane == 0u {
+            emit_head(h * HEAD_DIM, h * nwg.y + wg.y, e, num, top, den);
         }
-    }
-    workgroupBarrier();
-    if g == 0u {
-        var top = NEG;
-        for (var k = 0u; k < mergers; k++) {
-            top = max(top, merged_ml[k].x);
-        }
-        var den = 0.0;
-        var num = vec4<f32>(0.0);
-        for (var k = 0u; k < mergers; k++) {
-            let e = exp(merged_ml[k].x - top);
-            den += e * merged_ml[k].y;
-            num += e * group_acc[k * lp + d4];
-        }
-        emit_head(h * HEAD_DIM, h * nwg.y + wg.y, d4, num, top, den);
     }
 }
