@@ -122,8 +122,7 @@ fn groups_wg(gpu: &Gpu) -> Option<u32> {
     GROUPS_WG.into_iter().find(|&wg| {
         wg <= limits.max_compute_invocations_per_workgroup
             && wg <= limits.max_compute_workgroup_size_x
-            && wg * GROUPS_BYTES_PER_THREAD
-                <= limits.max_compute_workgroup_storage_size
+            && wg * GROUPS_BYTES_PER_THREAD <= limits.max_compute_workgroup_storage_size
     })
 }
 
