@@ -69,7 +69,7 @@ pub struct SweepPoint {
     pub lanes: Option<u32>,
     /// Rows per lane; `None`: the variant's tuning for the shape.
     pub rows_per_lane: Option<u32>,
-    /// Threads per workgroup; `None`: the frame's own (256, 8 for `rows`, 256 or 512 for `dp4a`).
+    /// Threads per workgroup; `None`: the frame's own (256, 8 for `rows`, `Gemv::dp4a_split`'s 256-1024 for `dp4a`).
     pub workgroup: Option<u32>,
     /// rms_norm folded in (`Some(true)`), as its own dispatch (`Some(false)`), or absent.
     pub fuse: Option<bool>,
