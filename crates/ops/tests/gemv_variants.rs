@@ -145,6 +145,91 @@ fn packed_layout_every_variant_matches_the_oracle() {
     }
 }
 
+/// The `rows` frame over 32-byte loads (`.wide` shaders: packed q4_0 / q4_1 / q8_0 on
+/// adapters with SHADER_INT64 and subgroups of its 8 lanes, for rows of an even number of
+/// blocks) against the oracle: every fused form and rows-per-lane, partial last
+/// workgroups, one and nine block pairs per row; rows of an odd number of blocks keep the
+/// 4-byte frame. On lavapipe (CI) the wide frame must be the one that runs.
+#[test]
+fn wide_rows_frame_matches_the_oracle() {
+    let Some(gpu) = common::gpu() else { return };
+    let info = gpu.adapter_info();
+    let wide_offered = gpu.features().contains(
+        gpuscope_runtime::wgpu::Features::SHADER_INT64 | gpuscope_runtime::wgpu::Features::SUBGROUP,
+    ) && info.subgroup_min_size == gpuscope_ops::gemv::ROWS_WORKGROUP_SIZE
+        && info.subgroup_max_size == gpuscope_ops::gemv::ROWS_WORKGROUP_SIZE;
+    if info.device_type == gpuscope_runtime::wgpu::DeviceType::Cpu && info.name.contains("llvmpipe")
+    {
+        assert!(
+            wide_offered,
+            "lavapipe offers SHADER_INT64 and 8-lane subgroups"
+        );
+    }
+    let mut rng = common::rng(316);
+    let rope = Rope {
+        n_heads: 3,
+        n_kv_heads: 1,
+        head_dim: 8,
+        rope_dims: 6,
+        base: 10000.0,
+        max_ctx: 5,
+    };
+    let packed = |format, rows, cols, out_offset| Gemv {
+        layout: WeightLayout::Packed,
+        ..matrix(format, rows, cols, out_offset)
+    };
+    for format in PACKABLE {
+        for cols in [64, 576, 96] {
+            let ops = [
+                (GemvFused::plain(packed(format, 37, cols, 0)), 37),
+                (
+                    GemvFused {
+                        gemv: packed(format, 21, cols, 2),
+                        norm: Some(1e-5),
+                        epilogue: GemvEpilogue::Accumulate,
+                    },
+                    26,
+                ),
+                (
+                    GemvFused {
+                        gemv: packed(format, 40, cols, 0),
+                        norm: Some(1e-5),
+                        epilogue: GemvEpilogue::RopeKv(rope),
+                    },
+                    24,
+                ),
+                (
+                    GemvFused {
+                        gemv: packed(format, 29, cols, 0),
+                        norm: None,
+                        epilogue: GemvEpilogue::SiluMul { n: 13, up_row: 16 },
+                    },
+                    16,
+                ),
+            ];
+            for (op, y_len) in ops {
+                let case = FusedCase::new(&mut rng, op);
+                for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
+                    let tuning = GemvTuning {
+                        variant: GemvVariant::Rows,
+                        threads_per_row: 1,
+                        rows_per_thread,
+                    };
+                    if op.fit_tuning(tuning) != tuning {
+                        continue; // the pair epilogues take whole pairs per lane
+                    }
+                    let shader = case.check_tuned(gpu, tuning, y_len, 3);
+                    assert_eq!(
+                        shader.ends_with(".wide"),
+                        wide_offered && cols % 64 == 0,
+                        "{shader} ({cols} columns)"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The fused forms over packed weights: rms_norm with the residual add, rope with the KV
 /// stores, silu·mul, every variant.
 #[test]
@@ -212,7 +297,7 @@ fn packing_is_a_byte_permutation_and_rejects_other_formats() {
         let gguf = format.quantize_row(&weights(&mut rng, (rows * cols) as usize));
         let packed = WeightLayout::Packed.pack(format, &gguf);
         let blocks = (rows * cols / 32) as usize;
-        assert_eq!(packed.len(), gguf.len().next_multiple_of(16));
+        assert_eq!(packed.len(), gguf.len().next_multiple_of(32));
         assert_eq!(WeightLayout::Packed.unpack(format, &packed, blocks), gguf);
         // The first block's quants lead the buffer; its scale leads the scales region.
         let qb = if format == WeightFormat::Q8_0 { 32 } else { 16 };
@@ -358,6 +443,13 @@ impl FusedCase {
         if !variant.runs(g.format, g.layout) {
             return;
         }
+        self.check_tuned(gpu, self.op.fit_tuning(g.tuning(variant, gpu)), y_len, pos);
+    }
+
+    /// [`Self::check`] with this tuning; returns the shader that ran.
+    fn check_tuned(&self, gpu: &Gpu, tuning: GemvTuning, y_len: usize, pos: u32) -> String {
+        let g = self.op.gemv;
+        let variant = tuning.variant;
         let what = format!(
             "{} {}x{} [{}, {} weights]",
             self.op.op_name(),
@@ -394,12 +486,12 @@ impl FusedCase {
             norm_weight: self.op.norm.map(|_| &nwb),
             kv: rope.map(|_| (&step, &kb, &vb)),
         };
-        let tuning = self.op.fit_tuning(g.tuning(variant, gpu));
         let d = self
             .op
             .dispatch(gpu, tuning, &buffers)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(d.op, self.op.op_name());
+        let shader = d.pipeline.shader().to_string();
         if variant == GemvVariant::Dp4a {
             let split = g.dp4a_split(gpu);
             let constant = |name: &str| {
@@ -448,6 +540,7 @@ impl FusedCase {
                 );
             }
         }
+        shader
     }
 
     /// The error scale of y[i]: the row's Σ|w·x'| (both rows of a rotated pair; for

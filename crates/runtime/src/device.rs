@@ -199,10 +199,14 @@ impl Gpu {
         if timing.mode != TimingMode::Off {
             features |= offered & wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
         }
-        // f16 arithmetic where offered (`peak` measures its FMA rate); subgroups where
-        // offered: kernels pick subgroup variants where the device has them (the ops crate
-        // reads `Gpu::features`); asking costs nothing when they go unused.
-        features |= offered & (wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP);
+        // f16 arithmetic where offered (`peak` measures its FMA rate); subgroups and 64-bit
+        // integers where offered: kernels pick subgroup variants, and on CPU adapters the
+        // gemv frame over 32-byte `vec4<u64>` loads, where the device has them (the ops
+        // crate reads `Gpu::features`); asking costs nothing when they go unused.
+        features |= offered
+            & (wgpu::Features::SHADER_F16
+                | wgpu::Features::SUBGROUP
+                | wgpu::Features::SHADER_INT64);
         // Cooperative matrices (tensor cores) for the prompt gemm, where the adapter has
         // the one configuration its kernel uses: 16x16x16, f16 inputs, f32 accumulators.
         // wgpu marks the feature experimental; GPUSCOPE_NO_COOPMAT=1 leaves it off.

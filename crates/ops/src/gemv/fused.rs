@@ -116,12 +116,14 @@ impl GemvFused {
 
     /// The composed shader for `variant` (`subgroup_reduce`: the lanes frames' reduction
     /// by subgroup shuffles, see [`GemvVariant::subgroup_reduce`]; `x_shared`: the `rows`
-    /// frame's x through subgroup shuffles, see `input_shared.wgsl`).
+    /// frame's x through subgroup shuffles, see `input_shared.wgsl`; `wide`: the `rows`
+    /// frame over 32-byte loads, see `kernel_rows_wide.wgsl`).
     pub fn shader(
         &self,
         variant: GemvVariant,
         subgroup_reduce: bool,
         x_shared: bool,
+        wide: bool,
     ) -> &'static gpuscope_runtime::ShaderSource {
         let key = ShaderKey {
             variant,
@@ -131,6 +133,7 @@ impl GemvFused {
             norm: self.norm.is_some(),
             epilogue: self.epilogue_kind(),
             x_shared,
+            wide,
         };
         shader::shader(key, key.name())
     }
@@ -397,6 +400,7 @@ impl GemvFused {
             }
         }
         let x_shared = shader::x_shared(gpu, variant, g.format);
+        let wide = shader::wide(gpu, variant, g);
         // Built without naga's runtime checks (no loop counters in the unit loops, no
         // clamps). In range by construction, with the sizes `check` verified: weight rows
         // are clamped to ROWS - 1 (silu's up rows < up_row + n <= rows), units < n_units,
@@ -406,9 +410,13 @@ impl GemvFused {
         // out_offset + rows (silu: + n; rope: q rows below q_dim); KV-cache rows only
         // for pos < MAX_CTX; workgroup arrays at lid + s < (group + 1) · TPR <= 256.
         // Every loop is bounded by a constant (units, x's length, EXTRA_PASSES) or halves
-        // to 0.
+        // to 0. The wide rows frame (`wide`) reads 32-byte elements: a row's quants from
+        // its first block (an even block, so element-aligned) to its last, and the
+        // element holding each pair's scales, at most the one holding the matrix's last
+        // scales, whole because packed buffers are padded to 32 bytes; x and the norm
+        // weight below COLS / 8 elements (COLS a multiple of 64).
         let pipeline = gpu.pipeline_trusted(
-            self.shader(variant, variant.subgroup_reduce(gpu), x_shared),
+            self.shader(variant, variant.subgroup_reduce(gpu), x_shared, wide),
             "main",
             &constants,
         )?;

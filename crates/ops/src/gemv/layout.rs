@@ -6,8 +6,8 @@
 //! then every block's scales (`d` as f16; `d, m` for q4_1), in block order (row-major).
 //! Every block's quants then start on a 16-byte boundary, so a lane loads them with one
 //! aligned `vec4<u32>` and consecutive lanes read consecutive 16-byte words; the bytes
-//! moved per token are the same. The buffer is padded to 16 bytes (the kernels bind it
-//! as `array<vec4<u32>>`). Repacking is a byte permutation: [`WeightLayout::unpack`]
+//! moved per token are the same. The buffer is padded to 32 bytes (the kernels bind it
+//! as `array<vec4<u32>>`, the wide rows frame as `array<vec4<u64>>`). Repacking is a byte permutation: [`WeightLayout::unpack`]
 //! gives the GGUF bytes back exactly, and the CPU oracle reads packed matrices that way.
 
 use crate::quant::WeightFormat;
@@ -53,7 +53,7 @@ impl WeightLayout {
     }
 
     /// Bytes the buffer of a `rows × cols` matrix must hold (GGUF: the file's bytes;
-    /// packed: the same, padded to 16).
+    /// packed: the same, padded to 32).
     ///
     /// # Panics
     /// If `cols` is not a whole number of blocks, or the format has no such layout.
@@ -66,7 +66,7 @@ impl WeightLayout {
             Self::Gguf => gguf,
             Self::Packed => {
                 packed_parts(format).expect("format has a packed layout");
-                gguf.next_multiple_of(16)
+                gguf.next_multiple_of(PACKED_ALIGN)
             }
         }
     }
@@ -88,7 +88,7 @@ impl WeightLayout {
                 let bb = qb + sb;
                 assert!(gguf.len().is_multiple_of(bb), "pack: not whole blocks");
                 let n = gguf.len() / bb;
-                let mut out = vec![0u8; gguf.len().next_multiple_of(16)];
+                let mut out = vec![0u8; gguf.len().next_multiple_of(PACKED_ALIGN as usize)];
                 let (quants, scales) = out.split_at_mut(n * qb);
                 for (i, block) in gguf.chunks_exact(bb).enumerate() {
                     scales[i * sb..][..sb].copy_from_slice(&block[..sb]);
@@ -117,6 +117,10 @@ impl WeightLayout {
         }
     }
 }
+
+/// What a packed buffer is padded to: the wide rows frame reads it in 32-byte elements,
+/// the last of which holds the last scales.
+const PACKED_ALIGN: u64 = 32;
 
 /// (quant bytes, scale bytes) per block of the formats with a packed layout. In GGUF the
 /// scales come first in each block, the quants after them.

@@ -304,7 +304,7 @@ pub fn shader(format: WeightFormat) -> &'static ShaderSource {
         out_offset: 0,
         layout: WeightLayout::Gguf,
     })
-    .shader(GemvVariant::Shared, false, false)
+    .shader(GemvVariant::Shared, false, false, false)
 }
 
 impl Gemv {

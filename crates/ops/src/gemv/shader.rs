@@ -33,6 +33,9 @@ pub(crate) struct ShaderKey {
     pub epilogue: EpilogueKind,
     /// x shared through subgroup shuffles (`input_shared.wgsl`; `rows` frame only).
     pub x_shared: bool,
+    /// The `rows` frame over 32-byte loads (`kernel_rows_wide.wgsl`; with `x_shared`,
+    /// packed q4_0 / q4_1 / q8_0 only): see [`wide`].
+    pub wide: bool,
 }
 
 /// The kernel family of a fused form: `gemv_q4_1`, `rms_norm+gemv_q4_1+rope`, ...
@@ -73,6 +76,9 @@ impl ShaderKey {
         if self.x_shared {
             name += ".xshared";
         }
+        if self.wide {
+            name += ".wide";
+        }
         if self.variant == GemvVariant::Blocks {
             name += if self.subgroup_reduce {
                 ".subgroup"
@@ -89,14 +95,19 @@ impl ShaderKey {
         for variant in GemvVariant::ALL {
             for format in WeightFormat::ALL {
                 for layout in WeightLayout::ALL.into_iter().filter(|l| l.supports(format)) {
-                    for (x_shared, subgroup_reduce) in
-                        [(false, false), (false, true), (true, false)]
-                    {
+                    for (x_shared, subgroup_reduce, wide) in [
+                        (false, false, false),
+                        (false, true, false),
+                        (true, false, false),
+                        (true, false, true),
+                    ] {
                         let possible = variant.runs(format, layout)
                             && match variant {
                                 GemvVariant::Shared => !subgroup_reduce && !x_shared,
                                 GemvVariant::Subgroup | GemvVariant::Dp4a => subgroup_reduce,
-                                GemvVariant::Rows => !subgroup_reduce,
+                                GemvVariant::Rows => {
+                                    !subgroup_reduce && (!wide || wide_format(format, layout))
+                                }
                                 GemvVariant::Blocks => !x_shared,
                             };
                         if possible {
@@ -108,6 +119,7 @@ impl ShaderKey {
                                 norm,
                                 epilogue,
                                 x_shared,
+                                wide,
                             });
                         }
                     }
@@ -229,9 +241,42 @@ fn epilogue_part(epilogue: EpilogueKind, rope_first: u32) -> String {
     }
 }
 
+/// The wide `rows` frame with its format's `pair_dot` and the wide shared input (x, and
+/// the norm weight when rms_norm is folded in).
+fn compose_rows_wide(key: ShaderKey, name: &str) -> String {
+    let (norm_binding, rope_first) = binding_numbers(key.norm);
+    let norm_decl = if key.norm {
+        format!(
+            "@group(0) @binding({norm_binding}) var<storage, read> nw: array<vec4<u64>>;\noverride EPS: f32;\nfn norm_words(i: u32) -> vec4<u64> {{\n    return nw[i];\n}}"
+        )
+    } else {
+        // Never called (HAS_NORM is false), but the input's code names it.
+        "const EPS: f32 = 0.0;\nfn norm_words(i: u32) -> vec4<u64> {\n    return vec4<u64>(0lu);\n}"
+            .to_string()
+    };
+    let input = include_str!("input_shared_wide.wgsl")
+        .replace("NORM_DECL", &norm_decl)
+        .replace("NORM_ON", &key.norm.to_string());
+    let format = match key.format {
+        WeightFormat::Q4_0 => include_str!("wide_q4_0.wgsl"),
+        WeightFormat::Q4_1 => include_str!("wide_q4_1.wgsl"),
+        WeightFormat::Q8_0 => include_str!("wide_q8_0.wgsl"),
+        other => panic!("{} has no wide rows kernel", other.name()),
+    };
+    format!(
+        "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the wide rows frame, format, input and epilogue.\n{}\n{}\n{format}\n{input}\n{}",
+        include_str!("kernel_rows_wide.wgsl"),
+        include_str!("wide_common.wgsl"),
+        epilogue_part(key.epilogue, rope_first),
+    )
+}
+
 fn compose(key: ShaderKey, name: &str) -> String {
     if key.variant == GemvVariant::Dp4a {
         return compose_dp4a(key, name);
+    }
+    if key.wide {
+        return compose_rows_wide(key, name);
     }
     let frame = match key.variant {
         GemvVariant::Rows => include_str!("kernel_rows.wgsl").to_string(),
@@ -305,6 +350,30 @@ pub(crate) fn x_shared(
             .contains(gpuscope_runtime::wgpu::Features::SUBGROUP)
         && info.subgroup_min_size == super::ROWS_WORKGROUP_SIZE
         && info.subgroup_max_size == super::ROWS_WORKGROUP_SIZE
+}
+
+/// Whether the `rows` frame has a wide form for this format and layout: q4_0, q4_1 and
+/// q8_0 in the packed layout (`kernel_rows_wide.wgsl`).
+fn wide_format(format: WeightFormat, layout: WeightLayout) -> bool {
+    layout == WeightLayout::Packed
+        && matches!(
+            format,
+            WeightFormat::Q4_0 | WeightFormat::Q4_1 | WeightFormat::Q8_0
+        )
+}
+
+/// Whether the `rows` frame reads this matrix through 32-byte loads
+/// (`kernel_rows_wide.wgsl`): where it shares x ([`x_shared`]), the device has
+/// SHADER_INT64 (the loads are `vec4<u64>`), the weights are packed q4_0 / q4_1 / q8_0
+/// and a row has an even number of blocks (a lane takes two a step). lavapipe (Mesa
+/// 22.3, SmolLM2-135M Q4_1): see BENCHMARKS.md.
+pub(crate) fn wide(gpu: &gpuscope_runtime::Gpu, variant: GemvVariant, gemv: &super::Gemv) -> bool {
+    x_shared(gpu, variant, gemv.format)
+        && wide_format(gemv.format, gemv.layout)
+        && gpu
+            .features()
+            .contains(gpuscope_runtime::wgpu::Features::SHADER_INT64)
+        && gemv.cols % 64 == 0
 }
 
 /// The shader for `key`, named `name` (built on first use, then shared).

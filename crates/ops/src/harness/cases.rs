@@ -655,7 +655,7 @@ fn dp4a_cases(f: WeightFormat, set: ShapeSet) -> Vec<Case> {
         .map(|(shape, rows, cols, accumulate)| {
             case(
                 dp4a_op(f, rows, cols, accumulate)
-                    .shader(GemvVariant::Dp4a, true, false)
+                    .shader(GemvVariant::Dp4a, true, false, false)
                     .name,
                 Some(f),
                 shape,

@@ -1,0 +1,20 @@
+// gemv, q8_0 weights in the packed layout through 32-byte loads (the wide rows frame): a
+// block's 32 quant bytes are one element; w = d · q.
+
+// The int8 values of quant word q as f32 (byte 0 first; exact).
+fn i8x4_wide(q: u32) -> vec4<f32> {
+    return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(q) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+}
+
+fn q8_dot(q: vec4<u64>, o: u32) -> f32 {
+    return (dot(i8x4_wide(u32(q.x)), xv(o)) + dot(i8x4_wide(u32(q.x >> 32u)), xv(o + 1u)))
+        + (dot(i8x4_wide(u32(q.y)), xv(o + 2u)) + dot(i8x4_wide(u32(q.y >> 32u)), xv(o + 3u)))
+        + (dot(i8x4_wide(u32(q.z)), xv(o + 4u)) + dot(i8x4_wide(u32(q.z >> 32u)), xv(o + 5u)))
+        + (dot(i8x4_wide(u32(q.w)), xv(o + 6u)) + dot(i8x4_wide(u32(q.w >> 32u)), xv(o + 7u)));
+}
+
+fn pair_dot(row: u32, p: u32, window: ptr<function, vec4<u64>>) -> f32 {
+    let b = row * (COLS / 32u) + 2u * p;
+    let d = d_pair(b, p, window);
+    return d.x * q8_dot(w[b], 0u) + d.y * q8_dot(w[b + 1u], 8u);
+}
