@@ -431,6 +431,7 @@ pub static EXECUTORS: &[Executor] = &[
                 crate::attention::FUSED_SHADER.name,
                 crate::attention::fused_sg_shader().name,
                 crate::attention::SUBGROUP_SHADER.name,
+                crate::attention::SUBGROUP_WIDE_SHADER.name,
             ];
             names.extend(crate::attention::groups_shaders());
             names

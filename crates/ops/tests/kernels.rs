@@ -759,6 +759,8 @@ fn fused_attention_variants_match_the_three_op_oracle() {
         // every group, a last step partly past n_ctx, and 37 positions over 10 groups.
         (MHA, 1200, vec![2, 37, 513, 1200]),
         (GROUP8, 64, vec![5]),
+        // Two query heads per KV head (the subgroup kernel's HPW = 2).
+        ((6, 3, 64), 64, vec![1, 40]),
     ];
     for variant in AttnVariant::ALL {
         for ((n_heads, n_kv_heads, head_dim), max_ctx, n_ctxs) in cases.clone() {
@@ -805,6 +807,25 @@ fn fused_attention_variants_match_the_three_op_oracle() {
                 let mut want = vec![0f32; q.len()];
                 op.cpu(n_ctx, &q, &kc, &vc, &mut want);
                 assert_close(&what, &download(gpu, &out), &want, 1e-5, 1e-4);
+                // The subgroup kernel's other K/V form: vec4<f32> loads where the variant
+                // takes vec4<u64> ones (lavapipe), and vec4<u64> where it could.
+                if variant == AttnVariant::Subgroup {
+                    let wide = op.subgroup_wide(gpu);
+                    let vpl = head_dim / 4 / gpu.adapter_info().subgroup_min_size;
+                    let int64 = gpu
+                        .features()
+                        .contains(gpuscope_runtime::wgpu::Features::SHADER_INT64);
+                    if wide || (int64 && matches!(vpl, 2 | 4)) {
+                        let out2 = upload(gpu, "out", &vec![f32::NAN; q.len()]);
+                        let d = op
+                            .dispatch_subgroup(gpu, !wide, [&step, &qb, &kb, &vb, &out2])
+                            .unwrap();
+                        assert_eq!(d.pipeline.shader().ends_with(".wide"), !wide);
+                        common::run(gpu, vec![d]);
+                        let what = format!("{what} (the other K/V form)");
+                        assert_close(&what, &download(gpu, &out2), &want, 1e-5, 1e-4);
+                    }
+                }
             }
         }
     }

@@ -76,10 +76,34 @@ fn reduce_softmax(lid: u32, m: f32, l: f32) -> vec2<f32> {
 }
 ";
 
+/// The `subgroup` variant's kernel with K and V read as `vec4<f32>`.
 pub static SUBGROUP_SHADER: ShaderSource = ShaderSource {
     name: "attention.subgroup",
-    wgsl: include_str!("subgroup.wgsl"),
+    wgsl: concat!(
+        include_str!("subgroup.wgsl"),
+        "\n",
+        include_str!("subgroup_kv.wgsl")
+    ),
 };
+
+/// The `subgroup` variant's kernel with K and V read as `vec4<u64>` (8 floats a load:
+/// SHADER_INT64, 2 or 4 vec4s of a row per lane).
+pub static SUBGROUP_WIDE_SHADER: ShaderSource = ShaderSource {
+    name: "attention.subgroup.wide",
+    wgsl: concat!(
+        include_str!("subgroup.wgsl"),
+        "\n",
+        include_str!("subgroup_kv_wide.wgsl")
+    ),
+};
+
+/// Query heads per `subgroup` workgroup: the largest divisor of the heads sharing a KV
+/// head up to 4 (the kernel's head slots), so every workgroup has the same count and
+/// loads each K / V row once for all of them.
+fn subgroup_heads_per_workgroup(op: &AttnFused) -> u32 {
+    let group = op.n_heads / op.n_kv_heads;
+    (1..=4).rev().find(|h| group % h == 0).unwrap_or(1)
+}
 
 /// Threads per workgroup the `groups` variant may take, largest first.
 const GROUPS_WG: [u32; 5] = [1024, 512, 256, 128, 64];
@@ -472,7 +496,7 @@ impl AttnFused {
                 )));
             }
         }
-        let mut constants = vec![
+        let constants = vec![
             ("N_HEADS", self.n_heads as f64),
             ("N_KV_HEADS", self.n_kv_heads as f64),
             ("HEAD_DIM", self.head_dim as f64),
@@ -481,12 +505,13 @@ impl AttnFused {
         ];
         let reads = [step, q, k_cache, v_cache];
         match variant {
-            AttnVariant::Workgroup | AttnVariant::Subgroup | AttnVariant::Groups => {
+            AttnVariant::Subgroup => Ok(vec![self.dispatch_subgroup(
+                gpu,
+                self.subgroup_wide(gpu),
+                [step, q, k_cache, v_cache, out],
+            )?]),
+            AttnVariant::Workgroup | AttnVariant::Groups => {
                 let shader = match variant {
-                    AttnVariant::Subgroup => {
-                        constants.push(("SG", f64::from(gpu.adapter_info().subgroup_min_size)));
-                        &SUBGROUP_SHADER
-                    }
                     AttnVariant::Groups => {
                         groups_shader(groups_wg(gpu).expect("checked by supported"))
                     }
@@ -563,6 +588,59 @@ impl AttnFused {
                 Ok(vec![split, combine])
             }
         }
+    }
+
+    /// Whether the `subgroup` variant reads K and V as `vec4<u64>` on `gpu`: where the
+    /// device has 64-bit integers and a lane's part of a row is whole pairs of vec4s
+    /// (lavapipe, SmolLM2 at 300 positions: about half the time of `vec4<f32>` loads;
+    /// BENCHMARKS.md).
+    pub fn subgroup_wide(&self, gpu: &Gpu) -> bool {
+        gpu.features()
+            .contains(gpuscope_runtime::wgpu::Features::SHADER_INT64)
+            && matches!(
+                self.head_dim / 4 / gpu.adapter_info().subgroup_min_size.max(1),
+                2 | 4
+            )
+    }
+
+    /// The `subgroup` variant's dispatch, with K and V read as `vec4<u64>` when `wide`
+    /// (see [`Self::subgroup_wide`]; the decoder takes that choice, tests run both):
+    /// one workgroup per KV head and group of (up to 4) query
+    /// heads. The caller has checked the variant and the buffers
+    /// ([`Self::dispatch_variant`] does).
+    pub fn dispatch_subgroup(
+        &self,
+        gpu: &Gpu,
+        wide: bool,
+        [step, q, k_cache, v_cache, out]: [&GpuBuffer; 5],
+    ) -> Result<Dispatch, GpuError> {
+        let sg = gpu.adapter_info().subgroup_min_size;
+        let hpw = subgroup_heads_per_workgroup(self);
+        let constants = [
+            ("N_HEADS", self.n_heads as f64),
+            ("N_KV_HEADS", self.n_kv_heads as f64),
+            ("HEAD_DIM", self.head_dim as f64),
+            ("MAX_CTX", self.max_ctx as f64),
+            ("SCALE", 1.0 / (self.head_dim as f64).sqrt()),
+            ("SG", f64::from(sg)),
+            ("HPW", f64::from(hpw)),
+        ];
+        let shader = if wide {
+            &SUBGROUP_WIDE_SHADER
+        } else {
+            &SUBGROUP_SHADER
+        };
+        let pipeline = gpu.pipeline(shader, "main", &constants)?;
+        let bind_group = gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, out])?;
+        Ok(Dispatch::new(
+            Self::OP,
+            pipeline,
+            bind_group,
+            [self.n_kv_heads, self.n_heads / self.n_kv_heads / hpw, 1],
+            self.cost(),
+            &[step, q, k_cache, v_cache],
+            &[out],
+        ))
     }
 
     /// The split pass at `n_ctx`: the fused cost plus its partials written.

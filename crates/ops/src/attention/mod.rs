@@ -28,7 +28,7 @@ pub use batched::AttnBatched;
 
 pub use fused::{
     fused_sg_shader, groups_shader, groups_shaders, AttnFused, AttnVariant, COMBINE_SHADER,
-    FUSED_SHADER, SPLIT_CHUNK, SUBGROUP_SHADER,
+    FUSED_SHADER, SPLIT_CHUNK, SUBGROUP_SHADER, SUBGROUP_WIDE_SHADER,
 };
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
