@@ -145,6 +145,52 @@ fn packed_layout_every_variant_matches_the_oracle() {
     }
 }
 
+/// The fused forms over a packed `rows × cols` matrix, each with its y length: rms_norm
+/// with the residual add (21 rows at offset 2), rope with the KV stores (40 rows, the
+/// q | k | v of `ROPE_3X1`), silu·mul (13 gate / up pairs, up from row 16).
+fn packed_fused_ops(format: WeightFormat, cols: u32) -> [(GemvFused, usize); 3] {
+    let packed = |rows, out_offset| Gemv {
+        layout: WeightLayout::Packed,
+        ..matrix(format, rows, cols, out_offset)
+    };
+    [
+        (
+            GemvFused {
+                gemv: packed(21, 2),
+                norm: Some(1e-5),
+                epilogue: GemvEpilogue::Accumulate,
+            },
+            26,
+        ),
+        (
+            GemvFused {
+                gemv: packed(40, 0),
+                norm: Some(1e-5),
+                epilogue: GemvEpilogue::RopeKv(ROPE_3X1),
+            },
+            24,
+        ),
+        (
+            GemvFused {
+                gemv: packed(29, 0),
+                norm: None,
+                epilogue: GemvEpilogue::SiluMul { n: 13, up_row: 16 },
+            },
+            16,
+        ),
+    ]
+}
+
+/// Three query heads and one KV head of 8 dims (q | k | v: 40 rows).
+const ROPE_3X1: Rope = Rope {
+    n_heads: 3,
+    n_kv_heads: 1,
+    head_dim: 8,
+    rope_dims: 6,
+    base: 10000.0,
+    max_ctx: 5,
+};
+
 /// The `rows` frame over 32-byte loads (`.wide` shaders: packed q4_0 / q4_1 / q8_0 on
 /// adapters with SHADER_INT64 and subgroups of its 8 lanes, for rows of an even number of
 /// blocks) against the oracle: every fused form and rows-per-lane, partial last
@@ -166,47 +212,14 @@ fn wide_rows_frame_matches_the_oracle() {
         );
     }
     let mut rng = common::rng(316);
-    let rope = Rope {
-        n_heads: 3,
-        n_kv_heads: 1,
-        head_dim: 8,
-        rope_dims: 6,
-        base: 10000.0,
-        max_ctx: 5,
-    };
-    let packed = |format, rows, cols, out_offset| Gemv {
-        layout: WeightLayout::Packed,
-        ..matrix(format, rows, cols, out_offset)
-    };
     for format in PACKABLE {
         for cols in [64, 576, 96] {
-            let ops = [
-                (GemvFused::plain(packed(format, 37, cols, 0)), 37),
-                (
-                    GemvFused {
-                        gemv: packed(format, 21, cols, 2),
-                        norm: Some(1e-5),
-                        epilogue: GemvEpilogue::Accumulate,
-                    },
-                    26,
-                ),
-                (
-                    GemvFused {
-                        gemv: packed(format, 40, cols, 0),
-                        norm: Some(1e-5),
-                        epilogue: GemvEpilogue::RopeKv(rope),
-                    },
-                    24,
-                ),
-                (
-                    GemvFused {
-                        gemv: packed(format, 29, cols, 0),
-                        norm: None,
-                        epilogue: GemvEpilogue::SiluMul { n: 13, up_row: 16 },
-                    },
-                    16,
-                ),
-            ];
+            let plain = GemvFused::plain(Gemv {
+                layout: WeightLayout::Packed,
+                ..matrix(format, 37, cols, 0)
+            });
+            let mut ops = vec![(plain, 37)];
+            ops.extend(packed_fused_ops(format, cols));
             for (op, y_len) in ops {
                 let case = FusedCase::new(&mut rng, op);
                 for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
@@ -236,18 +249,6 @@ fn wide_rows_frame_matches_the_oracle() {
 fn packed_layout_fused_forms_match_the_oracle() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(314);
-    let rope = Rope {
-        n_heads: 3,
-        n_kv_heads: 1,
-        head_dim: 8,
-        rope_dims: 6,
-        base: 10000.0,
-        max_ctx: 5,
-    };
-    let packed = |format, rows, cols, out_offset| Gemv {
-        layout: WeightLayout::Packed,
-        ..matrix(format, rows, cols, out_offset)
-    };
     // 4096 and 8192 columns: dp4a's wide workgroups, its rows split over two row groups
     // (`Gemv::dp4a_split`), 1024 threads at 8192 where the adapter allows them.
     for (variant, cols) in variants(gpu)
@@ -255,32 +256,7 @@ fn packed_layout_fused_forms_match_the_oracle() {
         .flat_map(|v| [(v, 64), (v, 4096), (v, 8192)])
     {
         for format in PACKABLE {
-            let ops = [
-                (
-                    GemvFused {
-                        gemv: packed(format, 21, cols, 2),
-                        norm: Some(1e-5),
-                        epilogue: GemvEpilogue::Accumulate,
-                    },
-                    26,
-                ),
-                (
-                    GemvFused {
-                        gemv: packed(format, 40, cols, 0),
-                        norm: Some(1e-5),
-                        epilogue: GemvEpilogue::RopeKv(rope),
-                    },
-                    24,
-                ),
-                (
-                    GemvFused {
-                        gemv: packed(format, 29, cols, 0),
-                        norm: None,
-                        epilogue: GemvEpilogue::SiluMul { n: 13, up_row: 16 },
-                    },
-                    16,
-                ),
-            ];
+            let ops = packed_fused_ops(format, cols);
             for (op, y_len) in ops {
                 FusedCase::new(&mut rng, op).check(gpu, variant, y_len, 3);
             }

@@ -130,7 +130,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     for (var t = 0u; t < n_ctx; t++) {
         let base = t * row4 + kb;
-        let k = load_k(base);
+        let k = load_kv(true, base);
         let s0 = score(h0, k);
         var s1 = 0.0;
         var s2 = 0.0;
@@ -144,7 +144,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         if HPW > 3u {
             s3 = score(h3, k);
         }
-        let v = load_v(base);
+        let v = load_kv(false, base);
         update(&h0, s0, v);
         if HPW > 1u {
             update(&h1, s1, v);

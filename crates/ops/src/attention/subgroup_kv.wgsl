@@ -2,28 +2,24 @@
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
 
-fn load_k(base: u32) -> Part {
-    var p: Part;
-    p.v0 = k_cache[base];
-    if vpl() > 1u {
-        p.v1 = k_cache[base + 1u];
+// vec4 i of the K cache (is_k) or the V cache: a constant at every call, so the other
+// branch folds away.
+fn kv4(is_k: bool, i: u32) -> vec4<f32> {
+    if is_k {
+        return k_cache[i];
     }
-    if vpl() > 2u {
-        p.v2 = k_cache[base + 2u];
-        p.v3 = k_cache[base + 3u];
-    }
-    return p;
+    return v_cache[i];
 }
 
-fn load_v(base: u32) -> Part {
+fn load_kv(is_k: bool, base: u32) -> Part {
     var p: Part;
-    p.v0 = v_cache[base];
+    p.v0 = kv4(is_k, base);
     if vpl() > 1u {
-        p.v1 = v_cache[base + 1u];
+        p.v1 = kv4(is_k, base + 1u);
     }
     if vpl() > 2u {
-        p.v2 = v_cache[base + 2u];
-        p.v3 = v_cache[base + 3u];
+        p.v2 = kv4(is_k, base + 2u);
+        p.v3 = kv4(is_k, base + 3u);
     }
     return p;
 }

@@ -8,31 +8,24 @@ fn f32x4_of(a: u64, b: u64) -> vec4<f32> {
     return bitcast<vec4<f32>>(vec4<u32>(u32(a), u32(a >> 32u), u32(b), u32(b >> 32u)));
 }
 
-fn part_of(lo: vec4<u64>, hi: vec4<u64>) -> Part {
+// Element i (8 floats) of the K cache (is_k) or the V cache: a constant at every call,
+// so the other branch folds away.
+fn kv8(is_k: bool, i: u32) -> vec4<u64> {
+    if is_k {
+        return k_cache[i];
+    }
+    return v_cache[i];
+}
+
+fn load_kv(is_k: bool, base: u32) -> Part {
     var p: Part;
+    let lo = kv8(is_k, base >> 1u);
     p.v0 = f32x4_of(lo.x, lo.y);
     p.v1 = f32x4_of(lo.z, lo.w);
     if vpl() > 2u {
+        let hi = kv8(is_k, (base >> 1u) + 1u);
         p.v2 = f32x4_of(hi.x, hi.y);
         p.v3 = f32x4_of(hi.z, hi.w);
     }
     return p;
-}
-
-fn load_k(base: u32) -> Part {
-    let i = base >> 1u;
-    var hi: vec4<u64>;
-    if vpl() > 2u {
-        hi = k_cache[i + 1u];
-    }
-    return part_of(k_cache[i], hi);
-}
-
-fn load_v(base: u32) -> Part {
-    let i = base >> 1u;
-    var hi: vec4<u64>;
-    if vpl() > 2u {
-        hi = v_cache[i + 1u];
-    }
-    return part_of(v_cache[i], hi);
 }

@@ -15,25 +15,7 @@
 //
 // The format defines pair_dot(row, p, window): blocks 2p and 2p + 1 of the row, window
 // that row's scales; the input defines x_window(p), called once per step, and xv(i), vec4
-// i (0..15) of the step's 64 elements of x.
-
-override ROWS: u32;
-override COLS: u32;
-override OUT_OFFSET: u32;
-// Rows per lane, 1..=4 (2 or 4 for the pair epilogues).
-override NR: u32;
-override WG: u32 = 8u;
-// Test-only planted slowdown, as in the other frames: EXTRA_PASSES more passes over the
-// rows, reaching the output only past 3e38. 0 compiles away.
-override EXTRA_PASSES: u32 = 0u;
-// Experiment only (`bench --experiment memory-vs-compute`), as in kernel_rows.wgsl: row r
-// reads the weights of row r % ROW_SPAN. 0 (the default) compiles away.
-override ROW_SPAN: u32 = 0u;
-
-fn span_row(r: u32) -> u32 {
-    // max(.., 1u): naga folds `r % 0u` as an error even in the branch not taken.
-    return select(r % max(ROW_SPAN, 1u), r, ROW_SPAN == 0u);
-}
+// i (0..15) of the step's 64 elements of x. Constants and span_row: rows_common.wgsl.
 
 @compute @workgroup_size(WG)
 fn main(

@@ -265,7 +265,11 @@ fn compose_rows_wide(key: ShaderKey, name: &str) -> String {
     };
     format!(
         "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the wide rows frame, format, input and epilogue.\n{}\n{}\n{format}\n{input}\n{}",
-        include_str!("kernel_rows_wide.wgsl"),
+        concat!(
+            include_str!("rows_common.wgsl"),
+            "\n",
+            include_str!("kernel_rows_wide.wgsl")
+        ),
         include_str!("wide_common.wgsl"),
         epilogue_part(key.epilogue, rope_first),
     )
@@ -279,7 +283,12 @@ fn compose(key: ShaderKey, name: &str) -> String {
         return compose_rows_wide(key, name);
     }
     let frame = match key.variant {
-        GemvVariant::Rows => include_str!("kernel_rows.wgsl").to_string(),
+        GemvVariant::Rows => concat!(
+            include_str!("rows_common.wgsl"),
+            "\n",
+            include_str!("kernel_rows.wgsl")
+        )
+        .to_string(),
         lanes => {
             let reduce = if key.subgroup_reduce {
                 include_str!("reduce_subgroup.wgsl")
