@@ -408,12 +408,12 @@ fn run_real_model_prints_text_then_speeds() {
     for needle in [
         "load ",
         "prompt processing 5 tokens",
-        // lavapipe's CPU-style kernels take the prompt through decode steps (and say so);
-        // GPUs batch it.
+        // A CPU adapter without the wide rows frame takes the prompt through decode steps
+        // (and says so); GPUs and lavapipe batch it, the batch sized to the prompt.
         if stderr.contains("one decode step per token") {
             "one decode step per token"
         } else {
-            "(batched prefill, up to 512 tokens per submit)"
+            "(batched prefill, up to 5 tokens per submit)"
         },
         "generation 4 tokens",
         "tok/s",

@@ -23,7 +23,7 @@
 //!   one graph; prefill steps are not meant to be recorded into it (`run --capture`
 //!   keeps the token-by-token prompt).
 
-use gpuscope_ops::attention::AttnBatched;
+use gpuscope_ops::attention::{AttnBatched, AttnVariant};
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
 use gpuscope_ops::gemv::{GemmKind, GemvBatched, GemvVariant, QuantizeX};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
@@ -88,6 +88,9 @@ impl GpuMatrix {
         self.batched_ops(max_batch, y_stride)
             .map(|(buf, op)| {
                 Ok(match gemm.kind() {
+                    _ if matches!(gemm, PromptGemm::Rows) && op.runs_wide(gpu) => {
+                        op.dispatch_wide(gpu, buf, x, y, params, accumulate)?
+                    }
                     Some(kind) if op.runs_gemm(kind, gpu) => {
                         let input = match gemm {
                             PromptGemm::Dp4a(xq) => xq,
@@ -111,12 +114,15 @@ enum PromptGemm<'a> {
     Dp4a(&'a GpuBuffer),
     /// coopmat, reading x as it is.
     Coopmat,
+    /// The wide rows frame's batched form where it runs (CPU adapters), else the batched
+    /// gemv.
+    Rows,
 }
 
 impl PromptGemm<'_> {
     fn kind(self) -> Option<GemmKind> {
         match self {
-            PromptGemm::Batched => None,
+            PromptGemm::Batched | PromptGemm::Rows => None,
             PromptGemm::Dp4a(_) => Some(GemmKind::Dp4a),
             PromptGemm::Coopmat => Some(GemmKind::Coopmat),
         }
@@ -161,10 +167,12 @@ impl GpuDecoder {
     /// tokens (setup time: buffers, pipelines and bind groups are created here, none per
     /// call). Calling it again rebuilds it for the new size.
     ///
-    /// With the CPU-style gemv variant (`rows`: lavapipe and other CPU adapters) no graph
-    /// is built: the batched kernels have no CPU-style form yet, and on lavapipe a prompt
-    /// went 3.4x faster through decode steps (28 tokens: 4.9 against 1.4 tok/s).
-    /// [`Self::prefill`] then runs the decode graph once per token, and
+    /// With the CPU-style gemv variant (`rows`: lavapipe and other CPU adapters) the
+    /// graph multiplies through the wide rows frame's batched form
+    /// ([`GemvBatched::dispatch_wide`]) where every quantized matrix of the layers runs
+    /// it; where not, no graph is built: the lanes frame's batched gemv is slow there (on
+    /// lavapipe a prompt went 3.4x faster through decode steps, 28 tokens: 4.9 against
+    /// 1.4 tok/s). [`Self::prefill`] then runs the decode graph once per token, and
     /// [`Self::prefill_method`] says so.
     pub fn enable_prefill(&mut self, gpu: &Gpu, max_batch: u32) -> Result<(), ModelError> {
         let _span = tracing::info_span!("gpu_prefill_new").entered();
@@ -173,7 +181,7 @@ impl GpuDecoder {
         }
         self.prefill = None;
         self.prefill_steps = None;
-        if self.plan.gemv == GemvVariant::Rows {
+        if self.plan.gemv == GemvVariant::Rows && !self.layers_run_wide(gpu, max_batch) {
             self.prefill_steps = Some(max_batch);
             return Ok(());
         }
@@ -208,6 +216,7 @@ impl GpuDecoder {
             None
         };
         let gemm = match (self.plan.prefill, &xq) {
+            _ if self.plan.gemv == GemvVariant::Rows => PromptGemm::Rows,
             (Some(GemmKind::Dp4a), Some(xq)) => PromptGemm::Dp4a(xq),
             (Some(GemmKind::Coopmat), _) => PromptGemm::Coopmat,
             _ => PromptGemm::Batched,
@@ -246,6 +255,12 @@ impl GpuDecoder {
             q_stride: qkv_stride,
             out_stride: c.q_dim(),
         };
+        // The decode graph's variant for this context; its batched form (`subgroup` has
+        // one of its own, every other variant takes the fused kernel's).
+        let attention_variant = self
+            .plan
+            .attention
+            .unwrap_or_else(|| AttnVariant::for_adapter(gpu, &attention.attn));
         let mut attention_dispatches = Vec::new();
         for (i, layer) in w.layers.iter().enumerate() {
             let li = i as u32;
@@ -283,7 +298,11 @@ impl GpuDecoder {
             push(
                 &mut ds,
                 "attention",
-                vec![attention.dispatch(gpu, &params, &qkv, kc, vc, &attn)?],
+                vec![attention.dispatch_variant(
+                    gpu,
+                    attention_variant,
+                    [&params, &qkv, kc, vc, &attn],
+                )?],
             );
             push(
                 &mut ds,
@@ -352,6 +371,7 @@ impl GpuDecoder {
                 PromptGemm::Dp4a(_) => "dp4a gemm (64x64 tiles, x quantized to int8 blocks once per input) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into(),
                 PromptGemm::Coopmat => "coopmat gemm (64x64 tiles of f16 on cooperative matrices: tensor cores) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into(),
                 PromptGemm::Batched => "batched gemv (8 rows per weight pass)".into(),
+                PromptGemm::Rows => "wide rows frame, batched (one lane per 4 weight rows, 8 prompt rows per weight pass)".into(),
             },
         );
         let mut runner = Self::make_runner(gpu, &graph, &self.acts, self.options.read_logits)?;
@@ -367,6 +387,19 @@ impl GpuDecoder {
             attention_dispatches,
         });
         Ok(())
+    }
+
+    /// Whether every quantized matrix of the layers has the wide rows frame's batched
+    /// form on `gpu` ([`GemvBatched::runs_wide`]).
+    fn layers_run_wide(&self, gpu: &Gpu, max_batch: u32) -> bool {
+        self.weights.layers.iter().all(|layer| {
+            layer
+                .wqkv
+                .iter()
+                .chain([&layer.wo, &layer.w_down])
+                .chain(&layer.w_gate_up)
+                .all(|m| m.batched_ops(max_batch, 0).all(|(_, op)| op.runs_wide(gpu)))
+        })
     }
 
     /// The largest prompt chunk [`Self::prefill`] takes (0 when not enabled).

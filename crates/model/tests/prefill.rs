@@ -45,13 +45,8 @@ fn prefill_matches_per_token_in(
     layout: WeightLayout,
 ) {
     let Some(gpu) = gpu() else { return };
-    let max_ctx = prompt.len() as u32 + gen + 1;
-    let opts = DecoderOptions {
-        max_ctx,
-        read_logits: true,
-    };
-    // The batched graph is not built with the CPU-style gemv (`rows`, lavapipe's default:
-    // prompts go through decode steps there); these tests are about the batched kernels.
+    // The lanes frames' batched kernels: the CPU-style gemv (`rows`, lavapipe's default)
+    // has its own tests (`rows_plan_*`).
     let mut plan = KernelPlan::for_adapter(gpu);
     if plan.gemv == GemvVariant::Rows {
         plan.gemv = GemvVariant::Shared;
@@ -64,6 +59,26 @@ fn prefill_matches_per_token_in(
     // checks the gemms against this path, `check` the dp4a gemvs against their executors.
     plan.gemv_large = None;
     plan.prefill = None;
+    prefill_matches_per_token_with(gpu, w, prompt, max_batch, gen, rel, what, plan);
+}
+
+/// [`prefill_matches_per_token`] with both decoders on `plan`.
+#[allow(clippy::too_many_arguments)]
+fn prefill_matches_per_token_with(
+    gpu: &gpuscope_runtime::Gpu,
+    w: &ModelWeights,
+    prompt: &[u32],
+    max_batch: u32,
+    gen: u32,
+    rel: f32,
+    what: &str,
+    plan: KernelPlan,
+) {
+    let max_ctx = prompt.len() as u32 + gen + 1;
+    let opts = DecoderOptions {
+        max_ctx,
+        read_logits: true,
+    };
     let mut one = GpuDecoder::with_plan(gpu, w, opts.clone(), plan).unwrap();
     let mut batched = GpuDecoder::with_plan(gpu, w, opts, plan).unwrap();
     batched.enable_prefill(gpu, max_batch).unwrap();
@@ -192,8 +207,9 @@ fn real_model_prefill_matches_per_token() {
     prefill_matches_per_token(&m.weights, &prompt, 64, 8, 2e-3, "SmolLM2 Q4_1");
 }
 
-/// With the CPU-style gemv (`rows`) a prompt goes through decode steps: same position,
-/// same next token and logits as stepping it by hand, and the method says so.
+/// With the CPU-style gemv (`rows`) over weights the wide rows frame cannot read (GGUF
+/// bytes here) a prompt goes through decode steps: same position, same next token and
+/// logits as stepping it by hand, and the method says so.
 #[test]
 fn rows_plan_prefills_through_decode_steps() {
     let Some(gpu) = gpu() else { return };
@@ -205,6 +221,7 @@ fn rows_plan_prefills_through_decode_steps() {
     let plan = KernelPlan {
         gemv_large: None,
         gemv: GemvVariant::Rows,
+        weights: WeightLayout::Gguf,
         ..KernelPlan::for_adapter(gpu)
     };
     let mut one = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
@@ -241,6 +258,64 @@ fn rows_plan_prefills_through_decode_steps() {
         stepped.step(gpu, None).unwrap().token,
         one.step(gpu, None).unwrap().token
     );
+}
+
+/// With the CPU-style gemv (`rows`) over packed q4_0 / q4_1 / q8_0 on adapters with the
+/// wide rows frame (SHADER_INT64, 8-lane subgroups: lavapipe in CI) the prompt goes
+/// through the batched graph, its gemvs through the wide rows frame's batched form and
+/// attention through the `subgroup` kernel's: after chunks of 4, 4 and 3, and one of 11,
+/// the logits agree with decode steps' and so does what is generated after them.
+#[test]
+fn rows_plan_prefills_through_the_wide_rows_frame() {
+    let Some(gpu) = gpu() else { return };
+    let plan = KernelPlan {
+        gemv: GemvVariant::Rows,
+        gemv_large: None,
+        weights: WeightLayout::Packed,
+        prefill: None,
+        ..KernelPlan::for_adapter(gpu)
+    };
+    let info = gpu.adapter_info();
+    let wide = gpu.features().contains(
+        gpuscope_runtime::wgpu::Features::SHADER_INT64 | gpuscope_runtime::wgpu::Features::SUBGROUP,
+    ) && info.subgroup_min_size == 8
+        && info.subgroup_max_size == 8;
+    if !wide {
+        eprintln!("SKIPPED: \"{}\" has no wide rows frame", info.name);
+        return;
+    }
+    for format in [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0] {
+        let w = weights(Preset::Tiny, format);
+        let mut d = GpuDecoder::with_plan(
+            gpu,
+            &w,
+            DecoderOptions {
+                max_ctx: 16,
+                read_logits: false,
+            },
+            plan,
+        )
+        .unwrap();
+        d.enable_prefill(gpu, 4).unwrap();
+        let graph = d.prefill_graph().expect("a batched graph");
+        let shaders: Vec<&str> = graph
+            .sections
+            .iter()
+            .flat_map(|s| s.dispatches.iter().map(|d| d.pipeline.shader()))
+            .collect();
+        assert!(
+            shaders.iter().any(|s| s.ends_with(".packed.wide")),
+            "{format:?}: {shaders:?}"
+        );
+        assert!(
+            shaders.contains(&"attention_batched.subgroup"),
+            "{format:?}: {shaders:?}"
+        );
+        for max_batch in [4, 16] {
+            let what = format!("{format:?} rows plan, batch {max_batch}");
+            prefill_matches_per_token_with(gpu, &w, &PROMPT, max_batch, 6, 2e-3, &what, plan);
+        }
+    }
 }
 
 /// Prompt processing through each gemm this adapter runs (dp4a: int8 x; coopmat: f16 on

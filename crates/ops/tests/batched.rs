@@ -131,6 +131,88 @@ fn gemv_batched_every_format_matches_oracle() {
     }
 }
 
+/// The batched wide rows frame (CPU adapters with SHADER_INT64 and 8-lane subgroups:
+/// lavapipe in CI) against the oracle: packed q4_0 / q4_1 / q8_0, one and nine block
+/// pairs per row, a partial last row group (37 rows at 32 a workgroup), partial batch
+/// chunks, accumulation, a row chunk (`out_offset`), rows past `n_rows` and columns
+/// outside the matrix's untouched; a width of an odd number of blocks is refused.
+#[test]
+fn gemv_batched_wide_rows_frame_matches_oracle() {
+    use gpuscope_ops::gemv::WeightLayout;
+    let Some(gpu) = gpu() else { return };
+    let info = gpu.adapter_info();
+    let offered = gpu.features().contains(
+        gpuscope_runtime::wgpu::Features::SHADER_INT64 | gpuscope_runtime::wgpu::Features::SUBGROUP,
+    ) && info.subgroup_min_size == 8
+        && info.subgroup_max_size == 8;
+    let mut r = rng(12);
+    let (rows, max_batch, out_offset) = (37u32, 19u32, 3u32);
+    let y_stride = rows + out_offset + 2;
+    for format in [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0] {
+        for cols in [64u32, 576, 96] {
+            let gguf = format.quantize_row(&weights(&mut r, (rows * cols) as usize));
+            let w = WeightLayout::Packed.pack(format, &gguf);
+            let x = activations(&mut r, (max_batch * cols) as usize);
+            let op = GemvBatched {
+                gemv: Gemv {
+                    rows,
+                    cols,
+                    format,
+                    out_offset,
+                    layout: WeightLayout::Packed,
+                },
+                max_batch,
+                y_stride,
+            };
+            assert_eq!(
+                op.runs_wide(gpu),
+                offered && cols % 64 == 0,
+                "{format:?} {cols}"
+            );
+            let (wb, xb) = (
+                gpu.create_buffer_init("w", &w).unwrap(),
+                filled(gpu, "x", &x),
+            );
+            if !op.runs_wide(gpu) {
+                let yb = filled(gpu, "y", &initial_y(max_batch * y_stride, false));
+                let err = op
+                    .dispatch_wide(gpu, &wb, &xb, &yb, &params(gpu, 0, 1), false)
+                    .unwrap_err();
+                assert!(err.to_string().contains("wide rows frame"), "{err}");
+                continue;
+            }
+            for (n_rows, accumulate) in [
+                (max_batch, false),
+                (5, true),
+                (1, false),
+                (8, true),
+                (17, false),
+            ] {
+                let y0 = initial_y(max_batch * y_stride, accumulate);
+                let (yb, pb) = (filled(gpu, "y", &y0), params(gpu, 0, n_rows));
+                let d = op
+                    .dispatch_wide(gpu, &wb, &xb, &yb, &pb, accumulate)
+                    .unwrap();
+                assert!(
+                    d.pipeline.shader().ends_with(".packed.wide"),
+                    "{}",
+                    d.pipeline.shader()
+                );
+                run(gpu, vec![d]);
+                let mut want = y0.clone();
+                op.cpu(&w, &x, &mut want, n_rows, accumulate);
+                assert_gemm_close(
+                    &format!("{format:?} {cols} columns, n_rows {n_rows}, accumulate {accumulate}"),
+                    &read_f32(gpu, &yb),
+                    &want,
+                    (y_stride, n_rows, out_offset, rows),
+                    1e-4,
+                );
+            }
+        }
+    }
+}
+
 /// The gemms (prompt processing: dp4a with int8 x, coopmat on f16 cooperative matrices
 /// where the adapter has them): q4_0, q4_1 and q8_0 in both layouts against their oracles
 /// (x quantized per row and block; x rounded to f16), with partial tiles in both

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
-use super::AttnFused;
+use super::{AttnFused, AttnVariant};
 
 const WG: u32 = 256;
 
@@ -32,6 +32,41 @@ pub fn batched_shader() -> &'static ShaderSource {
         }
         ShaderSource { name: "attention_batched", wgsl: Box::leak(s.into_boxed_str()) }
     })
+}
+
+/// The `subgroup` variant's kernel made batched (CPU adapters), derived once from
+/// `subgroup.wgsl` with its K/V form (`wide`: `vec4<u64>` loads) as `batched_shader` does
+/// from `fused.wgsl`: the grid's z is the query row, the context length comes from the
+/// row's position, q and out are indexed by row. One workgroup per (KV head, its query
+/// heads, row), each K/V row loaded once for its query heads.
+pub fn batched_subgroup_shader(wide: bool) -> &'static ShaderSource {
+    static SHADERS: OnceLock<[ShaderSource; 2]> = OnceLock::new();
+    let shaders = SHADERS.get_or_init(|| {
+        [false, true].map(|wide| {
+            let base = if wide {
+                &super::SUBGROUP_WIDE_SHADER
+            } else {
+                &super::SUBGROUP_SHADER
+            };
+            let mut s = base.wgsl.to_string();
+            for (from, to) in [
+                ("override SCALE: f32 = 0.125;", "override SCALE: f32 = 0.125;\n// f32 elements per row of q and of out (multiples of 4).\noverride Q_STRIDE: u32 = 0u;\noverride OUT_STRIDE: u32 = 0u;"),
+                ("    let n_ctx = min(step[1], MAX_CTX);\n", "    let b = wg.z;\n    // Workgroup-uniform: rows past the batch return at once.\n    if b >= step[1] {\n        return;\n    }\n    let n_ctx = min(step[0] + b + 1u, MAX_CTX);\n"),
+                ("    let qb = first * hd4 + lane4;", "    let qb = b * (Q_STRIDE / 4u) + first * hd4 + lane4;"),
+                ("    let ob = first * hd4 + lane4;", "    let ob = b * (OUT_STRIDE / 4u) + first * hd4 + lane4;"),
+            ] {
+                assert_eq!(s.matches(from).count(), 1, "attention batched: `{from}` not found once in subgroup.wgsl");
+                s = s.replacen(from, to, 1);
+            }
+            let name = if wide {
+                "attention_batched.subgroup.wide"
+            } else {
+                "attention_batched.subgroup"
+            };
+            ShaderSource { name, wgsl: Box::leak(s.into_boxed_str()) }
+        })
+    });
+    &shaders[usize::from(wide)]
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +91,7 @@ impl AttnBatched {
         total
     }
 
+    /// The fused kernel's batched form (`attention_batched`), for GPUs.
     pub fn dispatch(
         &self,
         gpu: &Gpu,
@@ -64,6 +100,23 @@ impl AttnBatched {
         k_cache: &GpuBuffer,
         v_cache: &GpuBuffer,
         out: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
+        self.dispatch_variant(
+            gpu,
+            AttnVariant::Workgroup,
+            [params, q, k_cache, v_cache, out],
+        )
+    }
+
+    /// The batched form of `variant`'s kernel: `subgroup` (CPU adapters) has its own
+    /// ([`batched_subgroup_shader`], K/V as `vec4<u64>` where
+    /// [`AttnFused::subgroup_wide`]); every other variant takes the fused kernel's.
+    /// Bindings params (`[pos0, n_rows, ..]`), q, k_cache, v_cache, out.
+    pub fn dispatch_variant(
+        &self,
+        gpu: &Gpu,
+        variant: AttnVariant,
+        [params, q, k_cache, v_cache, out]: [&GpuBuffer; 5],
     ) -> Result<Dispatch, GpuError> {
         let a = &self.attn;
         let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
@@ -100,25 +153,42 @@ impl AttnBatched {
                 )));
             }
         }
-        let pipeline = gpu.pipeline(
-            batched_shader(),
-            "main",
-            &[
-                ("N_HEADS", f64::from(a.n_heads)),
-                ("N_KV_HEADS", f64::from(a.n_kv_heads)),
-                ("HEAD_DIM", f64::from(a.head_dim)),
-                ("MAX_CTX", f64::from(a.max_ctx)),
-                ("SCALE", 1.0 / f64::from(a.head_dim).sqrt()),
-                ("Q_STRIDE", f64::from(self.q_stride)),
-                ("OUT_STRIDE", f64::from(self.out_stride)),
-            ],
-        )?;
+        let mut constants = vec![
+            ("N_HEADS", f64::from(a.n_heads)),
+            ("N_KV_HEADS", f64::from(a.n_kv_heads)),
+            ("HEAD_DIM", f64::from(a.head_dim)),
+            ("MAX_CTX", f64::from(a.max_ctx)),
+            ("SCALE", 1.0 / f64::from(a.head_dim).sqrt()),
+            ("Q_STRIDE", f64::from(self.q_stride)),
+            ("OUT_STRIDE", f64::from(self.out_stride)),
+        ];
+        let (shader, grid) = if variant == AttnVariant::Subgroup {
+            variant
+                .supported(gpu, a)
+                .map_err(|why| invalid(format!("batched attention: {why}")))?;
+            if self.q_stride % 4 != 0 || self.out_stride % 4 != 0 {
+                return Err(invalid(
+                    "the subgroup kernel reads q and out as vec4: strides must be multiples of 4"
+                        .into(),
+                ));
+            }
+            let hpw = super::fused::subgroup_heads_per_workgroup(a);
+            constants.push(("SG", f64::from(gpu.adapter_info().subgroup_min_size)));
+            constants.push(("HPW", f64::from(hpw)));
+            (
+                batched_subgroup_shader(a.subgroup_wide(gpu)),
+                [a.n_kv_heads, a.n_heads / a.n_kv_heads / hpw, self.max_batch],
+            )
+        } else {
+            (batched_shader(), [a.n_heads, self.max_batch, 1])
+        };
+        let pipeline = gpu.pipeline(shader, "main", &constants)?;
         let bind_group = gpu.bind_group(&pipeline, &[params, q, k_cache, v_cache, out])?;
         Ok(Dispatch::new(
             AttnFused::OP,
             pipeline,
             bind_group,
-            [a.n_heads, self.max_batch, 1],
+            grid,
             self.cost_at(0, self.max_batch),
             &[params, q, k_cache, v_cache],
             &[out],

@@ -6,7 +6,11 @@ use crate::exec::{Call, ExecError};
 use crate::Real;
 
 pub(crate) fn batched_shaders() -> Vec<&'static str> {
-    vec![super::batched::batched_shader().name]
+    vec![
+        super::batched::batched_shader().name,
+        super::batched::batched_subgroup_shader(false).name,
+        super::batched::batched_subgroup_shader(true).name,
+    ]
 }
 
 /// (n_heads, n_kv_heads, head_dim, max_ctx) from the constants, checked.

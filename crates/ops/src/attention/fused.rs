@@ -100,7 +100,7 @@ pub static SUBGROUP_WIDE_SHADER: ShaderSource = ShaderSource {
 /// Query heads per `subgroup` workgroup: the largest divisor of the heads sharing a KV
 /// head up to 4 (the kernel's head slots), so every workgroup has the same count and
 /// loads each K / V row once for all of them.
-fn subgroup_heads_per_workgroup(op: &AttnFused) -> u32 {
+pub(super) fn subgroup_heads_per_workgroup(op: &AttnFused) -> u32 {
     let group = op.n_heads / op.n_kv_heads;
     (1..=4).rev().find(|h| group % h == 0).unwrap_or(1)
 }

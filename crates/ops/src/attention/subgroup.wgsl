@@ -115,18 +115,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let row4 = N_KV_HEADS * hd4;
     let lane4 = lid * vpl();
     let kb = kv_head * hd4 + lane4;
-    var h0 = head_init(first * hd4 + lane4);
+    // The lane's first vec4 of head `first` in q and in out.
+    let qb = first * hd4 + lane4;
+    let ob = first * hd4 + lane4;
+    var h0 = head_init(qb);
     var h1: Head;
     var h2: Head;
     var h3: Head;
     if HPW > 1u {
-        h1 = head_init((first + 1u) * hd4 + lane4);
+        h1 = head_init(qb + hd4);
     }
     if HPW > 2u {
-        h2 = head_init((first + 2u) * hd4 + lane4);
+        h2 = head_init(qb + 2u * hd4);
     }
     if HPW > 3u {
-        h3 = head_init((first + 3u) * hd4 + lane4);
+        h3 = head_init(qb + 3u * hd4);
     }
     for (var t = 0u; t < n_ctx; t++) {
         let base = t * row4 + kb;
@@ -156,14 +159,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             update(&h3, s3, v);
         }
     }
-    emit(h0, first * hd4 + lane4);
+    emit(h0, ob);
     if HPW > 1u {
-        emit(h1, (first + 1u) * hd4 + lane4);
+        emit(h1, ob + hd4);
     }
     if HPW > 2u {
-        emit(h2, (first + 2u) * hd4 + lane4);
+        emit(h2, ob + 2u * hd4);
     }
     if HPW > 3u {
-        emit(h3, (first + 3u) * hd4 + lane4);
+        emit(h3, ob + 3u * hd4);
     }
 }

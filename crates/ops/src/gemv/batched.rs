@@ -73,6 +73,44 @@ pub fn batched_shader(format: WeightFormat, layout: WeightLayout) -> &'static Sh
         .unwrap_or_else(|| panic!("{} has no {} layout", format.name(), layout.name()))
 }
 
+/// The batched wide rows frame's shader for `format` (`kernel_batched_rows_wide.wgsl`:
+/// packed q4_0 / q4_1 / q8_0 read as `vec4<u64>`, for CPU adapters), named
+/// `gemv_batched_<fmt>.packed.wide`; `None` for other formats.
+pub fn batched_wide_shader(format: WeightFormat) -> Option<&'static ShaderSource> {
+    static SHADERS: OnceLock<Vec<(WeightFormat, ShaderSource)>> = OnceLock::new();
+    let all = SHADERS.get_or_init(|| {
+        [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0]
+            .into_iter()
+            .map(|f| {
+                let name = format!(
+                    "gemv_batched_{}.{}.wide",
+                    f.name(),
+                    WeightLayout::Packed.name()
+                );
+                let wgsl = format!(
+                    "// {name}: composed by gpuscope-ops (gemv/batched.rs).\n{}\n{}\n{}\n{}",
+                    include_str!("rows_common.wgsl"),
+                    include_str!("kernel_batched_rows_wide.wgsl"),
+                    include_str!("wide_common.wgsl"),
+                    super::shader::wide_format_part(f),
+                );
+                (
+                    f,
+                    ShaderSource {
+                        name: Box::leak(name.into_boxed_str()),
+                        wgsl: Box::leak(wgsl.into_boxed_str()),
+                    },
+                )
+            })
+            .collect()
+    });
+    all.iter().find(|(f, _)| *f == format).map(|(_, s)| s)
+}
+
+/// Rows per lane of the batched wide rows frame (`NR`): x, loaded per batch row, is
+/// shared by them.
+const BATCHED_WIDE_NR: u32 = 4;
+
 /// Weight rows and batch rows of one dp4a gemm tile (`TM`, `TN` in
 /// `kernel_gemm_dp4a.wgsl`), and of the coopmat gemm's smaller tile.
 pub const GEMM_TILE: u32 = 64;
@@ -405,6 +443,63 @@ impl GemvBatched {
             [w, x, y, params],
             accumulate,
             false,
+        )
+    }
+
+    /// Whether [`Self::dispatch_wide`] runs this matrix on `gpu`: the wide rows frame's
+    /// conditions (packed q4_0 / q4_1 / q8_0, rows of an even number of blocks, a device
+    /// with SHADER_INT64 and subgroups of exactly 8 lanes; see `shader::wide`).
+    pub fn runs_wide(&self, gpu: &Gpu) -> bool {
+        super::shader::wide(gpu, super::GemvVariant::Rows, &self.gemv)
+    }
+
+    /// The batched form of the wide rows frame (CPU adapters: lavapipe): bindings as
+    /// [`Self::dispatch`]'s; each workgroup loads its rows' weights once per 8 batch rows.
+    pub fn dispatch_wide(
+        &self,
+        gpu: &Gpu,
+        w: &GpuBuffer,
+        x: &GpuBuffer,
+        y: &GpuBuffer,
+        params: &GpuBuffer,
+        accumulate: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let g = &self.gemv;
+        let shader = batched_wide_shader(g.format)
+            .filter(|_| self.runs_wide(gpu))
+            .ok_or_else(|| {
+                GpuError::Invalid(format!(
+                    "gemv_batched_{} {}x{}: the wide rows frame needs packed q4_0 / q4_1 / q8_0 weights, a multiple of 64 columns, SHADER_INT64 and 8-lane subgroups (use the batched gemv)",
+                    g.format.name(),
+                    g.rows,
+                    g.cols
+                ))
+            })?;
+        let x_bytes = u64::from(self.max_batch) * u64::from(g.cols) * 4;
+        self.check(shader.name, w, (x, x_bytes), y, params)?;
+        let nr = BATCHED_WIDE_NR;
+        let wg = super::ROWS_WORKGROUP_SIZE;
+        // Built without naga's runtime checks, as the decoder's wide frame (its proof is
+        // at `GemvFused::dispatch`); here besides: batch rows are below min(params[1],
+        // MAX_BATCH) = at most max_batch, so x rows (COLS / 8 elements each) and y rows
+        // (Y_STRIDE, written below OUT_OFFSET + ROWS <= Y_STRIDE) stay inside the sizes
+        // `check` verified.
+        self.build(
+            gpu,
+            shader,
+            &[
+                ("NR", f64::from(nr)),
+                ("WG", f64::from(wg)),
+                ("MAX_BATCH", f64::from(self.max_batch)),
+            ],
+            [
+                g.rows.div_ceil(wg * nr),
+                self.max_batch.div_ceil(BATCH_CHUNK),
+            ],
+            self.cost(),
+            [w, x, y, params],
+            accumulate,
+            true,
         )
     }
 

@@ -6,7 +6,10 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::shader::{EpilogueKind, ShaderKey};
-use super::{batched_shader, GemmKind, Gemv, GemvBatched, GemvEpilogue, GemvFused, WeightLayout};
+use super::{
+    batched_shader, batched_wide_shader, GemmKind, Gemv, GemvBatched, GemvEpilogue, GemvFused,
+    WeightLayout,
+};
 use crate::exec::{Call, ExecError};
 use crate::rope::Rope;
 use crate::{Real, WeightFormat};
@@ -174,7 +177,8 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     Ok(())
 }
 
-/// Every batched gemv frame shader, by name.
+/// Every batched gemv frame shader, by name (the lanes frame's and the wide rows
+/// frame's compute the same).
 pub(crate) fn batched_shaders() -> Vec<&'static str> {
     WeightLayout::ALL
         .into_iter()
@@ -184,6 +188,11 @@ pub(crate) fn batched_shaders() -> Vec<&'static str> {
                 .filter(move |f| l.supports(*f))
                 .map(move |f| batched_shader(f, l).name)
         })
+        .chain(
+            WeightFormat::ALL
+                .into_iter()
+                .filter_map(|f| batched_wide_shader(f).map(|s| s.name)),
+        )
         .collect()
 }
 
@@ -198,7 +207,15 @@ pub(crate) fn gemm_shaders(kind: GemmKind) -> Vec<&'static str> {
 /// Bindings: w, x (`n_rows × cols`), y (`n_rows × Y_STRIDE`), params (`[pos0, n_rows, ..]`).
 pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let (format, layout) =
-        format_and_layout(c, |f, l| l.supports(f).then(|| batched_shader(f, l).name))?;
+        format_and_layout(c, |f, l| l.supports(f).then(|| batched_shader(f, l).name)).or_else(
+            |_| {
+                format_and_layout(c, |f, l| {
+                    (l == WeightLayout::Packed)
+                        .then(|| batched_wide_shader(f).map(|s| s.name))
+                        .flatten()
+                })
+            },
+        )?;
     let (op, accumulate) = batched_op(c, format, layout)?;
     let n_rows = op.max_batch;
     c.need_words(1, op.gemv.cols as u64 * n_rows as u64)?;

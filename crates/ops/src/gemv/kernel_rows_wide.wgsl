@@ -13,9 +13,10 @@
 // of q4_1, 16 of q4_0 / q8_0, instead of one per block), and x (and the norm weight)
 // come 8 floats a lane per step, shared through subgroup shuffles.
 //
-// The format defines pair_dot(row, p, window): blocks 2p and 2p + 1 of the row, window
-// that row's scales; the input defines x_window(p), called once per step, and xv(i), vec4
-// i (0..15) of the step's 64 elements of x. Constants and span_row: rows_common.wgsl.
+// The format defines pair_load(row, p, window), blocks 2p and 2p + 1 of the row (window:
+// that row's scales), and pair_dot(pair) against x; the input defines x_window(p),
+// called once per step, and xv(i), vec4 i (0..15) of the step's 64 elements of x.
+// Constants and span_row: rows_common.wgsl.
 
 @compute @workgroup_size(WG)
 fn main(
@@ -38,15 +39,15 @@ fn main(
     var w3: vec4<u64>;
     for (var p = 0u; p < steps; p++) {
         x_window(p);
-        acc.x += pair_dot(r0, p, &w0);
+        acc.x += pair_dot(pair_load(r0, p, &w0));
         if NR > 1u {
-            acc.y += pair_dot(r1, p, &w1);
+            acc.y += pair_dot(pair_load(r1, p, &w1));
         }
         if NR > 2u {
-            acc.z += pair_dot(r2, p, &w2);
+            acc.z += pair_dot(pair_load(r2, p, &w2));
         }
         if NR > 3u {
-            acc.w += pair_dot(r3, p, &w3);
+            acc.w += pair_dot(pair_load(r3, p, &w3));
         }
     }
     // Taken before the planted passes, whose x_window calls add to it again.
@@ -55,15 +56,15 @@ fn main(
     for (var e = 0u; e < EXTRA_PASSES; e++) {
         for (var p = 0u; p < steps; p++) {
             x_window(p);
-            extra += pair_dot(r0, p, &w0);
+            extra += pair_dot(pair_load(r0, p, &w0));
             if NR > 1u {
-                extra += pair_dot(r1, p, &w1);
+                extra += pair_dot(pair_load(r1, p, &w1));
             }
             if NR > 2u {
-                extra += pair_dot(r2, p, &w2);
+                extra += pair_dot(pair_load(r2, p, &w2));
             }
             if NR > 3u {
-                extra += pair_dot(r3, p, &w3);
+                extra += pair_dot(pair_load(r3, p, &w3));
             }
         }
     }

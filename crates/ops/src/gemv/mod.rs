@@ -51,8 +51,8 @@ mod quantize_x;
 mod shader;
 
 pub use batched::{
-    batched_shader, gemm_shader, gemm_shaders, GemmKind, GemvBatched, BATCH_CHUNK, COOPMAT_TILES,
-    COOPMAT_WIDE_ROWS, GEMM_TILE,
+    batched_shader, batched_wide_shader, gemm_shader, gemm_shaders, GemmKind, GemvBatched,
+    BATCH_CHUNK, COOPMAT_TILES, COOPMAT_WIDE_ROWS, GEMM_TILE,
 };
 pub use fused::{GemvBuffers, GemvEpilogue, GemvFused};
 pub use layout::WeightLayout;

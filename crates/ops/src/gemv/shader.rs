@@ -257,12 +257,7 @@ fn compose_rows_wide(key: ShaderKey, name: &str) -> String {
     let input = include_str!("input_shared_wide.wgsl")
         .replace("NORM_DECL", &norm_decl)
         .replace("NORM_ON", &key.norm.to_string());
-    let format = match key.format {
-        WeightFormat::Q4_0 => include_str!("wide_q4_0.wgsl"),
-        WeightFormat::Q4_1 => include_str!("wide_q4_1.wgsl"),
-        WeightFormat::Q8_0 => include_str!("wide_q8_0.wgsl"),
-        other => panic!("{} has no wide rows kernel", other.name()),
-    };
+    let format = wide_format_part(key.format);
     format!(
         "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the wide rows frame, format, input and epilogue.\n{}\n{}\n{format}\n{input}\n{}",
         concat!(
@@ -359,6 +354,19 @@ pub(crate) fn x_shared(
             .contains(gpuscope_runtime::wgpu::Features::SUBGROUP)
         && info.subgroup_min_size == super::ROWS_WORKGROUP_SIZE
         && info.subgroup_max_size == super::ROWS_WORKGROUP_SIZE
+}
+
+/// The wide rows frames' part for `format` (`pair_load`, `pair_dot`).
+///
+/// # Panics
+/// If `format` is not q4_0, q4_1 or q8_0.
+pub(crate) fn wide_format_part(format: WeightFormat) -> &'static str {
+    match format {
+        WeightFormat::Q4_0 => include_str!("wide_q4_0.wgsl"),
+        WeightFormat::Q4_1 => include_str!("wide_q4_1.wgsl"),
+        WeightFormat::Q8_0 => include_str!("wide_q8_0.wgsl"),
+        other => panic!("{} has no wide rows kernel", other.name()),
+    }
 }
 
 /// Whether the `rows` frame has a wide form for this format and layout: q4_0, q4_1 and

@@ -7,6 +7,16 @@
 
 override SCALES_AT: u32;
 
+// A row's blocks 2p and 2p + 1 as loaded (pair_load in wide_<fmt>.wgsl): their quants
+// (q4_0 / q4_1: both in qa; q8_0: one block in each) and scales (d, m of the first block,
+// d, m of the second; m is 0 for q4_0 / q8_0). The frames load a pair once and apply it
+// to x (pair_dot), the batched frame to every prompt row's x.
+struct Pair {
+    qa: vec4<u64>,
+    qb: vec4<u64>,
+    s: vec4<f32>,
+}
+
 // The 4-bit values of quant word q at bit offsets `shifts`, as f32 (exact).
 fn nib4(q: u32, shifts: vec4<u32>) -> vec4<f32> {
     return vec4<f32>((vec4<u32>(q) >> shifts) & vec4<u32>(15u));

@@ -1,4 +1,4 @@
-// gemv, q8_0 weights in the packed layout through 32-byte loads (the wide rows frame): a
+// gemv, q8_0 weights in the packed layout through 32-byte loads (the wide rows frames): a
 // block's 32 quant bytes are one element; w = d · q.
 
 // The int8 values of quant word q as f32 (byte 0 first; exact).
@@ -13,8 +13,16 @@ fn q8_dot(q: vec4<u64>, o: u32) -> f32 {
         + (dot(i8x4_wide(u32(q.w)), xv(o + 6u)) + dot(i8x4_wide(u32(q.w >> 32u)), xv(o + 7u)));
 }
 
-fn pair_dot(row: u32, p: u32, window: ptr<function, vec4<u64>>) -> f32 {
+fn pair_load(row: u32, p: u32, window: ptr<function, vec4<u64>>) -> Pair {
     let b = row * (COLS / 32u) + 2u * p;
     let d = d_pair(b, p, window);
-    return d.x * q8_dot(w[b], 0u) + d.y * q8_dot(w[b + 1u], 8u);
+    var pr: Pair;
+    pr.qa = w[b];
+    pr.qb = w[b + 1u];
+    pr.s = vec4<f32>(d.x, 0.0, d.y, 0.0);
+    return pr;
+}
+
+fn pair_dot(pr: Pair) -> f32 {
+    return pr.s.x * q8_dot(pr.qa, 0u) + pr.s.z * q8_dot(pr.qb, 8u);
 }

@@ -59,6 +59,14 @@ impl Case {
     pub fn unsupported(&self, gpu: &Gpu) -> Option<String> {
         match self.params {
             Params::GemvDp4a { .. } => GemvVariant::Dp4a.supported(gpu).err(),
+            Params::GemvBatchedWide {
+                rows, cols, n_rows, ..
+            } => {
+                let format = self.format.expect("a gemv case has a format");
+                (!wide_batched_op(format, rows, cols, n_rows).runs_wide(gpu)).then(|| {
+                    "the batched wide rows frame needs SHADER_INT64 and subgroups of exactly 8 lanes (CPU adapters such as lavapipe)".to_string()
+                })
+            }
             _ => None,
         }
     }
@@ -80,6 +88,14 @@ pub enum Params {
         accumulate: bool,
     },
     GemvBatched {
+        rows: u32,
+        cols: u32,
+        n_rows: u32,
+        accumulate: bool,
+    },
+    /// The batched wide rows frame (packed weights; CPU adapters with SHADER_INT64 and
+    /// 8-lane subgroups, the prefill's kernel there); others report it as not supported.
+    GemvBatchedWide {
         rows: u32,
         cols: u32,
         n_rows: u32,
@@ -338,6 +354,19 @@ impl Case {
                 let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
                 op.dispatch(gpu, &w, &x, &y, &params, accumulate)?
             }
+            Params::GemvBatchedWide {
+                rows,
+                cols,
+                n_rows,
+                accumulate,
+            } => {
+                let op = wide_batched_op(fmt, rows, cols, n_rows);
+                let w = b.weights_in("w", rows, cols, fmt, op.gemv.layout)?;
+                let x = b.input_f32("x", (cols * n_rows) as u64)?;
+                let y = b.output("y", (rows * n_rows) as u64, accumulate)?;
+                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
+                op.dispatch_wide(gpu, &w, &x, &y, &params, accumulate)?
+            }
             Params::Embedding { rows, dim } => {
                 let op = Embedding {
                     rows,
@@ -516,7 +545,9 @@ impl Case {
                 let kc = b.input_f32("k_cache", cache)?;
                 let vc = b.input_f32("v_cache", cache)?;
                 let out = b.output("out", (hq * n_rows) as u64, false)?;
-                op.dispatch(gpu, &params, &q, &kc, &vc, &out)?
+                // The batched kernel the prefill graph would run on this adapter.
+                let variant = AttnVariant::for_adapter(gpu, &attn);
+                op.dispatch_variant(gpu, variant, [&params, &q, &kc, &vc, &out])?
             }
             Params::Scores {
                 heads,
@@ -634,6 +665,49 @@ fn dp4a_op(f: WeightFormat, rows: u32, cols: u32, accumulate: bool) -> GemvFused
 /// columns), wide rows split over two row groups at 512 and 1024 threads
 /// (`Gemv::dp4a_split`), a partial workgroup, the residual add; Llama-8B's shapes in the
 /// full set.
+/// The batched wide rows frame's op for a packed `rows × cols` matrix and `n_rows` rows.
+fn wide_batched_op(f: WeightFormat, rows: u32, cols: u32, n_rows: u32) -> GemvBatched {
+    GemvBatched {
+        gemv: Gemv {
+            rows,
+            cols,
+            format: f,
+            out_offset: 0,
+            layout: crate::gemv::WeightLayout::Packed,
+        },
+        max_batch: n_rows,
+        y_stride: rows,
+    }
+}
+
+/// The batched wide rows frame at SmolLM2's matrices and a 141-row prompt, a partial row
+/// group and batch chunk, and accumulation.
+fn wide_batched_cases(f: WeightFormat) -> Vec<Case> {
+    let Some(shader) = crate::gemv::batched_wide_shader(f) else {
+        return Vec::new();
+    };
+    [
+        ("smollm2.ffn_gate_up.batch141", 3072, 576, 141, false),
+        ("smollm2.ffn_down.batch141", 576, 1536, 141, true),
+        ("odd_rows.37.batch11", 37, 128, 11, false),
+    ]
+    .into_iter()
+    .map(|(shape, rows, cols, n_rows, accumulate)| {
+        case(
+            shader.name,
+            Some(f),
+            shape,
+            Params::GemvBatchedWide {
+                rows,
+                cols,
+                n_rows,
+                accumulate,
+            },
+        )
+    })
+    .collect()
+}
+
 fn dp4a_cases(f: WeightFormat, set: ShapeSet) -> Vec<Case> {
     let mut shapes: Vec<(&str, u32, u32, bool)> = vec![
         ("smollm2.attn_q", 576, 576, false),
@@ -751,6 +825,7 @@ pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> 
         if GemvVariant::Dp4a.runs(f, crate::gemv::WeightLayout::Packed) {
             out.extend(dp4a_cases(f, set));
         }
+        out.extend(wide_batched_cases(f));
         let batched = crate::gemv::batched_shader(f, crate::gemv::WeightLayout::Gguf).name;
         out.push(case(
             batched,
@@ -849,10 +924,29 @@ pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> 
         },
     ));
     out.push(case(
+        "rms_norm_batched",
+        None,
+        "smollm2.batch141",
+        Params::RmsNormBatched {
+            n: 576,
+            n_rows: 141,
+            last_only: false,
+        },
+    ));
+    out.push(case(
         "silu_mul_batched",
         None,
         "batch.3",
         Params::SiluMulBatched { n: 1536, n_rows: 3 },
+    ));
+    out.push(case(
+        "silu_mul_batched",
+        None,
+        "smollm2.batch141",
+        Params::SiluMulBatched {
+            n: 1536,
+            n_rows: 141,
+        },
     ));
     for (shape, (heads, kv, hd)) in [
         ("smollm2", (9, 3, 64)),
@@ -960,6 +1054,20 @@ pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> 
             max_ctx: 16,
             pos0: 2,
             n_rows: 5,
+        },
+    ));
+    // A 141-token prompt at SmolLM2's shape (the README's `run` benchmark).
+    out.push(case(
+        "attention_batched",
+        None,
+        "smollm2.batch141",
+        Params::AttentionBatched {
+            heads: 9,
+            kv: 3,
+            hd: 64,
+            max_ctx: 160,
+            pos0: 0,
+            n_rows: 141,
         },
     ));
     out.retain(|c| filter.matches(c));
