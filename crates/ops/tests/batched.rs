@@ -133,7 +133,7 @@ fn gemv_batched_every_format_matches_oracle() {
 
 /// The batched wide rows frame (CPU adapters with SHADER_INT64 and 8-lane subgroups:
 /// lavapipe in CI) against the oracle: packed q4_0 / q4_1 / q8_0, one and nine block
-/// pairs per row, a partial last row group (37 rows at 32 a workgroup), partial batch
+/// pairs per row, a partial last row group (37 rows at 64 a workgroup), partial batch
 /// chunks, accumulation, a row chunk (`out_offset`), rows past `n_rows` and columns
 /// outside the matrix's untouched; a width of an odd number of blocks is refused.
 #[test]

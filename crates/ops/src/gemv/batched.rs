@@ -88,8 +88,7 @@ pub fn batched_wide_shader(format: WeightFormat) -> Option<&'static ShaderSource
                     WeightLayout::Packed.name()
                 );
                 let wgsl = format!(
-                    "// {name}: composed by gpuscope-ops (gemv/batched.rs).\n{}\n{}\n{}\n{}",
-                    include_str!("rows_common.wgsl"),
+                    "// {name}: composed by gpuscope-ops (gemv/batched.rs).\n{}\n{}\n{}",
                     include_str!("kernel_batched_rows_wide.wgsl"),
                     include_str!("wide_common.wgsl"),
                     super::shader::wide_format_part(f),
@@ -107,9 +106,9 @@ pub fn batched_wide_shader(format: WeightFormat) -> Option<&'static ShaderSource
     all.iter().find(|(f, _)| *f == format).map(|(_, s)| s)
 }
 
-/// Rows per lane of the batched wide rows frame (`NR`): x, loaded per batch row, is
-/// shared by them.
-const BATCHED_WIDE_NR: u32 = 4;
+/// Weight rows per lane of the batched wide rows frame (`LANE_ROWS` in
+/// `kernel_batched_rows_wide.wgsl`): x, loaded per batch row, is shared by them.
+const BATCHED_WIDE_LANE_ROWS: u32 = 8;
 
 /// Weight rows and batch rows of one dp4a gemm tile (`TM`, `TN` in
 /// `kernel_gemm_dp4a.wgsl`), and of the coopmat gemm's smaller tile.
@@ -477,7 +476,6 @@ impl GemvBatched {
             })?;
         let x_bytes = u64::from(self.max_batch) * u64::from(g.cols) * 4;
         self.check(shader.name, w, (x, x_bytes), y, params)?;
-        let nr = BATCHED_WIDE_NR;
         let wg = super::ROWS_WORKGROUP_SIZE;
         // Built without naga's runtime checks, as the decoder's wide frame (its proof is
         // at `GemvFused::dispatch`); here besides: batch rows are below min(params[1],
@@ -488,12 +486,11 @@ impl GemvBatched {
             gpu,
             shader,
             &[
-                ("NR", f64::from(nr)),
                 ("WG", f64::from(wg)),
                 ("MAX_BATCH", f64::from(self.max_batch)),
             ],
             [
-                g.rows.div_ceil(wg * nr),
+                g.rows.div_ceil(wg * BATCHED_WIDE_LANE_ROWS),
                 self.max_batch.div_ceil(BATCH_CHUNK),
             ],
             self.cost(),
