@@ -28,6 +28,17 @@ impl RmsNormBatched {
         }
     }
 
+    /// Threads per workgroup on `gpu`: 8 on CPU adapters (one SIMD step of lavapipe: a
+    /// 256-thread workgroup there is 32 coroutines switched at each of the reduction's 9
+    /// barriers), else 256.
+    pub fn workgroup_size(gpu: &Gpu) -> u32 {
+        if gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu {
+            8
+        } else {
+            256
+        }
+    }
+
     pub fn cost(&self) -> Cost {
         let c = self.norm.cost();
         Cost {
@@ -71,6 +82,7 @@ impl RmsNormBatched {
                 ("N", f64::from(self.norm.n)),
                 ("EPS", f64::from(self.norm.eps)),
                 ("LAST_ONLY", if self.last_only { 1.0 } else { 0.0 }),
+                ("WG", f64::from(Self::workgroup_size(gpu))),
             ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[x, weight, out, params])?;
