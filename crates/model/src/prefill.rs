@@ -371,7 +371,7 @@ impl GpuDecoder {
                 PromptGemm::Dp4a(_) => "dp4a gemm (64x64 tiles, x quantized to int8 blocks once per input) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into(),
                 PromptGemm::Coopmat => "coopmat gemm (64x64 tiles of f16 on cooperative matrices: tensor cores) for q4_0/q4_1/q8_0 matrices, the batched gemv (8 rows per weight pass) for the rest".into(),
                 PromptGemm::Batched => "batched gemv (8 rows per weight pass)".into(),
-                PromptGemm::Rows => "wide rows frame, batched (one lane per 4 weight rows, 8 prompt rows per weight pass)".into(),
+                PromptGemm::Rows => "wide rows frame, batched (one lane per 8 weight rows, 8 prompt rows per weight pass)".into(),
             },
         );
         let mut runner = Self::make_runner(gpu, &graph, &self.acts, self.options.read_logits)?;

@@ -241,8 +241,8 @@ fn epilogue_part(epilogue: EpilogueKind, rope_first: u32) -> String {
     }
 }
 
-/// The wide `rows` frame with its format's `pair_dot` and the wide shared input (x, and
-/// the norm weight when rms_norm is folded in).
+/// The wide `rows` frame with its format's `pair_load` / `pair_dot` and the wide shared
+/// input (x, and the norm weight when rms_norm is folded in).
 fn compose_rows_wide(key: ShaderKey, name: &str) -> String {
     let (norm_binding, rope_first) = binding_numbers(key.norm);
     let norm_decl = if key.norm {
