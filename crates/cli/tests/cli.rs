@@ -417,6 +417,9 @@ fn run_real_model_prints_text_then_speeds() {
         },
         "generation 4 tokens",
         "tok/s",
+        // 4 tokens: 3 intervals, less the first token's (from the prompt).
+        "token interval median",
+        "3 intervals",
         "q4_1 ×210",
     ] {
         assert!(stderr.contains(needle), "missing {needle:?}:\n{stderr}");

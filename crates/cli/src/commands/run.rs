@@ -23,6 +23,7 @@ use gpuscope_model::{
 };
 use gpuscope_runtime::capture::{CaptureRecorder, StepRecord};
 use gpuscope_runtime::{Gpu, GpuOptions, StepOutput, TimingRequest};
+use gpuscope_trace::analysis::stats::percentile_f64;
 use gpuscope_trace::capture::check_target;
 use gpuscope_trace::{TimingMode, WorkloadDesc};
 
@@ -259,6 +260,7 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
     let mut out = std::io::stdout().lock();
     let mut stream = tokenizer.stream();
     let tg_start = Instant::now();
+    let mut intervals = TokenIntervals::new(tg_start);
     let mut generated = 0u32;
     let mut stop = None;
     let mut io_error = None;
@@ -273,6 +275,7 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
             out.write_all(stream.push(token)?.as_bytes())?;
             out.flush()?;
             *generated += 1;
+            intervals.tick();
             Ok(if *generated < args.tokens {
                 Flow::Continue
             } else {
@@ -344,6 +347,7 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
         &method,
         generated,
         tg_secs,
+        &intervals,
         stop,
     );
     match interrupted {
@@ -379,6 +383,7 @@ fn run_cpu(
     let mut out = std::io::stdout().lock();
     let mut stream = tokenizer.stream();
     let tg_start = Instant::now();
+    let mut intervals = TokenIntervals::new(tg_start);
     let mut generated = 0u32;
     let mut stop = None;
     loop {
@@ -389,6 +394,7 @@ fn run_cpu(
         out.write_all(stream.push(next)?.as_bytes())?;
         out.flush()?;
         generated += 1;
+        intervals.tick();
         if generated >= args.tokens || interrupt.caught().is_some() {
             break;
         }
@@ -412,6 +418,7 @@ fn run_cpu(
         "one token per step",
         generated,
         tg_secs,
+        &intervals,
         stop,
     );
     match interrupt.caught() {
@@ -433,6 +440,7 @@ fn print_speeds(
     method: &str,
     generated: u32,
     tg_secs: f64,
+    intervals: &TokenIntervals,
     stop: Option<&str>,
 ) {
     let rate = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
@@ -454,6 +462,61 @@ fn print_speeds(
         rate(steps, tg_secs),
         stop.map(|s| format!("; stopped at the {s}")).unwrap_or_default()
     );
+    if let Some(line) = intervals.summary() {
+        eprintln!("gpuscope: {line}");
+    }
+}
+
+/// When each generated token was printed: the wall-clock rate above counts every pause
+/// (a GPU still raising its clocks, the process descheduled), the median interval
+/// between tokens does not, so it is the figure to set beside `profile`'s steady rate
+/// (its median token), and the longest interval says where a slow run lost its time.
+struct TokenIntervals {
+    last: Instant,
+    /// Seconds from each token to the next (the first measured from generation's start).
+    secs: Vec<f64>,
+}
+
+impl TokenIntervals {
+    fn new(start: Instant) -> Self {
+        TokenIntervals {
+            last: start,
+            secs: Vec::new(),
+        }
+    }
+
+    fn tick(&mut self) {
+        let now = Instant::now();
+        self.secs.push((now - self.last).as_secs_f64());
+        self.last = now;
+    }
+
+    /// `token interval median 0.80 ms (1250.0 tok/s), p90 0.84 ms, max 41.20 ms (before
+    /// token 37)` over the decode steps' tokens (the first token, from the prompt, is
+    /// left out); `None` with fewer than two of them.
+    fn summary(&self) -> Option<String> {
+        let steps = self.secs.get(1..)?;
+        if steps.len() < 2 {
+            return None;
+        }
+        let (max_at, max) = steps
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let mut sorted = steps.to_vec();
+        let median = percentile_f64(&mut sorted, 50.0)?;
+        let p90 = percentile_f64(&mut sorted, 90.0)?;
+        Some(format!(
+            "token interval median {:.3} ms ({:.1} tok/s), p90 {:.3} ms, max {:.3} ms (before token {}), {} intervals",
+            median * 1e3,
+            if median > 0.0 { 1.0 / median } else { 0.0 },
+            p90 * 1e3,
+            max * 1e3,
+            max_at + 2,
+            steps.len()
+        ))
+    }
 }
 
 /// `gpuscope profile MODEL.gguf`: the profile report for a real model's weights.
@@ -522,4 +585,29 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
     w.architecture = model.info.architecture.clone();
     w.weights = model.info.formats.clone();
     super::profile::finish(args, (captured, caught))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn intervals(ms: &[f64]) -> TokenIntervals {
+        TokenIntervals {
+            last: Instant::now(),
+            secs: ms.iter().map(|m| m / 1e3).collect(),
+        }
+    }
+
+    #[test]
+    fn token_intervals_leave_out_the_first_token_and_name_the_longest() {
+        // Token 1 came from the prompt (50 ms after generation began: not a decode step);
+        // the 9 ms pause came before token 4.
+        let line = intervals(&[50.0, 1.0, 2.0, 9.0, 1.0, 2.0])
+            .summary()
+            .unwrap();
+        assert!(line.contains("median 2.000 ms (500.0 tok/s)"), "{line}");
+        assert!(line.contains("max 9.000 ms (before token 4)"), "{line}");
+        assert!(line.ends_with("5 intervals"), "{line}");
+        assert_eq!(intervals(&[50.0, 1.0]).summary(), None);
+    }
 }
