@@ -140,3 +140,63 @@ fn a_single_token_run_renders_every_section() {
         assert!(r.contains(part), "{part:?} missing in:\n{r}");
     }
 }
+
+/// Token 0 of a run with two steps in flight: its wall is a whole step (its own start to
+/// its completion), the others intervals between completions (H100, SmolLM2 after a
+/// 141-token prompt: 1,165 µs against 725-752 µs, GPU time unchanged).
+fn two_in_flight(overlap: bool) -> gpuscope_trace::Profile {
+    let walls: Vec<(u64, Option<u64>)> = (0..12)
+        .map(|i| (if i == 0 { 1_165_000 } else { 750_000 }, None))
+        .collect();
+    let mut p = fixture::tokens_only(&walls);
+    p.warmup_tokens = Some(1);
+    p.threads = vec!["main".into()];
+    // Token i completes at 1,165 + 750 i µs; with two in flight it began a step before
+    // the previous completion, else right after it.
+    p.cpu_spans = (0..12u64)
+        .map(|i| {
+            let end = 1_165_000 + 750_000 * i;
+            let start = if i == 0 {
+                0
+            } else if overlap {
+                end - 1_500_000
+            } else {
+                end - 750_000
+            };
+            gpuscope_trace::CpuSpan {
+                name: "step".into(),
+                thread: 0,
+                token: Some(i as u32),
+                start_ns: start,
+                end_ns: end,
+                detail: None,
+            }
+        })
+        .collect();
+    p
+}
+
+#[test]
+fn the_first_token_of_a_pipelined_run_is_the_pipeline_filling_not_a_warm_up() {
+    let p = two_in_flight(true);
+    let s = steady_state(&p);
+    let slow = s.slow_start.as_ref().expect("token 0 is slower");
+    assert_eq!(slow.len(), 1);
+    assert!(slow.pipeline_fill, "{slow:?}");
+    assert!(slow.kind().starts_with("the pipeline filling"));
+    // More warm-up would not remove it: nothing suggested.
+    assert_eq!(s.suggested_warmup, None);
+    assert_eq!(s.steady, (1..12).collect::<Vec<usize>>());
+    let r = render_text(&p);
+    assert!(
+        r.contains("slow start: tokens 0-0 (1 tokens) at median 1.165 ms: the pipeline filling"),
+        "{r}"
+    );
+    assert!(!r.contains("rerun with --warmup"), "{r}");
+
+    // Steps one after another: the same slow token is a warm-up, and more warm-up is
+    // suggested (1 + 1).
+    let s = steady_state(&two_in_flight(false));
+    assert!(!s.slow_start.as_ref().unwrap().pipeline_fill);
+    assert_eq!(s.suggested_warmup, Some(2));
+}

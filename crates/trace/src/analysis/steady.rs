@@ -23,6 +23,13 @@
 //!
 //! Below [`MIN_TOKENS`] tokens the method is not applied (a robust spread needs a
 //! sample): every token but the first is used, and the result says so.
+//!
+//! A slow start of the first token alone, in a run whose steps overlap (a token's `step`
+//! span begins before the previous one's ends: several steps in flight), is the
+//! pipeline filling: a token's wall time runs from the later of its own start and the
+//! previous completion, so the first token waits for a whole step while the others are
+//! intervals between completions. More warm-up would not remove it (the warm-up's steps
+//! end before the recorded ones begin), so no `--warmup` is suggested for it.
 
 use super::stats::{mad, median};
 use crate::Profile;
@@ -91,11 +98,19 @@ pub struct SlowStart {
     /// Median wall time over the phase, ns.
     pub median_ns: u64,
     pub gpu: GpuEvidence,
+    /// The phase is the first token alone of a run with steps in flight: the pipeline
+    /// filling (see the module docs).
+    pub pipeline_fill: bool,
 }
 
 impl SlowStart {
-    /// `clock ramp`, `warm-up (CPU side)` or `warm-up or clock ramp`.
+    /// `the pipeline filling`, `clock ramp`, `warm-up (CPU side)` or `warm-up or clock
+    /// ramp`.
     pub fn kind(&self) -> &'static str {
+        if self.pipeline_fill {
+            return "the pipeline filling (the first of the steps in flight waited for a \
+                    whole step; the others' walls are intervals between completions)";
+        }
         match self.gpu {
             GpuEvidence::Slower { .. } => "clock ramp (the GPU itself was slower)",
             GpuEvidence::Unchanged { .. } => "warm-up on the CPU side (GPU time unchanged)",
@@ -222,9 +237,11 @@ pub fn steady_state(p: &Profile) -> SteadyState {
         last_token: p.tokens[settle - 1].index,
         median_ns,
         gpu: gpu_evidence(p, 0..settle, &steady),
+        pipeline_fill: settle == 1 && steps_overlap(p),
     });
     let suggested_warmup = slow_start
         .as_ref()
+        .filter(|s| !s.pipeline_fill)
         .map(|s| p.warmup_tokens.unwrap_or(0) + s.end as u32);
     SteadyState {
         method: SteadyMethod::Detected,
@@ -237,6 +254,21 @@ pub fn steady_state(p: &Profile) -> SteadyState {
         steady,
         suggested_warmup,
     }
+}
+
+/// Whether some token's `step` span begins before the previous token's ends: the
+/// program kept several steps in flight.
+fn steps_overlap(p: &Profile) -> bool {
+    let mut steps: Vec<(u32, u64, u64)> = p
+        .cpu_spans
+        .iter()
+        .filter(|c| c.name == "step")
+        .filter_map(|c| Some((c.token?, c.start_ns, c.end_ns)))
+        .collect();
+    steps.sort_unstable();
+    steps
+        .windows(2)
+        .any(|w| w[1].0 == w[0].0 + 1 && w[1].1 < w[0].2)
 }
 
 fn reference(tail: &[u64]) -> Reference {
