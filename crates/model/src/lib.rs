@@ -43,6 +43,7 @@ pub use gpu::{DecoderOptions, GpuDecoder};
 pub use load::{load_gguf, load_model, LoadError, LoadedModel, ModelInfo};
 pub use plan::{Fusion, Fusions, KernelPlan, LARGE_GEMV_WEIGHTS};
 pub use planted::PlantedSlowdown;
+pub use prefill::PendingPrefill;
 pub use profile::{
     profile_decode, profile_decode_captured, CaptureRequest, CapturedRun, ProfileOptions,
     ProfileRun, PREFILL_BATCH,

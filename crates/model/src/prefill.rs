@@ -162,6 +162,14 @@ fn products(
     Ok(out)
 }
 
+/// A prefill submitted and not yet waited for ([`GpuDecoder::prefill_submit`]).
+pub enum PendingPrefill {
+    /// On the GPU: [`GpuDecoder::prefill_finish`] waits for it.
+    Submitted(gpuscope_runtime::PendingStep),
+    /// Fed through decode steps, already finished.
+    Done(GpuStep),
+}
+
 impl GpuDecoder {
     /// Builds the batched prompt-processing graph for prompts chunks of up to `max_batch`
     /// tokens (setup time: buffers, pipelines and bind groups are created here, none per
@@ -435,8 +443,23 @@ impl GpuDecoder {
     /// (with its logits when `read_logits`). The token is also left in the GPU token
     /// buffer, so `submit(gpu, None)` continues from it.
     pub fn prefill(&mut self, gpu: &Gpu, tokens: &[u32]) -> Result<GpuStep, ModelError> {
+        let pending = self.prefill_submit(gpu, tokens)?;
+        self.prefill_finish(gpu, pending)
+    }
+
+    /// [`Self::prefill`]'s first half: the submit, the position advanced. Decode steps
+    /// submitted before [`Self::prefill_finish`] run behind it on the GPU, continuing
+    /// from the token it leaves in the token buffer. (Through decode steps, where the
+    /// plan has no prefill graph, the whole prefill happens here.)
+    pub fn prefill_submit(
+        &mut self,
+        gpu: &Gpu,
+        tokens: &[u32],
+    ) -> Result<PendingPrefill, ModelError> {
         if let Some(max_batch) = self.prefill_steps {
-            return self.prefill_by_steps(gpu, tokens, max_batch);
+            return self
+                .prefill_by_steps(gpu, tokens, max_batch)
+                .map(PendingPrefill::Done);
         }
         let max_ctx = self.options.max_ctx;
         let vocab = self.config.vocab;
@@ -469,8 +492,26 @@ impl GpuDecoder {
             (&p.params, 0, bytemuck::cast_slice(&params)),
             (&p.tokens, 0, bytemuck::cast_slice(tokens)),
         ];
-        let output = p.runner.step(gpu, &p.graph, &uploads)?;
+        let pending = p.runner.submit(gpu, &p.graph, &uploads)?;
         self.position += n;
+        Ok(PendingPrefill::Submitted(pending))
+    }
+
+    /// [`Self::prefill`]'s second half: waits for the submit and reads its token back.
+    pub fn prefill_finish(
+        &mut self,
+        gpu: &Gpu,
+        pending: PendingPrefill,
+    ) -> Result<GpuStep, ModelError> {
+        let pending = match pending {
+            PendingPrefill::Done(step) => return Ok(step),
+            PendingPrefill::Submitted(pending) => pending,
+        };
+        let vocab = self.config.vocab;
+        let p = self.prefill.as_mut().ok_or_else(|| {
+            ModelError::Config("prefill is not enabled (GpuDecoder::enable_prefill)".into())
+        })?;
+        let output = p.runner.finish(gpu, &p.graph, pending)?;
         let token = u32::from_le_bytes(output.readbacks[0][..4].try_into().unwrap());
         let logits = self.options.read_logits.then(|| {
             bytemuck::pod_collect_to_vec::<u8, f32>(&output.readbacks[1])[..vocab as usize].to_vec()

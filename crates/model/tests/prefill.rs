@@ -409,3 +409,75 @@ fn gemm_prefills_stay_near_the_float_prefill() {
         }
     }
 }
+
+/// Decode steps queued behind the prompt's last batch (`prompt_ahead`, what `run` does)
+/// give the tokens of a prompt read back first and decoded after; a caller that stops at
+/// the prompt's token leaves them to be finished, and an explicit first token is refused.
+#[test]
+fn decode_steps_queued_behind_the_prompt_continue_it() {
+    use gpuscope_model::{GenerateOptions, Generator};
+    let Some(gpu) = gpu() else { return };
+    let w = weights(Preset::Tiny, WeightFormat::Q8_0);
+    let prompt = [5u32, 17, 300, 2, 9];
+    let steps = 6u32;
+    let decoder = |gpu| {
+        GpuDecoder::new(
+            gpu,
+            &w,
+            DecoderOptions {
+                max_ctx: prompt.len() as u32 + steps + 1,
+                read_logits: false,
+            },
+        )
+        .unwrap()
+    };
+    let generate = |ahead: bool| -> (u32, Vec<(u32, u32)>) {
+        let mut gen = Generator::from_decoder(
+            gpu,
+            decoder(gpu),
+            GenerateOptions::default(),
+            prompt.len() as u32,
+        )
+        .unwrap();
+        let done = if ahead {
+            let done = gen.prompt_ahead(&prompt, steps, |_| Ok(())).unwrap();
+            // Two steps (the most in flight) went behind the prompt.
+            assert_eq!(gen.decoder().position(), prompt.len() as u32 + 2);
+            done
+        } else {
+            gen.prompt(&prompt, |_| Ok(())).unwrap()
+        };
+        assert!(done.method.contains("batched"), "{}", done.method);
+        let mut out = Vec::new();
+        gen.decode(None, steps, |s| {
+            out.push((s.position, s.token));
+            Ok(gpuscope_model::Flow::Continue)
+        })
+        .unwrap();
+        (done.next, out)
+    };
+    let (next, by_steps) = generate(false);
+    let (next_ahead, ahead) = generate(true);
+    assert_eq!(next_ahead, next);
+    assert_eq!(ahead, by_steps);
+    let positions: Vec<u32> = ahead.iter().map(|&(p, _)| p).collect();
+    assert_eq!(positions, (5..11).collect::<Vec<u32>>());
+
+    // Stopping at the prompt's token: the queued steps end with the generator.
+    let mut gen =
+        Generator::from_decoder(gpu, decoder(gpu), GenerateOptions::default(), 5).unwrap();
+    assert_eq!(gen.prompt_ahead(&prompt, 1, |_| Ok(())).unwrap().next, next);
+    assert_eq!(
+        gen.decoder().position(),
+        6,
+        "one step asked for, one queued"
+    );
+    drop(gen);
+    // A first token of the caller's own would not follow the queued steps.
+    let mut gen =
+        Generator::from_decoder(gpu, decoder(gpu), GenerateOptions::default(), 5).unwrap();
+    gen.prompt_ahead(&prompt, steps, |_| Ok(())).unwrap();
+    assert!(gen
+        .decode(Some(3), 2, |_| Ok(gpuscope_model::Flow::Continue))
+        .is_err());
+}

@@ -238,7 +238,9 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
     let setup_secs = setup.elapsed().as_secs_f64();
 
     let pp_start = Instant::now();
-    let done = gen.prompt(&prompt, |s| {
+    // The first decode steps go behind the prompt's last batch (the loop below continues
+    // them), so the GPU does not wait for the prompt's token to be read back and printed.
+    let done = gen.prompt_ahead(&prompt, args.tokens.saturating_sub(1), |s| {
         if let Some(c) = &mut capture {
             c.steps.push((s.position, s.token, s.output.clone()));
         }
