@@ -156,6 +156,17 @@ impl<'g> Generator<'g> {
         self.gpu
     }
 
+    /// Submits `n` decode steps continuing from the GPU's own last token, for the next
+    /// [`Generator::decode`].
+    fn queue_decode_steps(&mut self, n: u32) -> Result<(), ModelError> {
+        for _ in 0..n {
+            let position = self.decoder.position();
+            let step = self.decoder.submit(self.gpu, None)?;
+            self.queued.push_back((position, step));
+        }
+        Ok(())
+    }
+
     /// Steps in flight at most.
     fn depth(&self) -> usize {
         self.options.in_flight.clamp(1, MAX_IN_FLIGHT)
@@ -223,21 +234,21 @@ impl<'g> Generator<'g> {
         let batch = self.decoder.prefill_max_batch();
         let (next, method) = if batch > 0 {
             let mut next = 0;
-            let chunks = prompt.chunks(batch as usize).count();
+            let chunks = prompt.len().div_ceil(batch as usize);
             for (i, chunk) in prompt.chunks(batch as usize).enumerate() {
                 if self.stop_requested() {
                     return Err(ModelError::Interrupted);
                 }
                 let pending = self.decoder.prefill_submit(self.gpu, chunk)?;
-                if i + 1 == chunks {
-                    let ahead = decode_steps.min(self.depth() as u32);
-                    for _ in 0..ahead {
-                        let position = self.decoder.position();
-                        let step = self.decoder.submit(self.gpu, None)?;
-                        self.queued.push_back((position, step));
-                    }
-                }
+                let ahead = if i + 1 == chunks {
+                    self.queue_decode_steps(decode_steps.min(self.depth() as u32))
+                } else {
+                    Ok(())
+                };
+                // The prefill is waited for even when queuing failed, so that its
+                // runner slot is free again.
                 next = self.decoder.prefill_finish(self.gpu, pending)?.token;
+                ahead?;
             }
             (next, self.decoder.prefill_method())
         } else {
