@@ -20,18 +20,34 @@ fn phys_row(r: u32) -> u32 {
     return r;
 }
 
+// Whether row pair r is rotated (q or k, within the rope dimensions), and its index.
+// Q_DIM is whole heads, so g % HEAD_DIM is the place in the head for q and k alike.
+fn rope_index(r: u32) -> vec2<u32> {
+    let g = OUT_OFFSET + r;
+    let i = (g % HEAD_DIM) / 2u;
+    return vec2<u32>(u32(g < Q_DIM + KV_DIM && i < ROPE_DIMS / 2u), i);
+}
+
 fn rope_pair(r: u32, a: f32, b: f32) {
+    let pos = step[0];
+    let ri = rope_index(r);
+    var cs = vec2<f32>(1.0, 0.0);
+    if ri.x != 0u {
+        cs = angle(pos, ri.y);
+    }
+    rope_pair_at(r, a, b, pos, cs);
+}
+
+// rope_pair with the position and the pair's (cos, sin) given (computed ahead; (1, 0)
+// for a pair that is not rotated).
+fn rope_pair_at(r: u32, a: f32, b: f32, pos: u32, cs: vec2<f32>) {
     if r >= ROWS {
         return;
     }
-    let pos = step[0];
     let g = OUT_OFFSET + r;
     var v0 = a;
     var v1 = b;
-    // Q_DIM is whole heads, so g % HEAD_DIM is the place in the head for q and k alike.
-    let i = (g % HEAD_DIM) / 2u;
-    if g < Q_DIM + KV_DIM && i < ROPE_DIMS / 2u {
-        let cs = angle(pos, i);
+    if rope_index(r).x != 0u {
         v0 = a * cs.x - b * cs.y;
         v1 = a * cs.y + b * cs.x;
     }

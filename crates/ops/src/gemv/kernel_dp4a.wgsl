@@ -23,6 +23,12 @@
 // KSPLIT-th step of blocks, and add their sums in workgroup memory: more lanes per row
 // without a reduction wider than a subgroup.
 //
+// The epilogue's loads and arithmetic that do not depend on the sums (the rows' values
+// before a residual add, rope's position and angles) run at the start (its hooks,
+// epilogue_dp4a_*.wgsl: epilogue_prefetch, emit_prefetched), so that their latency hides
+// under the dot products instead of following them: the gemvs are latency-bound, their
+// workgroups resident at once.
+//
 // Pieces composed around this file (shader.rs): before it lanes_common.wgsl (the shape's
 // overrides, span_row, GroupSum); after it the format's load_block and block_idot (and
 // binding 0, `w`), the reduction (group_sum), the epilogue (phys_row, emit).
@@ -94,6 +100,12 @@ fn quantize_part(b: u32, part: u32, lo: vec4<f32>, hi: vec4<f32>) {
             xm[b] = vec2<f32>(d, d * f32(qs));
         }
     }
+}
+
+// What the epilogue computes ahead (epilogue_dp4a_*.wgsl: what each holds).
+struct Prefetched {
+    a: vec4<f32>,
+    b: vec4<f32>,
 }
 
 // Block b of the lane's NR rows (the rest a copy of the first, unused).
@@ -169,6 +181,7 @@ fn main(
     let rows = vec4<u32>(r0, r1, r2, r3);
     let blocks = COLS / 32u;
     var cur = load_rows(rows, min(klane, blocks - 1u));
+    let pre = epilogue_prefetch(lane, row0);
 
     // Phase 1. Every lane runs every step (the bound is a constant), so the shuffles run
     // in uniform control flow; lanes past the last block quantize zeros and store
@@ -248,9 +261,9 @@ fn main(
             for (var k = 1u; k < KSPLIT; k++) {
                 s += ksum[group + k];
             }
-            emit(row0, s * scale);
+            emit_prefetched(row0, s * scale, pre);
         }
     } else if lane == 0u {
-        emit(row0, total.acc * scale);
+        emit_prefetched(row0, total.acc * scale, pre);
     }
 }

@@ -217,11 +217,16 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
         other => panic!("{} has no dp4a kernel", other.name()),
     };
     format!(
-        "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{}\n{idot}\n{}\n{}",
+        "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{}\n{idot}\n{}\n{}\n{}",
         include_str!("packed_common.wgsl"),
         include_str!("idot_common.wgsl"),
         include_str!("reduce_subgroup.wgsl"),
         epilogue_part(key.epilogue, rope_first),
+        match key.epilogue {
+            EpilogueKind::Store => include_str!("epilogue_dp4a_store.wgsl"),
+            EpilogueKind::Rope => include_str!("epilogue_dp4a_rope.wgsl"),
+            EpilogueKind::Silu => include_str!("epilogue_dp4a_silu.wgsl"),
+        },
     )
 }
 
