@@ -243,6 +243,43 @@ fn wide_rows_frame_matches_the_oracle() {
     }
 }
 
+/// The dp4a frame's epilogue hooks (`epilogue_dp4a_*.wgsl`: the residual add's rows and
+/// rope's position and angles computed before the dot products) at every rows-per-lane
+/// and lane count: the accumulate's prefetch of 1 to 4 rows (clamped at the last row),
+/// rope's second pair (4 rows a lane), the pair past the rope dimensions and the v rows
+/// (left as they are), at two positions; with 64 and 4096 columns (the wide workgroups).
+#[test]
+fn dp4a_epilogue_hooks_match_the_oracle_at_every_spread() {
+    let Some(gpu) = common::gpu() else { return };
+    if GemvVariant::Dp4a.supported(gpu).is_err() {
+        return;
+    }
+    let mut rng = common::rng(318);
+    for format in PACKABLE {
+        for cols in [64, 4096] {
+            for (op, y_len) in packed_fused_ops(format, cols) {
+                let case = FusedCase::new(&mut rng, op);
+                for threads_per_row in [4, 8] {
+                    for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
+                        let tuning = GemvTuning {
+                            variant: GemvVariant::Dp4a,
+                            threads_per_row,
+                            rows_per_thread,
+                        };
+                        if op.fit_tuning(tuning) != tuning {
+                            continue; // the pair epilogues take whole pairs per lane
+                        }
+                        for pos in [0, 3] {
+                            let shader = case.check_tuned(gpu, tuning, y_len, pos);
+                            assert!(shader.contains(".dp4a."), "{shader}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The fused forms over packed weights: rms_norm with the residual add, rope with the KV
 /// stores, silu·mul, every variant.
 #[test]
