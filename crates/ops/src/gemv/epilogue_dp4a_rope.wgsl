@@ -1,8 +1,8 @@
 // The dp4a frame's hooks for the rope epilogue (epilogue_rope.wgsl): the position and
-// the (cos, sin) of the lane's pairs, computed at the start (a = pair 0, pair 1; b.x =
-// pos as bits; (1, 0) for a pair that is not rotated).
+// the (cos, sin) of the lane's pairs, computed at the start (a = pair 0, pair 1; (1, 0)
+// for a pair that is not rotated).
 fn epilogue_prefetch(lane: u32, row0: u32) -> Prefetched {
-    var p = Prefetched(vec4<f32>(1.0, 0.0, 1.0, 0.0), vec4<f32>(0.0));
+    var p = Prefetched(vec4<f32>(1.0, 0.0, 1.0, 0.0), 0u);
     if lane == 0u {
         let pos = step[0];
         let r0 = rope_index(row0);
@@ -13,15 +13,14 @@ fn epilogue_prefetch(lane: u32, row0: u32) -> Prefetched {
         if NR > 2u && r1.x != 0u {
             p.a = vec4<f32>(p.a.xy, angle(pos, r1.y));
         }
-        p.b.x = bitcast<f32>(pos);
+        p.pos = pos;
     }
     return p;
 }
 
 fn emit_prefetched(r: u32, v: vec4<f32>, p: Prefetched) {
-    let pos = bitcast<u32>(p.b.x);
-    rope_pair_at(r, v.x, v.y, pos, p.a.xy);
+    rope_pair_at(r, v.x, v.y, p.pos, p.a.xy);
     if NR > 2u {
-        rope_pair_at(r + 2u, v.z, v.w, pos, p.a.zw);
+        rope_pair_at(r + 2u, v.z, v.w, p.pos, p.a.zw);
     }
 }

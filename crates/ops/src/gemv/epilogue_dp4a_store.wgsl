@@ -2,7 +2,7 @@
 // the lane's rows before the add, loaded at the start (a = rows row0..row0 + 3; lane 0 of
 // a row group emits).
 fn epilogue_prefetch(lane: u32, row0: u32) -> Prefetched {
-    var p = Prefetched(vec4<f32>(0.0), vec4<f32>(0.0));
+    var p = Prefetched(vec4<f32>(0.0), 0u);
     if ACCUMULATE != 0u && lane == 0u {
         let last = OUT_OFFSET + ROWS - 1u;
         let i = OUT_OFFSET + row0;
@@ -17,8 +17,6 @@ fn emit_prefetched(r: u32, v: vec4<f32>, p: Prefetched) {
         out += p.a;
     }
     for (var k = 0u; k < NR; k++) {
-        if r + k < ROWS {
-            y[OUT_OFFSET + r + k] = out[k];
-        }
+        put_row(r + k, out[k]);
     }
 }

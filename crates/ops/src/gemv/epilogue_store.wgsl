@@ -9,13 +9,17 @@ fn phys_row(r: u32) -> u32 {
 }
 
 fn store_row(r: u32, v: f32) {
+    if r < ROWS && ACCUMULATE != 0u {
+        put_row(r, y[OUT_OFFSET + r] + v);
+    } else {
+        put_row(r, v);
+    }
+}
+
+// y[OUT_OFFSET + r] = v, rows past ROWS dropped.
+fn put_row(r: u32, v: f32) {
     if r < ROWS {
-        let i = OUT_OFFSET + r;
-        if ACCUMULATE != 0u {
-            y[i] = y[i] + v;
-        } else {
-            y[i] = v;
-        }
+        y[OUT_OFFSET + r] = v;
     }
 }
 

@@ -102,10 +102,11 @@ fn quantize_part(b: u32, part: u32, lo: vec4<f32>, hi: vec4<f32>) {
     }
 }
 
-// What the epilogue computes ahead (epilogue_dp4a_*.wgsl: what each holds).
+// What the epilogue computes ahead (epilogue_dp4a_*.wgsl: what `a` holds; `pos` the
+// step's position, for rope).
 struct Prefetched {
     a: vec4<f32>,
-    b: vec4<f32>,
+    pos: u32,
 }
 
 // Block b of the lane's NR rows (the rest a copy of the first, unused).
