@@ -162,6 +162,14 @@ fn products(
     Ok(out)
 }
 
+/// The prefill graph, or the error that says it was never built. (A function of the
+/// field, not of the decoder, so the decoder's other fields stay free to borrow.)
+fn enabled(prefill: &mut Option<Prefill>) -> Result<&mut Prefill, ModelError> {
+    prefill.as_mut().ok_or_else(|| {
+        ModelError::Config("prefill is not enabled (GpuDecoder::enable_prefill)".into())
+    })
+}
+
 /// A prefill submitted and not yet waited for ([`GpuDecoder::prefill_submit`]).
 pub enum PendingPrefill {
     /// On the GPU: [`GpuDecoder::prefill_finish`] waits for it.
@@ -464,9 +472,7 @@ impl GpuDecoder {
         let max_ctx = self.options.max_ctx;
         let vocab = self.config.vocab;
         let pos0 = self.position;
-        let p = self.prefill.as_mut().ok_or_else(|| {
-            ModelError::Config("prefill is not enabled (GpuDecoder::enable_prefill)".into())
-        })?;
+        let p = enabled(&mut self.prefill)?;
         let n = tokens.len();
         if n == 0 || n > p.max_batch as usize {
             return Err(ModelError::Config(format!(
@@ -508,9 +514,7 @@ impl GpuDecoder {
             PendingPrefill::Submitted(pending) => pending,
         };
         let vocab = self.config.vocab;
-        let p = self.prefill.as_mut().ok_or_else(|| {
-            ModelError::Config("prefill is not enabled (GpuDecoder::enable_prefill)".into())
-        })?;
+        let p = enabled(&mut self.prefill)?;
         let output = p.runner.finish(gpu, &p.graph, pending)?;
         let token = u32::from_le_bytes(output.readbacks[0][..4].try_into().unwrap());
         let logits = self.options.read_logits.then(|| {
