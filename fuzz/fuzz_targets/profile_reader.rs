@@ -11,6 +11,6 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Ok(profile) = gpuscope_trace::io::profile_from_json(text) {
-        let _ = gpuscope_trace::render::render_text(&profile);
+        let _ = gpuscope_report::render::render_text(&profile);
     }
 });

@@ -240,6 +240,11 @@ impl KernelArgs {
             error: anyhow::anyhow!(e),
         };
         let mut plan = gpuscope_model::KernelPlan::for_adapter(gpu);
+        if let Some(tuning) = cached_tuning(gpu) {
+            if let Err(why) = plan.apply_tuning(gpu, &tuning) {
+                eprintln!("gpuscope: not using the kernel tuning {why}");
+            }
+        }
         if let Some(fuse) = &self.fuse {
             plan.fusions =
                 gpuscope_model::Fusions::parse(fuse).map_err(|e| usage(format!("--fuse: {e}")))?;
@@ -253,6 +258,29 @@ impl KernelArgs {
             error: anyhow::anyhow!("--kernel: {e}"),
         })?;
         Ok(plan)
+    }
+}
+
+/// This adapter's kernel tuning from the cache (`bench --sweep --save-tuning`), if any;
+/// a file that exists but cannot be used is said on stderr.
+fn cached_tuning(gpu: &gpuscope_runtime::Gpu) -> Option<gpuscope_model::GemvTuning> {
+    use gpuscope_report::{cache, tuning};
+    let root = cache::cache_root()?;
+    let key = cache::CacheKey::new(
+        &gpu.adapter_desc(),
+        concat!("gpuscope ", env!("CARGO_PKG_VERSION")),
+    );
+    match tuning::load(&root, &key) {
+        Ok(found) => found.map(|(t, source)| gpuscope_model::GemvTuning {
+            gemv: t.gemv,
+            gemv_large: t.gemv_large,
+            large_weights: t.large_weights,
+            source,
+        }),
+        Err(why) => {
+            eprintln!("gpuscope: not using the kernel tuning {why}");
+            None
+        }
     }
 }
 

@@ -31,7 +31,7 @@ fn a_sweep_times_every_combination_and_marks_the_best_per_shape() {
     ]);
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
-    assert_eq!(header, gpuscope_trace::render::sweep::CSV_COLUMNS);
+    assert_eq!(header, gpuscope_report::render::sweep::CSV_COLUMNS);
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 8, "{csv}");

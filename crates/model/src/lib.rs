@@ -41,7 +41,7 @@ pub use error::ModelError;
 pub use generate::{Ended, Flow, GenerateOptions, Generator, PromptDone, Step};
 pub use gpu::{DecoderOptions, GpuDecoder};
 pub use load::{load_gguf, load_model, LoadError, LoadedModel, ModelInfo};
-pub use plan::{Fusion, Fusions, KernelPlan, LARGE_GEMV_WEIGHTS};
+pub use plan::{Fusion, Fusions, GemvTuning, KernelPlan, LARGE_GEMV_WEIGHTS};
 pub use planted::PlantedSlowdown;
 pub use prefill::PendingPrefill;
 pub use profile::{

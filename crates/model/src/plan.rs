@@ -151,9 +151,24 @@ pub struct KernelPlan {
     /// else dp4a where the plan runs dp4a gemvs.
     pub prefill: Option<GemmKind>,
     /// Whether [`Self::gemv`] and [`Self::gemv_large`] come from this adapter's cached
-    /// sweep ([`gpuscope_trace::tuning`], `bench --sweep ... --save-tuning`) rather than
+    /// sweep ([`GemvTuning`], `bench --sweep ... --save-tuning`) rather than
     /// the rules; a `--kernel gemv=` or `gemv_large=` override clears it.
     pub tuned: bool,
+}
+
+/// The gemv variants a sweep measured fastest on one adapter, as `bench --sweep
+/// --save-tuning` caches them: the plan takes them as an argument
+/// ([`KernelPlan::apply_tuning`]), so the library never reads the user's cache itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GemvTuning {
+    /// The variant of matrices below `large_weights` weights.
+    pub gemv: Option<String>,
+    /// The variant of matrices from `large_weights` weights.
+    pub gemv_large: Option<String>,
+    /// Where the sweep drew the line between the size classes.
+    pub large_weights: u64,
+    /// The file it came from (named in messages).
+    pub source: std::path::PathBuf,
 }
 
 impl KernelPlan {
@@ -190,28 +205,20 @@ impl KernelPlan {
         } else {
             None
         };
-        if let Some(root) = gpuscope_trace::ceilings::cache::cache_root() {
-            plan.apply_tuning(gpu, &root);
-        }
         plan
     }
 
-    /// Takes the gemv variants of this adapter's cached sweep under the cache `root`
-    /// ([`gpuscope_trace::tuning`]), where there is one and this adapter runs them; says
-    /// on stderr why a file it found is not used.
-    pub fn apply_tuning(&mut self, gpu: &Gpu, root: &std::path::Path) {
-        let key = gpuscope_trace::ceilings::cache::CacheKey::new(
-            &gpu.adapter_desc(),
-            concat!("gpuscope ", env!("CARGO_PKG_VERSION")),
-        );
-        let (t, path) = match gpuscope_trace::tuning::load(root, &key) {
-            Ok(Some(found)) => found,
-            Ok(None) => return,
-            Err(why) => {
-                eprintln!("gpuscope: not using the kernel tuning {why}");
-                return;
-            }
-        };
+    /// Takes the gemv variants a sweep measured fastest on this adapter (`bench --sweep
+    /// ... --save-tuning`; the CLI reads the cached file). An error (one line, naming the
+    /// file) says why the tuning cannot be used here; the plan is then unchanged.
+    pub fn apply_tuning(&mut self, gpu: &Gpu, t: &GemvTuning) -> Result<(), String> {
+        let file = t.source.display();
+        if t.large_weights != LARGE_GEMV_WEIGHTS {
+            return Err(format!(
+                "{file}: its large matrices start at {} weights, this build's at {LARGE_GEMV_WEIGHTS}",
+                t.large_weights
+            ));
+        }
         let variant = |name: &Option<String>| -> Result<Option<GemvVariant>, String> {
             name.as_deref()
                 .map(|n| {
@@ -220,26 +227,17 @@ impl KernelPlan {
                     Ok(v)
                 })
                 .transpose()
+                .map_err(|why: String| format!("{file}: {why}"))
         };
-        match (variant(&t.gemv), variant(&t.gemv_large)) {
-            (Ok(small), Ok(large)) if t.large_weights == LARGE_GEMV_WEIGHTS => {
-                if let Some(v) = small {
-                    self.gemv = v;
-                }
-                if let Some(v) = large {
-                    self.gemv_large = Some(v);
-                }
-                self.tuned = small.is_some() || large.is_some();
-            }
-            (Err(why), _) | (_, Err(why)) => {
-                eprintln!("gpuscope: not using the kernel tuning {}: {why}", path.display())
-            }
-            _ => eprintln!(
-                "gpuscope: not using the kernel tuning {}: its large matrices start at {} weights, this build's at {LARGE_GEMV_WEIGHTS}",
-                path.display(),
-                t.large_weights
-            ),
+        let (small, large) = (variant(&t.gemv)?, variant(&t.gemv_large)?);
+        if let Some(v) = small {
+            self.gemv = v;
         }
+        if let Some(v) = large {
+            self.gemv_large = Some(v);
+        }
+        self.tuned = small.is_some() || large.is_some();
+        Ok(())
     }
 
     /// Applies one `--kernel` override, `OP=VARIANT` (`gemv=rows`, `attention=split`).

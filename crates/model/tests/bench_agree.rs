@@ -8,7 +8,7 @@ use gpuscope_model::{
 };
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::{Gpu, GpuOptions, TimingRequest};
-use gpuscope_trace::analysis::stats;
+use gpuscope_trace::stats;
 use gpuscope_trace::TimingMode;
 
 #[path = "common.rs"]

@@ -5,8 +5,8 @@
 use gpuscope_model::check::{check, Against, BreakAt, CheckOptions, Fault, Filter, Precision};
 use gpuscope_model::{load_gguf, test_model, DecoderOptions, Preset};
 use gpuscope_ops::WeightFormat;
-use gpuscope_trace::analysis::compare::{Thresholds, INT8_CHAINED, INT8_LOCAL};
-use gpuscope_trace::analysis::divergence::{verdict, DivergenceKind};
+use gpuscope_report::analysis::divergence::{verdict, DivergenceKind};
+use gpuscope_trace::compare::{Thresholds, INT8_CHAINED, INT8_LOCAL};
 use gpuscope_trace::tensors::TraceIndex;
 
 use crate::common;

@@ -16,9 +16,9 @@
 
 use gpuscope_model::{profile_decode, PlantedSlowdown, Preset, ProfileOptions};
 use gpuscope_ops::WeightFormat;
+use gpuscope_report::analysis::gate::Subject;
+use gpuscope_report::analysis::{diff, gate, DiffOptions, GateOptions};
 use gpuscope_runtime::{Gpu, GpuOptions};
-use gpuscope_trace::analysis::gate::Subject;
-use gpuscope_trace::analysis::{diff, gate, DiffOptions, GateOptions};
 use gpuscope_trace::Profile;
 
 #[path = "common.rs"]

@@ -93,7 +93,7 @@ fn profile_records_every_dispatch_and_round_trips() {
     gpuscope_trace::io::save_profile(&path, &p).unwrap();
     let back = gpuscope_trace::io::load_profile(&path).unwrap();
     assert_eq!(back, p);
-    let report = gpuscope_trace::render::render_text(&back);
+    let report = gpuscope_report::render::render_text(&back);
     for needle in ["Adapter", "gemv_q4_1", "L1", "Bottleneck", "barriers"] {
         assert!(report.contains(needle), "report lacks {needle}:\n{report}");
     }
@@ -140,6 +140,6 @@ fn a_prompt_is_timed_apart_and_generation_continues_from_its_cache() {
     let expected: Vec<u32> = (0..3).map(|_| d.step(gpu, None).unwrap().token).collect();
     let got: Vec<u32> = p.tokens.iter().map(|t| t.token_id).collect();
     assert_eq!(got, expected);
-    let report = gpuscope_trace::render::render_text(&p);
+    let report = gpuscope_report::render::render_text(&p);
     assert!(report.contains("prompt: 4 tokens"), "{report}");
 }

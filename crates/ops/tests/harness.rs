@@ -2,7 +2,7 @@
 //! kernel faults are named, perf measures.
 
 use gpuscope_ops::harness::{cases, run_perf, run_test, CaseFilter, Fault, PerfOptions, ShapeSet};
-use gpuscope_trace::analysis::compare::Thresholds;
+use gpuscope_trace::compare::Thresholds;
 use gpuscope_trace::opstest::{perf_csv, test_csv};
 
 use crate::common;

@@ -60,7 +60,7 @@
 //!     rec.end_step()?;
 //! }
 //! let profile = rec.finish()?;
-//! print!("{}", gpuscope_trace::render::render_text(&profile));
+//! print!("{}", gpuscope_report::render::render_text(&profile));
 //! # Ok(()) }
 //! ```
 //!

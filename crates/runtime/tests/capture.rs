@@ -4,6 +4,7 @@
 use std::ops::Range;
 use std::path::Path;
 
+use gpuscope_report::inspect::inspect;
 use gpuscope_runtime::capture::{
     bench_commands, compare_outputs, replay_stream, BenchOptions, CaptureRecorder, ReplayError,
     StepRecord, Substitution,
@@ -11,7 +12,7 @@ use gpuscope_runtime::capture::{
 use gpuscope_runtime::{
     Cost, Dispatch, Gpu, GpuBuffer, Graph, Section, ShaderSource, StepOutput, StepRunner,
 };
-use gpuscope_trace::capture::{inspect, read_capture};
+use gpuscope_trace::capture::read_capture;
 use gpuscope_trace::WorkloadDesc;
 
 const N: u32 = 64;

@@ -7,7 +7,7 @@
 //! gpuscope version they were measured, and when: a report made from someone else's
 //! profile says whose ceilings it used.
 //!
-//! [`cache`] keeps them per (adapter, driver, gpuscope version) in the user's cache
+//! `gpuscope_report::cache` keeps them per (adapter, driver, gpuscope version) in the user's cache
 //! directory.
 //!
 //! # Format changelog
@@ -15,8 +15,6 @@
 //! - 1.0: first version (copy, read-only and write-only bandwidth, f32 and f16 FMA
 //!   rates, dependent dispatch cost, CPU encode + submit cost per dispatch, workgroups
 //!   that fill the device).
-
-pub mod cache;
 
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +41,7 @@ impl Measured {
             .copied()
             .filter(|x| x.is_finite() && *x > 0.0)
             .collect();
-        let pick = |v: &mut [f64], p| crate::analysis::stats::percentile_f64(v, p);
+        let pick = |v: &mut [f64], p| crate::stats::percentile_f64(v, p);
         Some(Measured {
             median: pick(&mut v, 50.0)?,
             p10: pick(&mut v, 10.0)?,

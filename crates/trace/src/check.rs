@@ -2,8 +2,8 @@
 //! compared with the reference twice — **local** (the reference op run on the tested
 //! path's own inputs) and **chained** (each path fed its own previous outputs).
 //!
-//! Plain data, written as JSON by `check --json`; [`crate::analysis::divergence`] finds
-//! the first divergent dispatch and the error growth per layer, [`crate::render::check`]
+//! Plain data, written as JSON by `check --json`; `gpuscope_report::analysis::divergence` finds
+//! the first divergent dispatch and the error growth per layer, `gpuscope_report::render::check`
 //! prints them.
 //!
 //! Format changelog (`CHECK_FORMAT`):
@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::compare::{TensorError, Thresholds};
+use crate::compare::{TensorError, Thresholds};
 use crate::FormatVersion;
 
 pub const CHECK_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 };
@@ -61,7 +61,7 @@ pub struct DispatchCheck {
     #[serde(default)]
     pub validation: Vec<String>,
     /// Whether the kernel rounds its activations to int8 (its local limits:
-    /// [`crate::analysis::compare::Thresholds::local_for_dispatch`]).
+    /// [`crate::compare::Thresholds::local_for_dispatch`]).
     #[serde(default)]
     pub int8_activations: bool,
 }

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::compare::TensorError;
+use crate::compare::TensorError;
 
 /// One case of `ops test`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,7 +68,7 @@ pub fn pct_of_ceiling(bandwidth_gb_s: f64, ceiling_gb_s: f64) -> Option<f64> {
 }
 
 /// A CSV field, quoted where it holds a comma, quote or newline.
-pub(crate) fn csv_field(s: &str) -> String {
+pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

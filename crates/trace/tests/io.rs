@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use gpuscope_trace::io::{load_profile, profile_from_json, save_profile, ProfileIoError};
 use gpuscope_trace::{FormatVersion, PROFILE_FORMAT};
 
-use crate::fixture;
+use gpuscope_trace::fixtures as fixture;
 
 /// A fresh path in the system temp dir, unique per test and process.
 fn temp_path(name: &str) -> PathBuf {

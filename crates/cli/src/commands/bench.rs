@@ -9,11 +9,11 @@ use gpuscope_model::{
     bench_decoder, load_gguf, run_bench_test, synthetic_weights, BenchTest, ModelWeights,
     PREFILL_BATCH,
 };
-use gpuscope_runtime::Gpu;
-use gpuscope_trace::bench::{BenchContext, BenchRecord};
-use gpuscope_trace::render::bench::{
+use gpuscope_report::render::bench::{
     render_bench_csv, render_bench_json, render_bench_jsonl, render_bench_md,
 };
+use gpuscope_runtime::Gpu;
+use gpuscope_trace::bench::{BenchContext, BenchRecord};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::{BenchArgs, BenchFormat};

@@ -2,7 +2,7 @@
 //! embeds the entry of its adapter, `report` falls back to it. A corrupt or foreign
 //! entry is never used, and stderr says so.
 
-use gpuscope_trace::ceilings::cache::{self, CacheKey, Lookup};
+use gpuscope_report::cache::{self, CacheKey, Lookup};
 use gpuscope_trace::ceilings::Ceilings;
 use gpuscope_trace::AdapterDesc;
 

@@ -6,9 +6,9 @@ use std::io::Write;
 use anyhow::{anyhow, Context};
 use gpuscope_model::check::{check, Against, BreakAt, CheckOptions, Fault, Filter, Precision};
 use gpuscope_model::{synthetic_weights, ModelWeights};
+use gpuscope_report::analysis::divergence::verdict;
 use gpuscope_runtime::{Gpu, GpuOptions, TimingRequest};
-use gpuscope_trace::analysis::compare::Thresholds;
-use gpuscope_trace::analysis::divergence::verdict;
+use gpuscope_trace::compare::Thresholds;
 use gpuscope_trace::TimingMode;
 
 use crate::args::CheckArgs;
@@ -123,7 +123,7 @@ pub fn run(args: &CheckArgs) -> Result<(), Exit> {
         opts.tokens, opts.model, args.against
     );
     let run = check(&gpu, weights, &opts)?;
-    let text = gpuscope_trace::render::render_check(&run.report);
+    let text = gpuscope_report::render::render_check(&run.report);
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&run.report)?;
         gpuscope_trace::atomic::write_atomic(path, (json + "\n").as_bytes())

@@ -3,8 +3,8 @@
 use std::io::Write;
 
 use anyhow::{anyhow, Context};
-use gpuscope_trace::analysis::{diff, gate, DiffError, DiffOptions, GateOptions};
-use gpuscope_trace::render::diff::{json, render_diff_md, render_diff_text};
+use gpuscope_report::analysis::{diff, gate, DiffError, DiffOptions, GateOptions};
+use gpuscope_report::render::diff::{json, render_diff_md, render_diff_text};
 
 use crate::args::{DiffArgs, DiffFormat};
 use crate::exit::{Exit, GATE_FAILED};
@@ -18,7 +18,7 @@ pub fn run(args: &DiffArgs) -> Result<(), Exit> {
     };
     let d = diff(&base, &new, &options).map_err(|e| {
         let path = match e {
-            DiffError::NoTokens(gpuscope_trace::analysis::diff::Side::Base) => &args.base,
+            DiffError::NoTokens(gpuscope_report::analysis::diff::Side::Base) => &args.base,
             DiffError::NoTokens(_) => &args.new,
         };
         anyhow!("{}: {e}", path.display())

@@ -3,7 +3,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use gpuscope_trace::capture::{inspect, read_capture, render::render_inspection};
+use gpuscope_report::inspect::inspect;
+use gpuscope_report::render::capture::render_inspection;
+use gpuscope_trace::capture::read_capture;
 
 use crate::exit::Exit;
 

@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context};
 use gpuscope_ops::harness::{cases, run_perf, run_test, CaseFilter, Fault, PerfOptions, ShapeSet};
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::Gpu;
-use gpuscope_trace::analysis::compare::Thresholds;
+use gpuscope_trace::compare::Thresholds;
 use gpuscope_trace::opstest::{perf_csv, perf_table, test_csv, test_table};
 
 use crate::args::{OpsArgs, OpsMode, OutputFormat};

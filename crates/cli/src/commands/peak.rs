@@ -1,8 +1,8 @@
 use std::io::Write;
 
 use anyhow::Context;
+use gpuscope_report::cache;
 use gpuscope_runtime::{measure_ceilings, Gpu, PeakOptions};
-use gpuscope_trace::ceilings::cache;
 
 use super::ceilings::{cached, tool};
 use crate::args::PeakArgs;
@@ -14,7 +14,7 @@ pub fn run(args: &PeakArgs) -> Result<(), Exit> {
     let mut out = std::io::stdout().lock();
     if !args.refresh {
         if let Some((c, path)) = cached(&adapter, true) {
-            out.write_all(gpuscope_trace::render::render_ceilings(&c).as_bytes())?;
+            out.write_all(gpuscope_report::render::render_ceilings(&c).as_bytes())?;
             writeln!(
                 out,
                 "Cached in {path}; `gpuscope peak --refresh` measures again"
@@ -33,7 +33,7 @@ pub fn run(args: &PeakArgs) -> Result<(), Exit> {
     let c = measure_ceilings(&gpu, &opts, |what| eprintln!("gpuscope:   {what}"))?;
     // What was measured is printed before the cache is written: a failed write loses
     // nothing.
-    out.write_all(gpuscope_trace::render::render_ceilings(&c).as_bytes())?;
+    out.write_all(gpuscope_report::render::render_ceilings(&c).as_bytes())?;
     let root = cache::cache_root().with_context(|| {
         format!(
             "no cache directory on this platform: set {} to keep the ceilings",

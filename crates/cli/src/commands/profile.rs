@@ -188,7 +188,7 @@ pub(crate) fn save_and_print(
     if let Some(path) = &args.trace {
         super::report::write_trace(path, profile, None)?;
     }
-    std::io::stdout().write_all(gpuscope_trace::render::render_text(profile).as_bytes())?;
+    std::io::stdout().write_all(gpuscope_report::render::render_text(profile).as_bytes())?;
     Ok(())
 }
 

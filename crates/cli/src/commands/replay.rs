@@ -5,13 +5,14 @@
 use std::io::Write;
 
 use anyhow::{anyhow, Context};
+use gpuscope_report::render::capture as render;
 use gpuscope_runtime::capture::{
     bench_commands, compare_outputs, replay_limits, replay_stream, BenchOptions, ReplayProgress,
     Substitution,
 };
 use gpuscope_runtime::Gpu;
 use gpuscope_trace::atomic::{check_file_target, write_atomic};
-use gpuscope_trace::capture::{check_budget, read_capture, render, Capture};
+use gpuscope_trace::capture::{check_budget, read_capture, Capture};
 
 use crate::args::ReplayArgs;
 use crate::exit::Exit;
@@ -92,7 +93,7 @@ fn replay(
             gpuscope_trace::io::save_profile(path, &profile)?;
             eprintln!("gpuscope: replayed profile written to {}", path.display());
         }
-        out.write_all(gpuscope_trace::render::render_text(&profile).as_bytes())?;
+        out.write_all(gpuscope_report::render::render_text(&profile).as_bytes())?;
     }
     match mismatch {
         Some(e) => Err(e.into()),

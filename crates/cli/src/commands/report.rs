@@ -2,9 +2,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use gpuscope_trace::analysis::{analyze_with, choose_ceilings, CeilingsUsed, RooflineCeilings};
-use gpuscope_trace::render;
-use gpuscope_trace::render::perfetto::{GpuClock, PerfettoSummary};
+use gpuscope_report::analysis::{analyze_with, choose_ceilings, CeilingsUsed, RooflineCeilings};
+use gpuscope_report::render;
+use gpuscope_report::render::perfetto::{GpuClock, PerfettoSummary};
 use gpuscope_trace::{Ceilings, Profile};
 
 use crate::args::{ReportArgs, ReportFormat};

@@ -23,8 +23,8 @@ use gpuscope_model::{
 };
 use gpuscope_runtime::capture::{CaptureRecorder, StepRecord};
 use gpuscope_runtime::{Gpu, GpuOptions, StepOutput, TimingRequest};
-use gpuscope_trace::analysis::stats::percentile_f64;
 use gpuscope_trace::capture::check_target;
+use gpuscope_trace::stats::percentile_f64;
 use gpuscope_trace::{TimingMode, WorkloadDesc};
 
 use crate::args::{on_existing, DeviceArgs, ProfileArgs, RunArgs, TimingArg};

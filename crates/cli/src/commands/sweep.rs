@@ -1,7 +1,7 @@
 //! `gpuscope bench --sweep AXIS=LIST ... | --experiment NAME`: gemv configurations timed
 //! one by one ([`gpuscope_ops::harness::sweep`]), with roofline columns from this
 //! machine's measured ceilings and the fastest configuration per shape
-//! ([`gpuscope_trace::sweep`]).
+//! ([`gpuscope_report::sweep`]).
 //!
 //! Axes (`--sweep`, repeatable; unset axes take the decoder's choice for each shape):
 //! `shape=ROWSxCOLS,...` (default: the model's distinct gemv shapes), `format=`, `layout=`
@@ -27,11 +27,11 @@ use gpuscope_model::{load_gguf, KernelPlan, Preset};
 use gpuscope_ops::gemv::{GemvVariant, WeightLayout};
 use gpuscope_ops::harness::{PerfOptions, SweepMode, SweepPoint};
 use gpuscope_ops::WeightFormat;
-use gpuscope_runtime::Gpu;
-use gpuscope_trace::render::sweep::{
+use gpuscope_report::render::sweep::{
     render_sweep_csv, render_sweep_html, render_sweep_json, render_sweep_jsonl, render_sweep_md,
 };
-use gpuscope_trace::sweep::{SweepConfig, SweepMeasurement, SweepReport, SweepRow};
+use gpuscope_report::sweep::{SweepConfig, SweepMeasurement, SweepReport, SweepRow};
+use gpuscope_runtime::Gpu;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::{BenchArgs, BenchFormat};
@@ -460,23 +460,23 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
 }
 
 /// Stores the sweep's choice per size class as the adapter's kernel tuning
-/// ([`gpuscope_trace::tuning`]) and says what it chose, where.
+/// ([`gpuscope_report::tuning`]) and says what it chose, where.
 fn save_tuning(report: &SweepReport, adapter: &gpuscope_trace::AdapterDesc) -> Result<(), Exit> {
     let large = gpuscope_model::LARGE_GEMV_WEIGHTS;
-    let (gemv, gemv_large, evidence) = gpuscope_trace::tuning::choose(report, large);
+    let (gemv, gemv_large, evidence) = gpuscope_report::tuning::choose(report, large);
     if gemv.is_none() && gemv_large.is_none() {
         return Err(anyhow!(
             "--save-tuning: the sweep timed no full gemv of its own shapes (use --sweep variant=...)"
         )
         .into());
     }
-    let root = gpuscope_trace::ceilings::cache::cache_root().ok_or_else(|| {
+    let root = gpuscope_report::cache::cache_root().ok_or_else(|| {
         anyhow!(
             "--save-tuning: no cache directory on this platform; set {}",
-            gpuscope_trace::ceilings::cache::CACHE_DIR_ENV
+            gpuscope_report::cache::CACHE_DIR_ENV
         )
     })?;
-    let t = gpuscope_trace::tuning::Tuning {
+    let t = gpuscope_report::tuning::Tuning {
         identity: gpuscope_trace::ceilings::CeilingsIdentity::now(
             adapter,
             &super::ceilings::tool(),
@@ -486,7 +486,7 @@ fn save_tuning(report: &SweepReport, adapter: &gpuscope_trace::AdapterDesc) -> R
         large_weights: large,
         evidence,
     };
-    let path = gpuscope_trace::tuning::store(&root, &t)
+    let path = gpuscope_report::tuning::store(&root, &t)
         .map_err(|e| anyhow!("--save-tuning: cannot write the tuning: {e}"))?;
     eprintln!(
         "gpuscope: kernel tuning saved to {}: gemv {}, gemv_large {} ({})",

@@ -29,8 +29,8 @@ use std::path::PathBuf;
 use gpuscope_ops::exec::ExecError;
 use gpuscope_runtime::capture::RecordError;
 use gpuscope_runtime::{GpuError, GpuOptions};
-use gpuscope_trace::analysis::compare::Thresholds;
 use gpuscope_trace::check::CheckReport;
+use gpuscope_trace::compare::Thresholds;
 
 pub use run::check;
 pub use select::{BreakAt, Filter};

@@ -7,8 +7,8 @@ use gpuscope_ops::exec::{executor, Call, Executor, Kind, Output};
 use gpuscope_ops::Real;
 use gpuscope_runtime::capture::{CaptureRecorder, StepRecord};
 use gpuscope_runtime::{BufferId, Dispatch, Gpu, GpuBuffer, GpuError, StepRunner};
-use gpuscope_trace::analysis::compare::{tensor_error, word_error, TensorError};
 use gpuscope_trace::check::{CheckReport, DispatchCheck, OutputCheck, CHECK_FORMAT};
+use gpuscope_trace::compare::{tensor_error, word_error, TensorError};
 use gpuscope_trace::tensors::{TraceEntry, TraceIndex, TraceTensor, TRACE_FORMAT};
 use gpuscope_trace::WorkloadDesc;
 

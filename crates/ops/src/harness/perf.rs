@@ -7,8 +7,8 @@
 //! declared cost at the median.
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuError, Graph, Section, StepRunner};
-use gpuscope_trace::analysis::stats::percentile_f64;
 use gpuscope_trace::opstest::{pct_of_ceiling, OpPerfResult};
+use gpuscope_trace::stats::percentile_f64;
 use gpuscope_trace::TimingMode;
 
 use super::cases::{seed, Builder, Case};

@@ -1,7 +1,7 @@
 //! `ops test`: one case run on the GPU, compared with its CPU executor, guards checked.
 
 use gpuscope_runtime::{Gpu, GpuError, Graph, Section};
-use gpuscope_trace::analysis::compare::{tensor_error, word_error, TensorError, Thresholds};
+use gpuscope_trace::compare::{tensor_error, word_error, TensorError, Thresholds};
 use gpuscope_trace::opstest::OpTestResult;
 
 use super::cases::{seed, Builder, Case};

@@ -16,8 +16,8 @@
 
 use std::time::Instant;
 
-use gpuscope_trace::analysis::stats::percentile;
 use gpuscope_trace::capture::{Capture, CommandBench, PerCommandReport, TimingClock};
+use gpuscope_trace::stats::percentile;
 
 use crate::capture::error::ReplayError;
 use crate::capture::progress::ReplayProgress;

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use gpuscope_trace::analysis::compare::word_diff;
 use gpuscope_trace::capture::{Access, Capture, Comparison, Mismatch, ReplayLimits};
+use gpuscope_trace::compare::word_diff;
 use gpuscope_trace::{Profile, TimingInfo, TimingMode, TokenRecord, PROFILE_FORMAT};
 
 use crate::capture::error::ReplayError;

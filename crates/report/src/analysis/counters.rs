@@ -1,0 +1,181 @@
+//! Counters per token and the checks that prove steady-state decode is lean.
+//!
+//! The checks are the design's rules for decoding (docs/DESIGN.md, "Steady-state
+//! decode creates nothing"): no resource created after the first token, one submit
+//! and at most one sync (readback) per token, and exactly the dispatches and passes
+//! the decoder graph declares. Per-token rules are checked on every token, the first
+//! included; creation is checked on the tokens after the first, since the first may
+//! create lazily.
+
+use gpuscope_trace::stats::{median, percentile};
+use gpuscope_trace::{Counters, Profile};
+
+/// Whether a check held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckStatus {
+    Ok,
+    Fail,
+    /// Nothing to check (no tokens, or no steady-state tokens, or no declared count).
+    NotApplicable,
+}
+
+/// One rule, what it expects and what the run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub name: String,
+    /// e.g. `0`, `1`, `<= 1`, `58`.
+    pub expected: String,
+    /// A single value when every token agreed, else `min-max`, or why not checked.
+    pub observed: String,
+    pub status: CheckStatus,
+}
+
+impl Check {
+    pub fn ok(&self) -> bool {
+        self.status == CheckStatus::Ok
+    }
+
+    pub fn failed(&self) -> bool {
+        self.status == CheckStatus::Fail
+    }
+}
+
+/// First-token and steady-state counters, and the checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterReport {
+    pub first: Option<Counters>,
+    /// Number of tokens after the first.
+    pub steady_tokens: usize,
+    /// Field-wise median, p10, p90 and maximum over the tokens after the first.
+    pub steady_median: Option<Counters>,
+    pub steady_p10: Option<Counters>,
+    pub steady_p90: Option<Counters>,
+    pub steady_max: Option<Counters>,
+    pub checks: Vec<Check>,
+}
+
+impl CounterReport {
+    /// True when no check failed (not-applicable checks do not fail).
+    pub fn all_ok(&self) -> bool {
+        !self.checks.iter().any(Check::failed)
+    }
+}
+
+/// Computes the counter report.
+pub fn counter_report(p: &Profile) -> CounterReport {
+    let all: Vec<Counters> = p.tokens.iter().map(|t| t.counters).collect();
+    let steady = all.get(1..).unwrap_or(&[]);
+    let field = |f: fn(&[u64]) -> Option<u64>| -> Option<Counters> {
+        let mut v = [0u64; 10];
+        for (i, slot) in v.iter_mut().enumerate() {
+            let column: Vec<u64> = steady.iter().map(|c| c.fields()[i].1).collect();
+            *slot = f(&column)?;
+        }
+        Some(Counters::from_values(v))
+    };
+    let w = &p.workload;
+    CounterReport {
+        first: all.first().copied(),
+        steady_tokens: steady.len(),
+        steady_median: field(|c| median(c.iter().copied())),
+        steady_p10: field(|c| sorted_percentile(c, 10.0)),
+        steady_p90: field(|c| sorted_percentile(c, 90.0)),
+        steady_max: field(|c| c.iter().copied().max()),
+        checks: vec![
+            created_after_first(steady),
+            per_token(&all, "submits per token", |c| c.submits, Rule::Eq(1)),
+            per_token(&all, "syncs per token", |c| c.syncs, Rule::AtMost(1)),
+            per_token(
+                &all,
+                "dispatches per token",
+                |c| c.dispatches,
+                declared(w.graph_dispatches_per_token),
+            ),
+            per_token(
+                &all,
+                "passes per token",
+                |c| c.passes,
+                declared(w.graph_passes_per_token),
+            ),
+        ],
+    }
+}
+
+fn sorted_percentile(values: &[u64], p: f64) -> Option<u64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    percentile(&v, p)
+}
+
+enum Rule {
+    Eq(u64),
+    AtMost(u64),
+    /// The graph declares no count (0): nothing to compare with.
+    Undeclared,
+}
+
+fn declared(n: u32) -> Rule {
+    if n == 0 {
+        Rule::Undeclared
+    } else {
+        Rule::Eq(n as u64)
+    }
+}
+
+fn created_after_first(steady: &[Counters]) -> Check {
+    let name = "resources created after first token".to_string();
+    if steady.is_empty() {
+        return not_applicable(name, "0".into(), "only one token");
+    }
+    let created: u64 = steady.iter().map(Counters::resources_created).sum();
+    Check {
+        name,
+        expected: "0".into(),
+        observed: created.to_string(),
+        status: pass(created == 0),
+    }
+}
+
+fn per_token(all: &[Counters], name: &str, get: fn(&Counters) -> u64, rule: Rule) -> Check {
+    let expected = match rule {
+        Rule::Eq(n) => n.to_string(),
+        Rule::AtMost(n) => format!("<= {n}"),
+        Rule::Undeclared => "? (graph declares none)".into(),
+    };
+    let (Some(min), Some(max)) = (all.iter().map(get).min(), all.iter().map(get).max()) else {
+        return not_applicable(name.into(), expected, "no tokens");
+    };
+    let observed = if min == max {
+        min.to_string()
+    } else {
+        format!("{min}-{max}")
+    };
+    let status = match rule {
+        Rule::Eq(n) => pass(min == n && max == n),
+        Rule::AtMost(n) => pass(max <= n),
+        Rule::Undeclared => CheckStatus::NotApplicable,
+    };
+    Check {
+        name: name.into(),
+        expected,
+        observed,
+        status,
+    }
+}
+
+fn pass(ok: bool) -> CheckStatus {
+    if ok {
+        CheckStatus::Ok
+    } else {
+        CheckStatus::Fail
+    }
+}
+
+fn not_applicable(name: String, expected: String, why: &str) -> Check {
+    Check {
+        name,
+        expected,
+        observed: why.into(),
+        status: CheckStatus::NotApplicable,
+    }
+}

@@ -1,0 +1,255 @@
+//! Analysis: one module per question, each a pure function from a [`Profile`] (two
+//! for [`diff`]) to a plain result struct. Nothing here formats text; [`crate::render`] does that.
+//!
+//! Which spans count: a GPU span is used only when it is present, carries no
+//! [`gpuscope_trace::TimestampIssue`] and does not end before it starts
+//! ([`gpuscope_trace::valid_span_ns`]). Every span left out is counted in [`timestamps`], so
+//! no bad timestamp is averaged in silently.
+//!
+//! Times are integer nanoseconds, as in the profile; rates are GB/s (10^9 bytes per
+//! second) and GFLOP/s.
+
+pub mod bottleneck;
+pub mod checklist;
+pub mod clock;
+pub mod counters;
+pub mod diff;
+pub mod divergence;
+pub mod gate;
+pub mod headline;
+pub mod layers;
+pub mod memory;
+pub mod opportunities;
+pub mod ops;
+pub mod overview;
+pub mod per_token;
+pub mod roofline;
+pub mod significance;
+pub mod sites;
+pub mod steady;
+pub mod timeline;
+pub mod timestamps;
+pub mod tokens;
+
+pub use bottleneck::{bottleneck, bottleneck_of, Bottleneck, BottleneckInput, Verdict};
+pub use checklist::{checklist, Checklist, ChecklistInput, FusionCandidate, Item, ItemStatus};
+pub use clock::{align_clocks, AlignError, ClockAlignment};
+pub use counters::{counter_report, Check, CheckStatus, CounterReport};
+pub use diff::{diff, Diff, DiffError, DiffOptions, TimeDiff};
+pub use gate::{gate, GateError, GateOptions, GateResult};
+pub use gpuscope_trace::stats::{percentile, Summary};
+pub use headline::{headline, Headline, TokRate};
+pub use layers::{
+    layer_breakdown, layer_breakdown_of, section_samples, section_samples_of, LayerBreakdown,
+    LayerExtremes, LayerRow, LayerTimeSource, SectionSamples,
+};
+pub use memory::{memory, Memory};
+pub use opportunities::{opportunities, Opportunity};
+pub use ops::{op_breakdown, op_breakdown_of, OpBreakdown, OpRow};
+pub use overview::{representative_token, token_buckets, TokenBucket};
+pub use per_token::{token_totals, TokenSet, TokenTotals};
+pub use roofline::{
+    dispatch_rate, roofline, Bound, DispatchRate, Roofline, RooflineCeilings, RooflineInput,
+};
+pub use sites::{dispatch_sites, Site, Sites};
+pub use steady::{steady_state, SteadyMethod, SteadyState};
+pub use timeline::{timeline, Timeline};
+pub use timestamps::{timestamp_health, SpanCounts, SpanStatus, TimestampHealth};
+pub use tokens::{token_stats, token_stats_of, token_stats_steady, TokenSelection, TokenStats};
+
+use gpuscope_trace::ceilings::{Ceilings, CeilingsIdentity};
+use gpuscope_trace::Profile;
+
+/// Where the ceilings an analysis used came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CeilingsSource {
+    /// Embedded in the profile by the run that made it.
+    Embedded,
+    /// The cache of the machine reading the profile (same adapter and driver).
+    LocalCache { path: String },
+}
+
+/// The ceilings an analysis used, or why it used none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CeilingsUsed {
+    Used {
+        ceilings: Box<Ceilings>,
+        source: CeilingsSource,
+    },
+    Absent {
+        /// One line: why, and what to run.
+        reason: String,
+    },
+}
+
+impl CeilingsUsed {
+    pub fn ceilings(&self) -> Option<&Ceilings> {
+        match self {
+            CeilingsUsed::Used { ceilings, .. } => Some(ceilings),
+            CeilingsUsed::Absent { .. } => None,
+        }
+    }
+
+    pub fn identity(&self) -> Option<&CeilingsIdentity> {
+        self.ceilings().map(|c| &c.identity)
+    }
+}
+
+/// Picks the ceilings for `p`: those embedded in it when they are sane and of its
+/// adapter, else `local` (the reading machine's cache entry, with its path) when it is
+/// of the same adapter and driver, else none, with the reason. Figures measured on
+/// another device are never used.
+pub fn choose_ceilings(p: &Profile, local: Option<(&Ceilings, &str)>) -> CeilingsUsed {
+    let mut why = Vec::new();
+    if let Some(c) = &p.ceilings {
+        match c.validate() {
+            Err(e) => why.push(format!(
+                "the profile's embedded ceilings are unusable ({e})"
+            )),
+            Ok(()) if !c.identity.same_device(&p.adapter) => why.push(format!(
+                "the profile's embedded ceilings are of {}, not of its adapter",
+                c.identity.device()
+            )),
+            Ok(()) => {
+                return CeilingsUsed::Used {
+                    ceilings: Box::new(c.clone()),
+                    source: CeilingsSource::Embedded,
+                }
+            }
+        }
+    }
+    match local {
+        Some((c, path)) if c.validate().is_ok() && c.identity.same_device(&p.adapter) => {
+            return CeilingsUsed::Used {
+                ceilings: Box::new(c.clone()),
+                source: CeilingsSource::LocalCache {
+                    path: path.to_string(),
+                },
+            }
+        }
+        Some((c, _)) => why.push(format!(
+            "the local cache holds ceilings of {}, not of the profile's adapter",
+            c.identity.device()
+        )),
+        None => {}
+    }
+    if why.is_empty() {
+        why.push("none measured for this adapter".into());
+    }
+    CeilingsUsed::Absent {
+        reason: format!(
+            "{}: run `gpuscope peak` on the machine that made the profile",
+            why.join("; ")
+        ),
+    }
+}
+
+/// Every analysis of one profile, as the text report shows them. Headlines, breakdowns,
+/// the roofline, the timeline and the checklist cover the steady tokens
+/// ([`steady`]); `tokens` covers all of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub steady: SteadyState,
+    /// All tokens.
+    pub tokens: TokenStats,
+    /// The steady tokens.
+    pub tokens_steady: TokenStats,
+    pub ops: OpBreakdown,
+    pub layers: LayerBreakdown,
+    pub sites: Sites,
+    pub counters: CounterReport,
+    pub timestamps: TimestampHealth,
+    pub ceilings: CeilingsUsed,
+    pub roofline: Roofline,
+    pub timeline: Timeline,
+    pub memory: Option<Memory>,
+    pub checklist: Checklist,
+    pub bottleneck: Bottleneck,
+    /// pp and tg tok/s with their spread (steady tokens).
+    pub headline: Headline,
+    /// What could be made faster, largest estimated saving first.
+    pub opportunities: Vec<Opportunity>,
+}
+
+/// Runs every analysis with the ceilings embedded in the profile (if any).
+pub fn analyze(p: &Profile) -> Analysis {
+    analyze_with(p, choose_ceilings(p, None))
+}
+
+/// Runs every analysis with the given ceilings (see [`choose_ceilings`]).
+pub fn analyze_with(p: &Profile, ceilings: CeilingsUsed) -> Analysis {
+    let steady = steady_state(p);
+    let tokens_steady = token_stats_of(p, &steady);
+    let set = TokenSet::new(tokens_steady.tokens.iter().copied());
+    // The analyses that walk every event run side by side (a million events each).
+    let ((sites, totals), (timeline, (timestamps, layers))) = rayon::join(
+        || rayon::join(|| dispatch_sites(p, &set), || token_totals(p)),
+        || {
+            rayon::join(
+                || timeline(p, &set),
+                || rayon::join(|| timestamp_health(p), || layer_breakdown_of(p, &set)),
+            )
+        },
+    );
+    let steady_totals: Vec<(TokenTotals, u64)> = steady
+        .steady
+        .iter()
+        .map(|&i| (totals[i], p.tokens[i].wall_ns))
+        .collect();
+    let just_totals: Vec<TokenTotals> = steady_totals.iter().map(|(t, _)| *t).collect();
+    let ops = if sites.mismatched == 0 {
+        ops::op_breakdown_from_sites(&sites.sites)
+    } else {
+        op_breakdown_of(p, &set)
+    };
+    let counters = counter_report(p);
+    let roofline = roofline(&RooflineInput {
+        ceilings: ceilings.ceilings(),
+        ops: &ops,
+        sites: &sites.sites,
+        tokens: &steady_totals,
+        wall: tokens_steady.wall_ns,
+    });
+    let checklist = checklist(
+        p,
+        &ChecklistInput {
+            sites: &sites.sites,
+            ceilings: roofline.ceilings,
+            fill_workgroups: ceilings
+                .ceilings()
+                .and_then(|c| c.fill)
+                .map(|f| f.workgroups),
+            counters: &counters,
+            timestamps: &timestamps,
+            tokens: &steady_totals,
+        },
+    );
+    let bottleneck = bottleneck_of(
+        p,
+        &BottleneckInput {
+            stats: &tokens_steady,
+            totals: &just_totals,
+            ops: &ops,
+            layers: &layers,
+        },
+    );
+    let opportunities = opportunities(&roofline, &ops, &checklist.fusion, steady_totals.len());
+    Analysis {
+        headline: headline(&tokens_steady, p.prompt.as_ref()),
+        opportunities,
+        tokens: token_stats(p),
+        timeline,
+        memory: memory(p),
+        steady,
+        tokens_steady,
+        ops,
+        layers,
+        sites,
+        counters,
+        timestamps,
+        ceilings,
+        roofline,
+        checklist,
+        bottleneck,
+    }
+}

@@ -1,0 +1,209 @@
+//! The self-contained HTML report (`gpuscope report --format html -o FILE`): one file,
+//! styles and script inline, no network access when opened.
+//!
+//! The analysis results go into the page as one JSON object (`<script
+//! type="application/json" id="gpuscope-data">`); `report.js` draws the panels from it
+//! with hand-rolled SVG (no charting library: the charts are few and simple, and a
+//! vendored library would weigh more than the report). Panels: token timeline (wall vs
+//! GPU busy), a zoomable dispatch timeline of one token, per-op bars, roofline (when
+//! ceilings are known), per-layer strip, counters and checks, findings.
+//!
+//! Large profiles stay light: tokens are merged into at most [`MAX_TOKEN_POINTS`]
+//! buckets and one token's dispatches are drawn (at most [`MAX_DISPATCHES`]), so the
+//! page's size does not grow with the run.
+
+use serde_json::{json, Value};
+
+use crate::analysis::{
+    analyze, representative_token, token_buckets, Analysis, CeilingsUsed, CheckStatus, ItemStatus,
+};
+use crate::render::text::steady::scope;
+use gpuscope_trace::Profile;
+
+/// Points of the token timeline.
+pub const MAX_TOKEN_POINTS: usize = 2000;
+/// Dispatches of the shown token drawn.
+pub const MAX_DISPATCHES: usize = 20_000;
+
+const TEMPLATE: &str = include_str!("report.html");
+const STYLE: &str = include_str!("report.css");
+const SCRIPT: &str = include_str!("report.js");
+
+/// Analyses `p` and renders the page.
+pub fn render_html(p: &Profile) -> String {
+    render_analysis_html(p, &analyze(p))
+}
+
+/// Renders the page from an analysis already computed for `p`.
+pub fn render_analysis_html(p: &Profile, a: &Analysis) -> String {
+    let data = page_data(p, a).to_string();
+    // Inside <script>, `</` could end the element early; JSON allows `<\/` for it.
+    let data = data.replace("</", "<\\/");
+    TEMPLATE
+        .replace(
+            "{{TITLE}}",
+            &escape(&format!("gpuscope: {}", p.workload.name)),
+        )
+        .replace("/*{{STYLE}}*/", STYLE)
+        .replace("{{DATA}}", &data)
+        .replace("/*{{SCRIPT}}*/", SCRIPT)
+}
+
+/// Text for HTML content and attribute values.
+pub(crate) fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Everything the page draws, as JSON.
+pub fn page_data(p: &Profile, a: &Analysis) -> Value {
+    json!({
+        "meta": meta(p, a),
+        "tokens": tokens(p, a),
+        "dispatches": dispatch_timeline(p, a),
+        "ops": ops(a),
+        "roofline": roofline(a),
+        "layers": layers(a),
+        "counters": counters(a),
+        "findings": findings(a),
+    })
+}
+
+fn meta(p: &Profile, a: &Analysis) -> Value {
+    let w = &p.workload;
+    let h = &a.headline;
+    json!({
+        "workload": w.name,
+        "adapter": format!("{} ({}, {})", p.adapter.name, p.adapter.backend, p.adapter.device_type),
+        "driver": format!("{} {}", p.adapter.driver, p.adapter.driver_info).trim(),
+        "weights": w.weights,
+        "timing": format!("{} ({})", p.timing.mode, p.timing.reason),
+        "commit": p.commit,
+        "incomplete": p.incomplete,
+        "scope": scope(a),
+        "tokens": p.tokens.len(),
+        "tg": h.tg.map(|r| json!({"median": r.median, "p10": r.p10, "p90": r.p90, "n": r.n})),
+        "pp": h.pp.map(|r| json!({"median": r.median, "n": r.n})),
+        "format": p.format.to_string(),
+        "tool": p.tool,
+    })
+}
+
+fn tokens(p: &Profile, _a: &Analysis) -> Value {
+    let buckets = token_buckets(p, MAX_TOKEN_POINTS);
+    json!({
+        "total": p.tokens.len(),
+        "merged": buckets.first().is_some_and(|b| b.last > b.first),
+        "points": buckets.iter().map(|b| json!([b.first, b.last, b.wall_ns, b.gpu_busy_ns])).collect::<Vec<_>>(),
+    })
+}
+
+/// One token's passes and dispatches, times relative to its first GPU timestamp.
+fn dispatch_timeline(p: &Profile, a: &Analysis) -> Value {
+    let Some(token) = representative_token(p, &a.tokens_steady) else {
+        return json!({"why": "no tokens"});
+    };
+    let spans: Vec<_> = p
+        .dispatches
+        .iter()
+        .filter(|d| d.token == token)
+        .filter_map(|d| Some((d, d.gpu?, d.valid_gpu_ns()?)))
+        .collect();
+    let passes: Vec<_> = p
+        .passes
+        .iter()
+        .filter(|s| s.token == token)
+        .filter_map(|s| Some((s, s.gpu?, s.valid_gpu_ns()?)))
+        .collect();
+    let origin = spans
+        .iter()
+        .map(|(_, g, _)| g.start_ns)
+        .chain(passes.iter().map(|(_, g, _)| g.start_ns))
+        .min();
+    let Some(origin) = origin else {
+        return json!({
+            "token": token,
+            "why": format!("token {token} has no GPU timestamps (timing {}); profile with `--timing dispatch` for this view", p.timing.mode),
+        });
+    };
+    json!({
+        "token": token,
+        "shown": spans.len().min(MAX_DISPATCHES),
+        "total": spans.len(),
+        "passes": passes.iter().map(|(s, g, ns)| json!([g.start_ns - origin, ns, s.name])).collect::<Vec<_>>(),
+        "dispatches": spans.iter().take(MAX_DISPATCHES).map(|(d, g, ns)| json!([g.start_ns - origin, ns, d.op, d.label, d.bytes])).collect::<Vec<_>>(),
+    })
+}
+
+fn ops(a: &Analysis) -> Value {
+    json!({
+        "timed": a.ops.total_gpu_ns.is_some(),
+        "rows": a.ops.rows.iter().zip(&a.roofline.ops).map(|(r, roof)| json!({
+            "op": r.op,
+            "calls": r.calls,
+            "total_ns": r.total_gpu_ns,
+            "avg_ns": r.avg_gpu_ns,
+            "percent": r.gpu_percent,
+            "gbps": r.gb_per_s,
+            "gflops": r.gflop_per_s,
+            "intensity": roof.intensity,
+            "ceiling_percent": roof.percent_of_ceiling,
+            "bound": roof.bound.map(|b| b.as_str()),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn roofline(a: &Analysis) -> Value {
+    match (&a.ceilings, a.roofline.ceilings) {
+        (CeilingsUsed::Used { .. }, Some(c)) => json!({
+            "bandwidth_gbps": c.bandwidth_gbps,
+            "flops_gflops": c.flop_rate_gflops,
+        }),
+        (CeilingsUsed::Absent { reason }, _) => json!({"why": reason}),
+        _ => json!({"why": "the ceilings have no bandwidth"}),
+    }
+}
+
+fn layers(a: &Analysis) -> Value {
+    json!(a
+        .layers
+        .rows
+        .iter()
+        .map(|r| json!([
+            r.name,
+            r.gpu_ns_median,
+            r.gpu_ns.map(|g| g.p10),
+            r.gpu_ns.map(|g| g.p90)
+        ]))
+        .collect::<Vec<_>>())
+}
+
+fn counters(a: &Analysis) -> Value {
+    let c = &a.counters;
+    let field = |x: Option<gpuscope_trace::Counters>, i: usize| x.map(|x| x.fields()[i].1);
+    json!({
+        "rows": gpuscope_trace::Counters::default().fields().iter().enumerate().map(|(i, (name, _))| json!([
+            name, field(c.first, i), field(c.steady_median, i), field(c.steady_max, i)
+        ])).collect::<Vec<_>>(),
+        "checks": c.checks.iter().map(|ch| json!([ch.name, ch.expected, ch.observed, match ch.status {
+            CheckStatus::Ok => "ok", CheckStatus::Fail => "fail", CheckStatus::NotApplicable => "n/a",
+        }])).collect::<Vec<_>>(),
+    })
+}
+
+fn findings(a: &Analysis) -> Value {
+    json!({
+        "headline": a.bottleneck.headline,
+        "evidence": a.bottleneck.evidence,
+        "items": a.checklist.items.iter().map(|i| json!({
+            "title": i.title,
+            "status": match i.status { ItemStatus::Ok => "ok", ItemStatus::Warn => "warn", ItemStatus::Unknown => "unknown" },
+            "summary": i.summary,
+            "evidence": i.evidence,
+            "next": i.next,
+        })).collect::<Vec<_>>(),
+        "opportunities": a.opportunities.iter().map(|o| json!([o.what, o.saved_ns, o.basis])).collect::<Vec<_>>(),
+    })
+}

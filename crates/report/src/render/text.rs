@@ -1,0 +1,532 @@
+//! The plain-text report printed by `gpuscope profile` and `gpuscope report`.
+//!
+//! Sections, in order: run (adapter, timing, workload, setup, ceilings), steady state,
+//! tokens, ops (with the roofline columns), roofline per token, layers, timeline,
+//! memory, counters (with checks, timestamp health and overhead), checklist,
+//! bottleneck. Long runs and deep models are shortened so the report fits a
+//! terminal: at most 16 token lines past 32 tokens, and a compact layer strip past 16
+//! layers. Every median is printed with its p10–p90 spread and its count.
+
+use std::fmt::Write;
+
+use super::units::{bytes, count, ms, op_cells, opt, opt_ms, rate, spread_ms};
+use crate::analysis::{
+    analyze, Analysis, CheckStatus, LayerTimeSource, SpanCounts, TokenSelection, TokenStats,
+};
+use gpuscope_trace::{Profile, TimingMode};
+
+/// All tokens are listed up to this many; beyond, the first and last
+/// [`TOKENS_SHOWN_EACH_END`].
+pub const MAX_TOKENS_LISTED: usize = 32;
+pub const TOKENS_SHOWN_EACH_END: usize = 8;
+/// One line per layer up to this many layers; beyond, a strip.
+pub const MAX_LAYERS_LISTED: usize = 16;
+const LAYERS_PER_STRIP_LINE: usize = 4;
+
+/// Appends one formatted line; writing to a `String` cannot fail.
+macro_rules! emit {
+    ($out:expr) => { $out.push('\n') };
+    ($out:expr, $($arg:tt)*) => {{
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+mod checklist;
+mod memory;
+mod roofline;
+pub(crate) mod steady;
+mod timeline;
+
+/// Analyses `p` and renders the full report.
+pub fn render_text(p: &Profile) -> String {
+    render_analysis_text(p, &analyze(p))
+}
+
+/// Renders a report from an analysis already computed for `p`.
+pub fn render_analysis_text(p: &Profile, a: &Analysis) -> String {
+    let mut out = String::new();
+    run(&mut out, p);
+    roofline::ceilings(&mut out, a);
+    steady::section(&mut out, p, a);
+    tokens(&mut out, p, a);
+    ops(&mut out, p, a);
+    roofline::per_token(&mut out, a);
+    layers(&mut out, p, a);
+    timeline::section(&mut out, p, a);
+    memory::section(&mut out, p, a);
+    counters(&mut out, p, a);
+    checklist::section(&mut out, a);
+    bottleneck(&mut out, a);
+    out
+}
+
+fn run(out: &mut String, p: &Profile) {
+    let (ad, t, w) = (&p.adapter, &p.timing, &p.workload);
+    emit!(
+        out,
+        "gpuscope profile (format {}, written by {})",
+        p.format,
+        p.tool
+    );
+    emit!(out);
+    let driver = match (ad.driver.as_str(), ad.driver_info.as_str()) {
+        ("", "") => "unknown".to_string(),
+        (d, "") | ("", d) => d.to_string(),
+        (d, i) => format!("{d} ({i})"),
+    };
+    emit!(
+        out,
+        "Adapter:  {}, backend {}, driver {}, device type {}",
+        ad.name,
+        ad.backend,
+        driver,
+        ad.device_type
+    );
+    emit!(
+        out,
+        "Timing:   {} ({}), timestamp period {} ns/tick",
+        t.mode,
+        t.reason,
+        t.timestamp_period_ns
+    );
+    if let Some(s) = &t.sampling {
+        emit!(
+            out,
+            "          sampled: one dispatch in {} carries timestamps, rotating over tokens",
+            s.stride
+        );
+    }
+    if w.name.is_empty() && w.params == 0 && w.graph_dispatches_per_token == 0 {
+        // A program instrumented with gpuscope-record describes no model.
+        emit!(out, "Workload: not described (a program's own steps)");
+    } else {
+        emit!(
+            out,
+            "Workload: {} ({}), weights {}, {} params, {} of weights, {} layers; graph: {} dispatches, {} passes per token",
+            w.name,
+            w.architecture,
+            w.weights,
+            count(w.params),
+            bytes(w.weight_bytes),
+            w.layers,
+            w.graph_dispatches_per_token,
+            w.graph_passes_per_token
+        );
+    }
+    let s = &p.setup;
+    emit!(
+        out,
+        "Setup:    {} ms wall; created {} buffers, {} bind groups, {} pipelines; {} uploaded",
+        ms(p.setup_wall_ns),
+        s.buffers_created,
+        s.bind_groups_created,
+        s.pipelines_created,
+        bytes(s.bytes_uploaded)
+    );
+    if !w.settings.is_empty() {
+        let settings: Vec<String> = w
+            .settings
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        emit!(out, "Settings: {}", settings.join("; "));
+    }
+    if let Some(c) = &p.commit {
+        emit!(out, "Commit:   {c}");
+    }
+    if let Some(i) = p.instrumentation.as_ref().filter(|i| i.is_partial()) {
+        emit!(
+            out,
+            "Instrumentation: partial: {} compute passes opened without the instrumented pass (not timed), {} command buffers the recorder did not encode, {} dispatches outside steps (counted, not attributed to a token)",
+            i.uninstrumented_passes,
+            i.uninstrumented_command_buffers,
+            i.dispatches_outside_steps
+        );
+    }
+    for note in &p.notes {
+        emit!(out, "Note:     {note}");
+    }
+    if let Some(why) = &p.incomplete {
+        emit!(out, "INCOMPLETE: {why}; what follows is what was measured");
+    }
+}
+
+fn tokens(out: &mut String, p: &Profile, a: &Analysis) {
+    emit!(out);
+    emit!(out, "Tokens: {} decoded", p.tokens.len());
+    if p.tokens.is_empty() {
+        return;
+    }
+    emit!(
+        out,
+        "  {:>5} {:>6} {:>8} {:>10} {:>12} {:>9}",
+        "token",
+        "pos",
+        "id",
+        "wall ms",
+        "GPU-busy ms",
+        "tok/s"
+    );
+    let n = p.tokens.len();
+    let shown_each_end = if n <= MAX_TOKENS_LISTED {
+        n
+    } else {
+        TOKENS_SHOWN_EACH_END
+    };
+    for (i, t) in p.tokens.iter().enumerate() {
+        if i == shown_each_end && n > MAX_TOKENS_LISTED {
+            emit!(
+                out,
+                "  ... {} tokens not shown ...",
+                n - 2 * TOKENS_SHOWN_EACH_END
+            );
+        }
+        if i >= shown_each_end && i < n - shown_each_end {
+            continue;
+        }
+        let tok_s = opt(crate::analysis::tokens::rate_per_s(t.wall_ns), 1);
+        emit!(
+            out,
+            "  {:>5} {:>6} {:>8} {:>10} {:>12} {:>9}",
+            t.index,
+            t.position,
+            t.token_id,
+            ms(t.wall_ns),
+            opt_ms(t.gpu_busy_ns),
+            tok_s
+        );
+    }
+    if let Some(pr) = &p.prompt {
+        emit!(
+            out,
+            "  prompt: {} tokens in {} ms = {} tok/s ({}); the tokens above continue from its KV cache",
+            pr.tokens,
+            ms(pr.wall_ns),
+            opt(crate::analysis::tokens::rate_per_s(pr.wall_ns).map(|r| r * pr.tokens as f64), 1),
+            pr.method
+        );
+    }
+    token_summary(out, &a.tokens);
+    if a.tokens_steady.count() > 0 {
+        token_summary(out, &a.tokens_steady);
+    }
+    weight_stream(out, p, a);
+}
+
+/// Every decoded token reads every weight once: weight bytes over the token time is the
+/// bandwidth the decoder sustains, the figure to hold against `gpuscope peak`.
+fn weight_stream(out: &mut String, p: &Profile, a: &Analysis) {
+    let stats = if a.tokens_steady.count() > 0 {
+        &a.tokens_steady
+    } else {
+        &a.tokens
+    };
+    let bytes = p.workload.weight_bytes as f64;
+    if bytes == 0.0 {
+        return;
+    }
+    let Some(wall) = stats.wall_ns else { return };
+    let mut line = format!(
+        "  weights streamed: {} per token = {} GB/s at the median wall (n={})",
+        super::units::bytes(p.workload.weight_bytes),
+        rate(Some(bytes / wall.median.max(1) as f64)),
+        wall.count
+    );
+    if let Some(busy) = stats.gpu_busy_ns {
+        line.push_str(&format!(
+            ", {} GB/s over GPU-busy time",
+            rate(Some(bytes / busy.median.max(1) as f64))
+        ));
+    }
+    emit!(out, "{line}");
+}
+
+fn token_summary(out: &mut String, s: &TokenStats) {
+    let Some(w) = s.wall_ns else { return };
+    let which = match (s.selection, s.tokens.first(), s.tokens.last()) {
+        (TokenSelection::All, ..) => format!("all {} tokens", s.count()),
+        (TokenSelection::SkipFirst, Some(f), Some(l)) => {
+            format!("tokens {f}-{l} (first skipped)")
+        }
+        (TokenSelection::Steady, Some(f), Some(l)) => {
+            format!("steady tokens ({} in {f}-{l})", s.count())
+        }
+        (_, ..) => "no tokens".into(),
+    };
+    let gpu = match s.gpu_busy_ns {
+        Some(g) => format!(
+            "GPU busy median {} ms ({}; {} of {} tokens timed)",
+            ms(g.median),
+            spread_ms(&g),
+            g.count,
+            s.count()
+        ),
+        None => "GPU busy unknown".into(),
+    };
+    emit!(
+        out,
+        "  {which}: wall median {} ms ({}), min {} ms, max {} ms; {gpu}; {} tok/s at median",
+        ms(w.median),
+        spread_ms(&w),
+        ms(w.min),
+        ms(w.max),
+        opt(s.tok_per_s, 1)
+    );
+    if let (Some(l), Some(e), Some(sub), Some(wait)) = (
+        s.cpu_launch_ns,
+        s.cpu_encode_ns,
+        s.cpu_submit_ns,
+        s.cpu_wait_ns,
+    ) {
+        emit!(
+            out,
+            "    CPU per token (median, n={}): launch {} ms (p10-p90 {}-{}; encode {} ms, submit {} ms), waiting on the GPU {} ms (p10-p90 {}-{})",
+            l.count,
+            ms(l.median),
+            ms(l.p10),
+            ms(l.p90),
+            ms(e.median),
+            ms(sub.median),
+            ms(wait.median),
+            ms(wait.p10),
+            ms(wait.p90)
+        );
+    }
+}
+
+fn ops(out: &mut String, p: &Profile, a: &Analysis) {
+    let o = &a.ops;
+    emit!(out);
+    let source = match o.total_gpu_ns {
+        Some(_) => format!("GPU time from dispatch spans, {}", steady::scope(a)),
+        None => format!(
+            "no dispatch GPU times: timing {}; {}",
+            p.timing.mode,
+            steady::scope(a)
+        ),
+    };
+    emit!(out, "Ops ({source})");
+    if o.rows.is_empty() {
+        emit!(out, "  no dispatches recorded");
+        return;
+    }
+    let width = o.rows.iter().map(|r| r.op.len()).max().unwrap_or(0).max(5);
+    emit!(
+        out,
+        "  {:<width$} {:>7} {:>10} {:>10} {:>6} {:>8} {:>9} {:>7} {:>7} {:>8}",
+        "op",
+        "calls",
+        "total ms",
+        "avg µs",
+        "% GPU",
+        "GB/s",
+        "GFLOP/s",
+        "FLOP/B",
+        "% ceil",
+        "bound"
+    );
+    for (r, roof) in o.rows.iter().zip(&a.roofline.ops) {
+        let [calls, total, avg, pct, gbps, gflops, intensity, ceil, bound] = op_cells(r, roof);
+        emit!(
+            out,
+            "  {:<width$} {calls:>7} {total:>10} {avg:>10} {pct:>6} {gbps:>8} {gflops:>9} {intensity:>7} {ceil:>7} {bound:>8}",
+            r.op
+        );
+    }
+    emit!(
+        out,
+        "  {:<width$} {:>7} {:>10}",
+        "total",
+        o.calls,
+        opt_ms(o.total_gpu_ns)
+    );
+    if o.total_gpu_ns.is_some() && o.untimed_calls > 0 {
+        emit!(
+            out,
+            "  {} of {} calls have no valid GPU span and are left out of times and rates",
+            o.untimed_calls,
+            o.calls
+        );
+    } else if o.total_gpu_ns.is_none() && p.timing.mode != TimingMode::Dispatch {
+        emit!(out, "  per-op GPU times need timing mode `dispatch`");
+    }
+    if a.roofline.ceilings.is_none() {
+        emit!(
+            out,
+            "  % ceil and bound need measured ceilings (see Ceilings above)"
+        );
+    }
+}
+
+fn layers(out: &mut String, p: &Profile, a: &Analysis) {
+    let l = &a.layers;
+    emit!(out);
+    if l.rows.iter().all(|r| r.gpu_ns_median.is_none()) {
+        emit!(out, "Layers: GPU time unknown (timing {})", p.timing.mode);
+        return;
+    }
+    let sources: Vec<LayerTimeSource> = l.rows.iter().filter_map(|r| r.source).collect();
+    let source = if sources.iter().all(|s| *s == LayerTimeSource::PassSpans) {
+        "pass spans"
+    } else if sources.iter().all(|s| *s == LayerTimeSource::DispatchSpans) {
+        "summed dispatch spans"
+    } else {
+        "pass spans, else summed dispatch spans (*)"
+    };
+    emit!(
+        out,
+        "Layers (GPU ms per token, median over {}, from {source})",
+        steady::scope(a)
+    );
+    let mark = |r: &crate::analysis::LayerRow| match r.source {
+        Some(LayerTimeSource::DispatchSpans) if sources.contains(&LayerTimeSource::PassSpans) => {
+            "*"
+        }
+        _ => "",
+    };
+    let layer_count = l.layer_rows().count();
+    let width = l.rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    let mut strip: Vec<String> = Vec::new();
+    for r in &l.rows {
+        let t = format!("{}{}", opt_ms(r.gpu_ns_median), mark(r));
+        let spread = r
+            .gpu_ns
+            .map_or(String::new(), |g| format!("{}-{}", ms(g.p10), ms(g.p90)));
+        if layer_count > MAX_LAYERS_LISTED && r.layer.is_some() {
+            strip.push(format!("{} {t} ({spread})", r.name));
+            continue;
+        }
+        flush_strip(out, &mut strip);
+        emit!(
+            out,
+            "  {:<width$} {:>10}   (p10-p90 {spread} ms, {} tokens timed)",
+            r.name,
+            t,
+            r.tokens_timed
+        );
+    }
+    flush_strip(out, &mut strip);
+    if let Some(e) = &l.extremes {
+        emit!(
+            out,
+            "  layers: min {} {} ms, median {} {} ms, max {} {} ms",
+            e.min.name,
+            ms(e.min.gpu_ns),
+            e.median.name,
+            ms(e.median.gpu_ns),
+            e.max.name,
+            ms(e.max.gpu_ns)
+        );
+    }
+}
+
+fn flush_strip(out: &mut String, strip: &mut Vec<String>) {
+    for chunk in strip.chunks(LAYERS_PER_STRIP_LINE) {
+        emit!(out, "  {}", chunk.join("  "));
+    }
+    strip.clear();
+}
+
+fn counters(out: &mut String, p: &Profile, a: &Analysis) {
+    let c = &a.counters;
+    emit!(out);
+    emit!(
+        out,
+        "Counters per token (after the first: the {} tokens after the first)",
+        c.steady_tokens
+    );
+    emit!(
+        out,
+        "  {:<22} {:>12} {:>10} {:>15} {:>10}",
+        "counter",
+        "first token",
+        "median",
+        "p10-p90",
+        "max"
+    );
+    let cell = |x: Option<gpuscope_trace::Counters>, i: usize| {
+        x.map_or_else(|| "-".to_string(), |x| x.fields()[i].1.to_string())
+    };
+    for (i, (name, _)) in gpuscope_trace::Counters::default()
+        .fields()
+        .iter()
+        .enumerate()
+    {
+        let spread = match (c.steady_p10, c.steady_p90) {
+            (Some(lo), Some(hi)) => format!("{}-{}", lo.fields()[i].1, hi.fields()[i].1),
+            _ => "-".into(),
+        };
+        emit!(
+            out,
+            "  {:<22} {:>12} {:>10} {:>15} {:>10}",
+            name,
+            cell(c.first, i),
+            cell(c.steady_median, i),
+            spread,
+            cell(c.steady_max, i)
+        );
+    }
+    emit!(out, "Checks");
+    for ch in &c.checks {
+        let status = match ch.status {
+            CheckStatus::Ok => "ok",
+            CheckStatus::Fail => "FAIL",
+            CheckStatus::NotApplicable => "n/a",
+        };
+        emit!(
+            out,
+            "  {status:<4}  {}: expected {}, observed {}",
+            ch.name,
+            ch.expected,
+            ch.observed
+        );
+    }
+    timestamps(out, p, a);
+    if let Some(o) = &p.overhead {
+        emit!(
+            out,
+            "Overhead: timing {} costs {:.1}% throughput ({:.1} tok/s profiled, {:.1} tok/s with timing off)",
+            o.mode,
+            o.cost_percent(),
+            o.tok_per_s_profiled,
+            o.tok_per_s_off
+        );
+    }
+}
+
+fn timestamps(out: &mut String, p: &Profile, a: &Analysis) {
+    let h = &a.timestamps;
+    let t = h.total();
+    let split = format!("dispatch {}, pass {}", h.dispatches.valid, h.passes.valid);
+    if t.recorded() == 0 {
+        emit!(out, "Timestamps: none recorded (timing {})", p.timing.mode);
+    } else if t.issues() == 0 {
+        emit!(out, "Timestamps: all {} spans valid ({split})", t.valid);
+    } else {
+        emit!(
+            out,
+            "Timestamps: {} of {} spans valid ({split}); left out: {} (dispatch: {}; pass: {})",
+            t.valid,
+            t.recorded(),
+            issues(&t),
+            issues(&h.dispatches),
+            issues(&h.passes)
+        );
+    }
+}
+
+fn issues(c: &SpanCounts) -> String {
+    format!(
+        "{} zero, {} negative, {} out of order",
+        c.zero, c.negative, c.out_of_order
+    )
+}
+
+fn bottleneck(out: &mut String, a: &Analysis) {
+    let b = &a.bottleneck;
+    emit!(out);
+    emit!(out, "Bottleneck: {}", b.headline);
+    for e in &b.evidence {
+        emit!(out, "  - {e}");
+    }
+}
