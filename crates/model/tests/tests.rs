@@ -1,7 +1,7 @@
 //! The model test binary: GPU decoding against the CPU reference, counters, profiles.
-//! (The regression gate's experiment, `gate.rs`, and bench against profile,
-//! `bench_agree.rs`, are binaries of their own so that no other test runs beside their
-//! timings.)
+//! (The statistical tests — the regression gate's experiment `gate.rs`, bench against
+//! profile `bench_agree.rs`, sampled against full timing `sampling.rs` — are binaries of
+//! their own, run by `scripts/statistical-tests.sh`, not by the default suite.)
 mod check;
 mod common;
 mod counters;

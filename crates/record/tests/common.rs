@@ -19,7 +19,7 @@ pub fn device(features: wgpu::Features) -> Option<Device> {
                 if std::env::var_os("CI").is_some() {
                     panic!("no GPU adapter in CI: {e}");
                 }
-                eprintln!("skipping GPU test: {e}");
+                skipped(&format!("no adapter: {e}"));
                 return None;
             }
         };
@@ -31,6 +31,18 @@ pub fn device(features: wgpu::Features) -> Option<Device> {
     }))
     .expect("device");
     Some(Device { device, queue })
+}
+
+/// Prints and counts a skipped GPU test as `gpuscope_runtime::testing::skipped` does
+/// (this crate sits below the runtime): a line in `$GPUSCOPE_SKIP_LOG` when set.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    eprintln!("skipped: {why}");
+    if let Some(path) = std::env::var_os("GPUSCOPE_SKIP_LOG") {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+        file.and_then(|mut f| writeln!(f, "gpuscope-record test: {why}"))
+            .expect("counting a skipped test");
+    }
 }
 
 pub const ALL_TIMESTAMPS: wgpu::Features =
