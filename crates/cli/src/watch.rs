@@ -183,7 +183,7 @@ fn allocate_over_budget(gpu: &Gpu) {
     unsafe {
         libc::getrlimit(libc::RLIMIT_AS, &mut old);
         let capped = libc::rlimit {
-            rlim_cur: (mapped + MARGIN).min(old.rlim_max as u64) as libc::rlim_t,
+            rlim_cur: (mapped + MARGIN).min(old.rlim_max) as libc::rlim_t,
             rlim_max: old.rlim_max,
         };
         libc::setrlimit(libc::RLIMIT_AS, &capped);

@@ -30,10 +30,13 @@ enum Watch {
 
 /// Drains one output of a child to a string, on its own thread; when `ready` (given the
 /// text so far) first holds, sends `signal` to `pid`. Returns whether it was sent.
+/// A predicate over the text read so far.
+type Ready = Box<dyn Fn(&str) -> bool + Send>;
+
 fn drain(
     mut from: impl Read + Send + 'static,
     pid: u32,
-    signal: Option<(libc::c_int, Box<dyn Fn(&str) -> bool + Send>)>,
+    signal: Option<(libc::c_int, Ready)>,
 ) -> std::thread::JoinHandle<(String, bool)> {
     std::thread::spawn(move || {
         let (mut text, mut buf, mut sent) = (String::new(), [0u8; 4096], false);
@@ -63,7 +66,7 @@ fn signal_when(
     signal: libc::c_int,
 ) -> (Option<i32>, String, String) {
     let pid = child.id();
-    let mut ready: Option<Box<dyn Fn(&str) -> bool + Send>> = Some(Box::new(ready));
+    let mut ready: Option<Ready> = Some(Box::new(ready));
     let mut trigger = |w: Watch| (w == watch).then(|| (signal, ready.take().unwrap()));
     let out = drain(child.stdout.take().unwrap(), pid, trigger(Watch::Stdout));
     let err = drain(child.stderr.take().unwrap(), pid, trigger(Watch::Stderr));
@@ -123,7 +126,7 @@ fn sigterm_keeps_the_profile_and_capture_of_the_tokens_measured() {
 
     let p = gpuscope_trace::io::load_profile(&json).expect("the profile is written whole");
     let n = p.tokens.len();
-    assert!(n >= 1 && n < 10000, "{n} tokens");
+    assert!((1..10000).contains(&n), "{n} tokens");
     let why = p.incomplete.as_deref().expect("marked incomplete");
     assert!(why.contains(&format!("after {n} of 10000 tokens")), "{why}");
 

@@ -160,13 +160,13 @@ impl LlamaConfig {
 
     /// Checks the invariants the kernels rely on.
     pub fn validate(&self) -> Result<(), String> {
-        if self.n_kv_heads == 0 || self.n_heads % self.n_kv_heads != 0 {
+        if self.n_kv_heads == 0 || !self.n_heads.is_multiple_of(self.n_kv_heads) {
             return Err(format!(
                 "n_heads ({}) must be a multiple of n_kv_heads ({})",
                 self.n_heads, self.n_kv_heads
             ));
         }
-        if self.rope_dims > self.head_dim || self.rope_dims % 2 != 0 {
+        if self.rope_dims > self.head_dim || !self.rope_dims.is_multiple_of(2) {
             return Err(format!(
                 "rope_dims ({}) must be even and at most head_dim ({})",
                 self.rope_dims, self.head_dim

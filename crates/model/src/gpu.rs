@@ -60,7 +60,7 @@ fn upload_matrix(gpu: &Gpu, t: &Tensor, plan: &KernelPlan) -> Result<GpuMatrix, 
 /// [`upload_matrix`] in `layout` where the format has it, else as GGUF bytes.
 fn upload_matrix_as(gpu: &Gpu, t: &Tensor, layout: WeightLayout) -> Result<GpuMatrix, ModelError> {
     let layout = layout.for_format(t.format);
-    let max_binding = gpu.limits().max_storage_buffer_binding_size as u64;
+    let max_binding = gpu.limits().max_storage_buffer_binding_size;
     let row_bytes = t.row_bytes() as u64;
     let rows_per_chunk = (max_binding / row_bytes).min(t.rows as u64).max(1) as u32;
     let mut chunks = Vec::new();
@@ -387,11 +387,11 @@ pub(crate) struct GpuLayer {
 /// count, which is what sizes it.
 fn check_kv_cache(gpu: &Gpu, positions: u32, bytes_per_position: u64) -> Result<(), ModelError> {
     let l = gpu.limits();
-    let (limit, limit_name) = if l.max_buffer_size < l.max_storage_buffer_binding_size as u64 {
+    let (limit, limit_name) = if l.max_buffer_size < l.max_storage_buffer_binding_size {
         (l.max_buffer_size, "max_buffer_size")
     } else {
         (
-            l.max_storage_buffer_binding_size as u64,
+            l.max_storage_buffer_binding_size,
             "max_storage_buffer_binding_size",
         )
     };

@@ -148,9 +148,7 @@ pub fn profile_decode_captured(
             max_ctx,
             read_logits: false,
         },
-        opts.plan
-            .clone()
-            .unwrap_or_else(|| KernelPlan::for_adapter(gpu)),
+        opts.plan.unwrap_or_else(|| KernelPlan::for_adapter(gpu)),
         opts.planted_slowdown.as_ref(),
     )?;
     let mut gen = Generator::from_decoder(

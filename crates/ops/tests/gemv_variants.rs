@@ -328,8 +328,7 @@ fn packing_is_a_byte_permutation_and_rejects_other_formats() {
     let b = gpu.create_buffer("w", 1024).unwrap();
     let err = f16
         .dispatch(gpu, &b, &b, &b)
-        .err()
-        .expect("f16 has no packed layout");
+        .expect_err("f16 has no packed layout");
     assert!(err.to_string().contains("no packed weight layout"), "{err}");
 }
 

@@ -254,7 +254,7 @@ impl<'e> RecordingPass<'e> {
         let index_in_step = self.first_dispatch + self.dispatches;
         let sampled = match (self.timing, self.sampling, self.step) {
             (TimingMode::Dispatch, Some(stride), Some(step)) => {
-                (index_in_step as u64 + step as u64) % stride.max(1) as u64 == 0
+                (index_in_step as u64 + step as u64).is_multiple_of(stride.max(1) as u64)
             }
             _ => false,
         };

@@ -107,8 +107,7 @@ impl Recorder {
                 .iter_names()
                 .map(|(n, _)| n.to_string())
                 .collect(),
-            max_storage_buffer_binding_size: self.shared.limits.max_storage_buffer_binding_size
-                as u64,
+            max_storage_buffer_binding_size: self.shared.limits.max_storage_buffer_binding_size,
             max_buffer_size: self.shared.limits.max_buffer_size,
         }
     }

@@ -39,7 +39,10 @@ pub fn skipped(why: &str) {
     use std::io::Write;
     eprintln!("skipped: {why}");
     if let Some(path) = std::env::var_os("GPUSCOPE_SKIP_LOG") {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
         file.and_then(|mut f| writeln!(f, "gpuscope-record test: {why}"))
             .expect("counting a skipped test");
     }

@@ -38,7 +38,10 @@ pub fn chromium() -> Option<PathBuf> {
     eprintln!("skipped: {why}");
     if let Some(path) = std::env::var_os("GPUSCOPE_SKIP_LOG") {
         use std::io::Write;
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
         file.and_then(|mut f| writeln!(f, "gpuscope-report html: {why}"))
             .expect("counting a skipped test");
     }

@@ -320,7 +320,7 @@ pub fn measure_ceilings(
     let limits = gpu.limits();
     let bytes = opts
         .bytes
-        .min(limits.max_storage_buffer_binding_size as u64)
+        .min(limits.max_storage_buffer_binding_size)
         .min(limits.max_buffer_size)
         / 16
         * 16;

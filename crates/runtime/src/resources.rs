@@ -36,7 +36,11 @@ impl GpuBuffer {
     /// itself tracks usage per buffer). `offset` must be a multiple of the device's
     /// `min_storage_buffer_offset_alignment` for the view to be bound.
     pub fn view(&self, label: &str, offset: u64, size: u64) -> Result<GpuBuffer, GpuError> {
-        if offset + size > self.size || size == 0 || offset % 4 != 0 || size % 4 != 0 {
+        if offset + size > self.size
+            || size == 0
+            || !offset.is_multiple_of(4)
+            || !size.is_multiple_of(4)
+        {
             return Err(GpuError::Invalid(format!(
                 "view \"{label}\" of {size} bytes at {offset} does not fit buffer \"{}\" ({} bytes) on 4-byte bounds",
                 self.label, self.size
@@ -255,7 +259,7 @@ impl Gpu {
         if data.is_empty() {
             return;
         }
-        if data.len() % 4 == 0 {
+        if data.len().is_multiple_of(4) {
             self.rec
                 .write_buffer(&buf.buffer, buf.offset + offset, data);
         } else {
@@ -458,7 +462,7 @@ impl Gpu {
         buffers: &[&GpuBuffer],
     ) -> Result<BindGroup, GpuError> {
         let _span = tracing::info_span!("create_bind_group").entered();
-        let max_binding = self.limits.max_storage_buffer_binding_size as u64;
+        let max_binding = self.limits.max_storage_buffer_binding_size;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         for b in buffers {
             if b.offset % align != 0 {

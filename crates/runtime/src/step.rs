@@ -125,7 +125,7 @@ impl StepRunner {
                 op: Some(rec.name(&d.op)),
                 label: Some(rec.name(&d.label)),
                 layer: d.layer,
-                cost: d.cost.into(),
+                cost: d.cost,
             })
             .collect();
         let mut offset = 0u64;
@@ -240,7 +240,7 @@ impl StepRunner {
                 for d in &section.dispatches {
                     // The declared cost can change per step (attention's grows).
                     pass.set_dispatch_info(DispatchInfo {
-                        cost: d.cost.into(),
+                        cost: d.cost,
                         ..infos[index]
                     });
                     pass.set_pipeline(d.pipeline.raw());
@@ -413,7 +413,7 @@ impl Gpu {
                 },
             );
             for d in &section.dispatches {
-                pass.describe(&d.op, &d.label, d.layer, d.cost.into());
+                pass.describe(&d.op, &d.label, d.layer, d.cost);
                 pass.set_pipeline(d.pipeline.raw());
                 pass.set_bind_group(0, &d.bind_group.raw, &[]);
                 pass.dispatch_workgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);

@@ -45,7 +45,10 @@ pub fn skipped(why: &str) {
             .open(&path)
             .and_then(|mut f| f.write_all(line.as_bytes()));
         if let Err(e) = appended {
-            eprintln!("could not count the skip in {}: {e}", path.to_string_lossy());
+            eprintln!(
+                "could not count the skip in {}: {e}",
+                path.to_string_lossy()
+            );
         }
     }
 }

@@ -44,5 +44,5 @@ fn pipelines_are_cached_by_shader_entry_and_constants() {
     assert!(c.name().contains("N=2"), "{}", c.name());
     // Other tests share the device, so only check that the cached lookup added nothing
     // of its own name.
-    assert!(gpu.counters().pipelines_created >= created + 1);
+    assert!(gpu.counters().pipelines_created > created);
 }

@@ -234,7 +234,7 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
     // Check every id and flag first, so that building the events (the costly part:
     // three strings each) cannot fail and runs on every core, in place.
     let count = strings.len() as u32;
-    for i in 0..n {
+    for (i, &flag) in fl.iter().enumerate().take(n) {
         for (what, col) in [("op", &op), ("label", &label), ("pipeline", &pipeline)] {
             if col.get(i) >= count {
                 return Err(CompactError::StringId {
@@ -244,7 +244,7 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
                 });
             }
         }
-        unflags(fl[i], 0, 0, || format!("dispatches[{i}]"))?;
+        unflags(flag, 0, 0, || format!("dispatches[{i}]"))?;
     }
     let s = |id: u32| strings[id as usize].clone();
     (0..n)
@@ -281,9 +281,9 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
     let end = r.u64s(m, "passes.gpu_end_ns")?;
     let fl = r.take(m, "passes.flags")?;
     p.passes = Vec::with_capacity(m);
-    for i in 0..m {
+    for (i, &flag) in fl.iter().enumerate().take(m) {
         let (gpu, timestamp_issue) =
-            unflags(fl[i], start.get(i), end.get(i), || format!("passes[{i}]"))?;
+            unflags(flag, start.get(i), end.get(i), || format!("passes[{i}]"))?;
         let layer = layer.get(i);
         p.passes.push(PassEvent {
             token: token.get(i),
@@ -481,15 +481,11 @@ impl<'a> Reader<'a> {
     }
 
     fn u32s(&mut self, n: usize, what: &str) -> Result<Column<'a, 4>, CompactError> {
-        Ok(Column(
-            self.take(n.checked_mul(4).unwrap_or(usize::MAX), what)?,
-        ))
+        Ok(Column(self.take(n.saturating_mul(4), what)?))
     }
 
     fn u64s(&mut self, n: usize, what: &str) -> Result<Column<'a, 8>, CompactError> {
-        Ok(Column(
-            self.take(n.checked_mul(8).unwrap_or(usize::MAX), what)?,
-        ))
+        Ok(Column(self.take(n.saturating_mul(8), what)?))
     }
 }
 

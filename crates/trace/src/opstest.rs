@@ -140,8 +140,8 @@ pub fn test_table(rows: &[OpTestResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<22} {:<6} {:<22} {:<5} {:>10} {:>10} {:>6}  {}",
-        "op", "format", "shape", "ok", "NMSE", "max err", "guard", "problem"
+        "{:<22} {:<6} {:<22} {:<5} {:>10} {:>10} {:>6}  problem",
+        "op", "format", "shape", "ok", "NMSE", "max err", "guard"
     );
     for r in rows {
         let e = r.error.as_ref();

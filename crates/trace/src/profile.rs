@@ -264,7 +264,7 @@ pub struct Sampling {
 impl Sampling {
     /// Whether dispatch `index` of token `token` carries timestamps.
     pub fn is_timed(&self, token: u32, index: u32) -> bool {
-        self.stride <= 1 || (index as u64 + token as u64) % self.stride as u64 == 0
+        self.stride <= 1 || (index as u64 + token as u64).is_multiple_of(self.stride as u64)
     }
 }
 

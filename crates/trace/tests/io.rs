@@ -208,7 +208,8 @@ fn format_1_2_file_loads_with_the_1_3_additions_empty() {
 
 #[test]
 fn inconsistent_fields_are_named() {
-    let cases: [(&str, fn(&mut serde_json::Value), &str); 5] = [
+    type Case = (&'static str, fn(&mut serde_json::Value), &'static str);
+    let cases: [Case; 5] = [
         (
             "dispatch of an unrecorded token",
             |v| v["dispatches"][4]["token"] = serde_json::json!(7),

@@ -59,11 +59,7 @@ pub fn run(mode: &OpsMode) -> Result<(), Exit> {
     } else {
         ShapeSet::Default
     };
-    let list = cases(
-        set,
-        gpu.limits().max_storage_buffer_binding_size as u64,
-        &filter,
-    );
+    let list = cases(set, gpu.limits().max_storage_buffer_binding_size, &filter);
     if list.is_empty() {
         return Err(anyhow!(
             "no case matches --op {:?} --format {:?} --shape {:?}",

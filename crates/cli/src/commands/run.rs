@@ -175,7 +175,6 @@ impl RunCapture {
 
 /// `run` generates text, it does not profile: with `--timing auto` it takes no GPU
 /// timestamps (they cost up to half the throughput on some drivers).
-
 pub(crate) fn run_gpu_options(device: &DeviceArgs) -> GpuOptions {
     let mut options = device.gpu_options();
     if matches!(device.timing, TimingArg::Auto) {
@@ -316,7 +315,6 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
             }
         }
     }
-    drop(emit);
     if let Some(e) = io_error {
         return Err(e);
     }

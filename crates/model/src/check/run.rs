@@ -277,7 +277,7 @@ fn check_in<T: Real>(
             // The subject's kernel plan where the reference adapter can run it, so both
             // build the same graph (plans are chosen per adapter).
             let plan = match dec.plan().check(g) {
-                Ok(()) => dec.plan().clone(),
+                Ok(()) => *dec.plan(),
                 Err(_) => crate::plan::KernelPlan::for_adapter(g),
             };
             let decoder = GpuDecoder::with_plan(g, weights, dec_opts, plan)?;

@@ -71,7 +71,7 @@ impl Filter {
     /// Whether dispatch `d` of any token matches (the token condition aside).
     pub fn matches_dispatch(&self, d: &Dispatch) -> bool {
         (self.ops.is_empty() || self.ops.iter().any(|o| op_matches(o, &d.op)))
-            && (self.labels.is_empty() || self.labels.iter().any(|l| *l == d.label))
+            && (self.labels.is_empty() || self.labels.contains(&d.label))
             && (self.layers.is_empty()
                 || d.layer
                     .is_some_and(|l| self.layers.iter().any(|r| r.contains(&l))))

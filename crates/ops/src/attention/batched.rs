@@ -120,10 +120,14 @@ impl AttnBatched {
     ) -> Result<Dispatch, GpuError> {
         let a = &self.attn;
         let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
-        if a.n_kv_heads == 0 || a.n_heads % a.n_kv_heads != 0 {
+        if a.n_kv_heads == 0 || !a.n_heads.is_multiple_of(a.n_kv_heads) {
             return Err(invalid("n_heads must be a multiple of n_kv_heads".into()));
         }
-        if a.head_dim == 0 || a.head_dim > WG || WG % a.head_dim != 0 || a.head_dim % 4 != 0 {
+        if a.head_dim == 0
+            || a.head_dim > WG
+            || !WG.is_multiple_of(a.head_dim)
+            || !a.head_dim.is_multiple_of(4)
+        {
             return Err(invalid(format!(
                 "head_dim must divide {WG} and be a multiple of 4"
             )));
@@ -166,7 +170,7 @@ impl AttnBatched {
             variant
                 .supported(gpu, a)
                 .map_err(|why| invalid(format!("batched attention: {why}")))?;
-            if self.q_stride % 4 != 0 || self.out_stride % 4 != 0 {
+            if !self.q_stride.is_multiple_of(4) || !self.out_stride.is_multiple_of(4) {
                 return Err(invalid(
                     "the subgroup kernel reads q and out as vec4: strides must be multiples of 4"
                         .into(),

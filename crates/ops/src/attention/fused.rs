@@ -102,7 +102,10 @@ pub static SUBGROUP_WIDE_SHADER: ShaderSource = ShaderSource {
 /// loads each K / V row once for all of them.
 pub(super) fn subgroup_heads_per_workgroup(op: &AttnFused) -> u32 {
     let group = op.n_heads / op.n_kv_heads;
-    (1..=4).rev().find(|h| group % h == 0).unwrap_or(1)
+    (1..=4)
+        .rev()
+        .find(|h| group.is_multiple_of(*h))
+        .unwrap_or(1)
 }
 
 /// Threads per workgroup the `groups` variant may take, largest first.
@@ -256,7 +259,9 @@ impl AttnVariant {
         }
         let sg = info.subgroup_min_size;
         let vpl = (op.head_dim / 4) / sg.max(1);
-        if info.subgroup_max_size != sg || op.head_dim % (4 * sg) != 0 || !matches!(vpl, 1 | 2 | 4)
+        if info.subgroup_max_size != sg
+            || !op.head_dim.is_multiple_of(4 * sg)
+            || !matches!(vpl, 1 | 2 | 4)
         {
             return Err(format!(
                 "attention variant `subgroup` needs one subgroup size (\"{}\" has {}..{}) and head_dim / 4 of 1, 2 or 4 per lane (head_dim {})",
@@ -467,13 +472,13 @@ impl AttnFused {
     ) -> Result<Vec<Dispatch>, GpuError> {
         let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
         variant.supported(gpu, self).map_err(invalid)?;
-        if self.n_kv_heads == 0 || self.n_heads % self.n_kv_heads != 0 {
+        if self.n_kv_heads == 0 || !self.n_heads.is_multiple_of(self.n_kv_heads) {
             return Err(invalid("n_heads must be a multiple of n_kv_heads".into()));
         }
         if self.head_dim == 0
             || self.head_dim > WG
-            || WG % self.head_dim != 0
-            || self.head_dim % 4 != 0
+            || !WG.is_multiple_of(self.head_dim)
+            || !self.head_dim.is_multiple_of(4)
         {
             return Err(invalid(format!(
                 "head_dim must divide {WG} and be a multiple of 4"

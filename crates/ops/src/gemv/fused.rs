@@ -273,8 +273,8 @@ impl GemvFused {
                 if !ok_rope {
                     return Err(self.invalid(format!("rope: bad shape {rope:?}")));
                 }
-                if g.out_offset % 2 != 0
-                    || g.rows % 2 != 0
+                if !g.out_offset.is_multiple_of(2)
+                    || !g.rows.is_multiple_of(2)
                     || u64::from(g.out_offset) + u64::from(g.rows)
                         > u64::from(q_dim) + 2 * u64::from(kv_dim)
                 {

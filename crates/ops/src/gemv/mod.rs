@@ -299,7 +299,7 @@ pub fn rounds_activations(shader: &str) -> bool {
 pub fn shader(format: WeightFormat) -> &'static ShaderSource {
     GemvFused::plain(Gemv {
         rows: 1,
-        cols: format.block_elems() as u32,
+        cols: format.block_elems(),
         format,
         out_offset: 0,
         layout: WeightLayout::Gguf,

@@ -395,7 +395,7 @@ pub(crate) fn wide(gpu: &gpuscope_runtime::Gpu, variant: GemvVariant, gemv: &sup
         && gpu
             .features()
             .contains(gpuscope_runtime::wgpu::Features::SHADER_INT64)
-        && gemv.cols % 64 == 0
+        && gemv.cols.is_multiple_of(64)
 }
 
 /// The shader for `key`, named `name` (built on first use, then shared).

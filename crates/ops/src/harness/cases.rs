@@ -241,7 +241,7 @@ impl<'g> Builder<'g> {
                 .iter()
                 .enumerate()
                 .map(|(c, v)| {
-                    if (c + r as usize) % 3 == 0 {
+                    if (c + r as usize).is_multiple_of(3) {
                         -v * s
                     } else {
                         v * s

@@ -43,7 +43,7 @@ impl Guarded {
     /// A guarded output of `logical` bytes whose first bytes are `init` (canaries after).
     pub fn new(gpu: &Gpu, label: &str, logical: u64, init: &[u8]) -> Result<Guarded, GpuError> {
         let before = (gpu.limits().min_storage_buffer_offset_alignment as u64).max(256);
-        let max_binding = gpu.limits().max_storage_buffer_binding_size as u64;
+        let max_binding = gpu.limits().max_storage_buffer_binding_size;
         // The slack shrinks only when the output itself nearly fills a binding.
         let slack = SLACK_BYTES.min(max_binding.saturating_sub(logical) / 4 * 4);
         let total = before + logical + slack + SLACK_BYTES;

@@ -35,9 +35,9 @@ impl RopeBatched {
     ) -> Result<Dispatch, GpuError> {
         let r = &self.rope;
         let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
-        if r.head_dim % 2 != 0
+        if !r.head_dim.is_multiple_of(2)
             || r.rope_dims > r.head_dim
-            || r.rope_dims % 2 != 0
+            || !r.rope_dims.is_multiple_of(2)
             || self.max_batch == 0
             || self.max_batch > 65535
         {

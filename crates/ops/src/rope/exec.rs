@@ -18,7 +18,7 @@ fn rope<T: Real>(c: &Call<T>) -> Result<Rope, ExecError> {
         base: c.f32_const("BASE")?,
         max_ctx: c.u32_const("MAX_CTX")?,
     };
-    if r.head_dim % 2 != 0 || r.rope_dims % 2 != 0 || r.rope_dims > r.head_dim {
+    if !r.head_dim.is_multiple_of(2) || !r.rope_dims.is_multiple_of(2) || r.rope_dims > r.head_dim {
         return Err(ExecError::Constant {
             shader: c.shader().to_string(),
             name: "ROPE_DIMS".into(),

@@ -155,7 +155,10 @@ pub fn large_profile(dispatches: usize) -> Profile {
                 end_ns: gpu_ns + ns,
             };
             gpu_ns = span.end_ns;
-            let issue = (rng.next() % 100_000 == 0).then_some(TimestampIssue::Zero);
+            let issue = rng
+                .next()
+                .is_multiple_of(100_000)
+                .then_some(TimestampIssue::Zero);
             p.dispatches.push(DispatchEvent {
                 token,
                 index: i as u32,

@@ -251,7 +251,7 @@ fn token_summary(out: &mut String, s: &TokenStats) {
         (TokenSelection::Steady, Some(f), Some(l)) => {
             format!("steady tokens ({} in {f}-{l})", s.count())
         }
-        (_, ..) => "no tokens".into(),
+        (..) => "no tokens".into(),
     };
     let gpu = match s.gpu_busy_ns {
         Some(g) => format!(

@@ -136,7 +136,7 @@ pub fn replay_limits(gpu: &Gpu, max_memory: u64) -> ReplayLimits {
     let l = gpu.limits();
     ReplayLimits {
         max_buffer_size: l.max_buffer_size,
-        max_storage_buffer_binding_size: l.max_storage_buffer_binding_size as u64,
+        max_storage_buffer_binding_size: l.max_storage_buffer_binding_size,
         min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment as u64,
         max_compute_workgroups_per_dimension: l.max_compute_workgroups_per_dimension as u64,
         // As the step runner places them: per pass a start and an end, or a start and
