@@ -8,6 +8,9 @@ use gpuscope_trace::TimingMode;
 
 use crate::exit::{Exit, GPU_UNAVAILABLE};
 
+pub mod limits;
+use limits::MAX_TOKENS;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "gpuscope",
@@ -77,7 +80,7 @@ pub struct ReportArgs {
     )]
     pub format: String,
     /// Write here (atomically) instead of stdout; required for html and perfetto.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    #[arg(short = 'o', long = "output", value_name = "FILE", value_parser = output_file)]
     pub output: Option<PathBuf>,
 }
 
@@ -130,16 +133,16 @@ impl ReportFormat {
 pub struct PeakArgs {
     /// Bytes the bandwidth kernels move per repetition, in MiB (capped by the device's
     /// binding limit).
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = limits::u64_in(1..=1 << 20))]
     pub mib: u64,
     /// Timed repetitions per figure (after 2 warm-ups).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub repetitions: usize,
     /// The FMA and fill kernels grow until one repetition takes this long, in ms.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = |s: &str| limits::finite_in(s, 0.001..=3.6e6, "a time in milliseconds"))]
     pub target_ms: f64,
     /// Dispatches in the dependent-dispatch chain.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub chain: usize,
     /// Measure again even when this adapter's ceilings are cached.
     #[arg(long)]
@@ -292,7 +295,7 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub prompt: String,
     /// Tokens to generate.
-    #[arg(short = 'n', long = "tokens", default_value_t = 32)]
+    #[arg(short = 'n', long = "tokens", default_value_t = 32, value_parser = limits::tokens())]
     pub tokens: u32,
     /// Wrap the prompt in the model's chat format (ChatML models).
     #[arg(long)]
@@ -305,7 +308,7 @@ pub struct RunArgs {
     pub cpu: bool,
     /// Record every GPU command of the run (prompt and generation steps) to this
     /// capture directory (see `inspect` and `replay`).
-    #[arg(long, conflicts_with = "cpu")]
+    #[arg(long, conflicts_with = "cpu", value_parser = output_dir)]
     pub capture: Option<PathBuf>,
     /// Also capture every buffer's contents before the first step.
     #[arg(long, requires = "capture")]
@@ -334,7 +337,7 @@ pub struct ProfileArgs {
     /// Without a model file: this many synthetic prompt tokens go through batched prefill
     /// first (timed apart as pp, e.g. 512 for llama-bench's pp512); the decoded tokens
     /// continue from their KV cache.
-    #[arg(long, value_name = "N", conflicts_with = "model")]
+    #[arg(long, value_name = "N", conflicts_with = "model", value_parser = limits::tokens_or_none())]
     pub prompt_tokens: Option<u32>,
     /// Model shape to synthesize: tiny, smollm2-135m, llama-1b, llama-8b.
     #[arg(long, default_value = "smollm2-135m")]
@@ -344,7 +347,7 @@ pub struct ProfileArgs {
     #[arg(long, default_value = "q8_0")]
     pub weights: String,
     /// Tokens to decode.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = limits::tokens())]
     pub tokens: u32,
     /// Seed of the synthetic weights.
     #[arg(long, default_value_t = 1)]
@@ -354,7 +357,7 @@ pub struct ProfileArgs {
     pub first_token: u32,
     /// Tokens decoded and discarded before the recorded ones (lazy pipeline compiles,
     /// GPU clock ramp-up).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = limits::tokens_or_none())]
     pub warmup: u32,
     /// Tokens in flight: 2 encodes the next token while the GPU runs this one; 1 waits
     /// for each token first (per-token latency instead of throughput).
@@ -364,19 +367,19 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub overhead: bool,
     /// Write the full profile (versioned JSON) here.
-    #[arg(long)]
+    #[arg(long, value_parser = output_file)]
     pub json: Option<PathBuf>,
     /// Write the full profile in the compact binary encoding here (a tenth of the
     /// JSON's size, read much faster; `gpuscope report` reads both).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_file)]
     pub compact: Option<PathBuf>,
     /// Also write a Perfetto trace here (open it at ui.perfetto.dev); the same as
     /// `report PROFILE --format perfetto -o FILE`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_file)]
     pub trace: Option<PathBuf>,
     /// Record every GPU command of the recorded tokens to this capture directory
     /// (`gpuscope inspect` / `gpuscope replay` read it).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = output_dir)]
     pub capture: Option<PathBuf>,
     /// Also capture every buffer's contents before the first recorded token.
     #[arg(long, requires = "capture")]
@@ -444,7 +447,7 @@ pub struct CheckArgs {
     #[arg(long, default_value = "f32", value_parser = ["f32", "f64"])]
     pub precision: String,
     /// Tokens (steps) to check.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = limits::tokens())]
     pub tokens: u32,
     /// With a model file: text whose tokens are fed first.
     #[arg(long, requires = "model")]
@@ -470,7 +473,7 @@ pub struct CheckArgs {
     pub serial: bool,
     /// Write each selected dispatch's inputs, outputs and expected outputs as .npy files
     /// plus index.json into this new directory.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = output_dir)]
     pub trace_tensors: Option<PathBuf>,
     /// Dispatches to trace: op=NAME, label=LABEL, layer=N|A..B, token=N|A..B, comma-separated.
     #[arg(long, requires = "trace_tensors")]
@@ -480,7 +483,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N|token=T,label=L", requires = "trace_tensors")]
     pub break_at: Option<String>,
     /// Write the full comparison (JSON) here.
-    #[arg(long)]
+    #[arg(long, value_parser = output_file)]
     pub json: Option<PathBuf>,
     /// Plant a fault to see the check find it: `corrupt=N` changes dispatch N's output.
     #[arg(long, hide = true)]
@@ -524,7 +527,7 @@ pub struct OpsArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub output: OutputFormat,
     /// Also write the results as JSON here.
-    #[arg(long)]
+    #[arg(long, value_parser = output_file)]
     pub json: Option<PathBuf>,
     /// Override a threshold (as for `check`): nmse=, max=, OP=NMSE, OP.max=.
     #[arg(long, value_name = "KEY=VALUE")]
@@ -551,11 +554,12 @@ pub struct ReplayArgs {
     /// bindings must match the recorded shader's.
     #[arg(long, value_name = "SHADER=FILE")]
     pub substitute: Vec<String>,
-    /// Compare outputs within this relative tolerance on f32 words instead of bitwise.
-    #[arg(long)]
+    /// Compare float outputs within this relative tolerance (0 to 1) instead of
+    /// bitwise; integer outputs (token ids, counts) are always compared exactly.
+    #[arg(long, value_parser = parse_tolerance)]
     pub tolerance: Option<f32>,
     /// Write the replayed profile (or, with --per-command, the benchmark) as JSON.
-    #[arg(long)]
+    #[arg(long, value_parser = output_file)]
     pub json: Option<PathBuf>,
     /// Refuse a capture whose replay would hold more than this much memory (buffers,
     /// uploads, blobs, compared outputs), e.g. `64GiB`.
@@ -574,13 +578,32 @@ pub struct ReplayArgs {
 }
 
 /// A duration in seconds, 0 or more.
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!(
-            "`{s}` is not a number of seconds (0 or more, e.g. 60)"
-        )),
+/// An output file, checked as the command line is read (before any run): not a
+/// directory, not read-only, in a directory that exists and takes new files
+/// ([`gpuscope_trace::atomic::check_file_target`]). Every output file option uses it.
+fn output_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    gpuscope_trace::atomic::check_file_target(&path).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// An output directory (`--capture`, `--trace-tensors`), checked as the command line is
+/// read: its parent exists and takes new entries, the same rule as [`output_file`]
+/// (whether an existing directory may be replaced is checked with `--force` in view).
+fn output_dir(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    if !path.exists() {
+        gpuscope_trace::atomic::check_new_entry(&path).map_err(|e| e.to_string())?;
     }
+    Ok(path)
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    limits::finite_in(s, 0.0..=limits::MAX_SECONDS, "a number of seconds")
+}
+
+fn parse_tolerance(s: &str) -> Result<f32, String> {
+    limits::finite_in(s, 0.0..=1.0, "a relative tolerance").map(|v| v as f32)
 }
 
 /// A size in bytes: a plain number or with a unit (`512MiB`, `16GiB`, `2GB`).
@@ -689,7 +712,7 @@ pub struct BenchArgs {
     #[arg(long = "pg", value_name = "PP,TG", value_parser = parse_pg)]
     pub pg: Vec<(u32, u32)>,
     /// Repetitions of each test.
-    #[arg(short = 'r', long = "repetitions", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short = 'r', long = "repetitions", default_value_t = 5, value_parser = limits::u32_in(1..=1_000_000))]
     pub repetitions: u32,
     /// Output format on stdout.
     #[arg(short = 'o', long = "output", value_enum, default_value = "md")]
@@ -729,26 +752,41 @@ pub fn parse_int_list(s: &str) -> Result<Vec<u32>, String> {
     let bad = |why: &str| format!("`{s}`: {why} (e.g. 512, 128,512 or 64-512*2)");
     let mut out = Vec::new();
     for part in s.split(',') {
-        let number = |t: &str| t.trim().parse::<u32>().map_err(|_| bad("not a number"));
+        let number = |t: &str| match t.trim().parse::<u32>() {
+            Ok(n) if n <= MAX_TOKENS => Ok(n),
+            Ok(_) => Err(bad(&format!("{t} is more than {MAX_TOKENS} tokens"))),
+            Err(_) => Err(bad("not a number")),
+        };
         let Some((first, rest)) = part.split_once('-') else {
             out.push(number(part)?);
             continue;
         };
-        let (last, op, step) = match rest.find(['+', '*']) {
-            Some(i) => (&rest[..i], &rest[i..i + 1], number(&rest[i + 1..])?),
-            None => (rest, "+", 1),
+        let (last, multiply, step) = match rest.find(['+', '*']) {
+            Some(i) => (&rest[..i], &rest[i..i + 1] == "*", number(&rest[i + 1..])?),
+            None => (rest, false, 1),
         };
-        let (mut i, last) = (number(first)?, number(last)?);
+        let (first, last) = (number(first)?, number(last)?);
+        // Counted before any entry is made: a range is never expanded past the limit.
+        match limits::list_len(first, last, step, multiply) {
+            None => return Err(bad("the range does not advance")),
+            Some(n) if n + out.len() as u64 > limits::MAX_LIST => {
+                return Err(bad(&format!(
+                    "more than {} lengths to test",
+                    limits::MAX_LIST
+                )))
+            }
+            Some(_) => {}
+        }
+        let mut i = first;
         while i <= last {
             out.push(i);
-            let next = if op == "+" {
-                i.checked_add(step)
-            } else {
+            match if multiply {
                 i.checked_mul(step)
-            };
-            match next {
+            } else {
+                i.checked_add(step)
+            } {
                 Some(n) if n > i => i = n,
-                _ => return Err(bad("the range does not advance")),
+                _ => break,
             }
         }
     }
@@ -759,10 +797,11 @@ fn parse_pg(s: &str) -> Result<(u32, u32), String> {
     let (p, g) = s
         .split_once(',')
         .ok_or_else(|| format!("`{s}`: expected PP,TG, e.g. 512,128"))?;
-    let n = |t: &str| {
-        t.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("`{s}`: `{t}` is not a number of tokens"))
+    let n = |t: &str| match t.trim().parse::<u32>() {
+        Ok(v) if v <= MAX_TOKENS => Ok(v),
+        _ => Err(format!(
+            "`{s}`: `{t}` is not a number of tokens (0 to {MAX_TOKENS})"
+        )),
     };
     Ok((n(p)?, n(g)?))
 }

@@ -72,6 +72,25 @@ fn classify(error: &anyhow::Error) -> i32 {
     }
 }
 
+/// A command line clap refused: printed as one line (its message up to the first blank
+/// line, folded: the usage and "try --help" lines that follow say nothing the message
+/// does not), exit 2. `--help` and `--version` print in full, exit 0.
+pub fn usage(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return 0;
+    }
+    let rendered = e.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    eprintln!("{}", message.join(" "));
+    USAGE
+}
+
 pub fn code(result: Result<(), Exit>) -> i32 {
     match result {
         Ok(()) => 0,
@@ -85,17 +104,29 @@ pub fn code(result: Result<(), Exit>) -> i32 {
 
 /// The error and its causes on one line, each cause shown once: library errors often
 /// quote their source in their own message (`cannot write x: Is a directory`), and
-/// anyhow's `{:#}` would then print it again.
+/// anyhow's `{:#}` would then print it again. A message that spans lines itself
+/// (wgpu's "Caused by:" chains) is folded onto the line.
 pub fn one_line(error: &anyhow::Error) -> String {
-    let mut line = error.to_string();
+    let mut line = fold(&error.to_string());
     for cause in error.chain().skip(1) {
-        let text = cause.to_string();
+        let text = fold(&cause.to_string());
         if !line.contains(&text) {
             line.push_str(": ");
             line.push_str(&text);
         }
     }
     line
+}
+
+/// A multi-line message as one line: its non-empty lines, trimmed, joined by ": ", with
+/// the "Caused by:" headings wgpu puts between them left out.
+fn fold(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "Caused by:")
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -11,7 +11,11 @@ use clap::Parser;
 fn main() {
     quiet_mesa_device_select();
     exit::init_tracing();
-    let cli = args::Cli::parse_from(args::llama_bench_spellings(std::env::args_os().collect()));
+    let args = args::llama_bench_spellings(std::env::args_os().collect());
+    let cli = match args::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => std::process::exit(exit::usage(e)),
+    };
     std::process::exit(exit::code(commands::run(cli)));
 }
 

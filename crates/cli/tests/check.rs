@@ -83,8 +83,8 @@ fn bad_check_input_gets_one_line_and_leaves_nothing() {
         ),
         (
             &["--trace-tensors", "/proc/no/such/dir"],
-            1,
-            "cannot write the trace directory",
+            2,
+            "/proc/no/such does not exist",
         ),
     ];
     for (args, code, message) in cases {

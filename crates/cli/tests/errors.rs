@@ -12,11 +12,11 @@ fn json_to_a_directory_is_refused_before_the_run_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let out = gpuscope(&["profile", "--preset", "tiny", "--tokens", "1", "--json", d]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let e = one_error(&out.stderr);
     assert_eq!(
         e,
-        format!("error: --json: {d} is a directory, not a file: give a file path")
+        format!("error: invalid value '{d}' for '--json <JSON>': {d} is a directory, not a file: give a file path")
     );
     assert!(
         !text(&out.stderr).contains("decoding"),
@@ -24,8 +24,58 @@ fn json_to_a_directory_is_refused_before_the_run_in_one_line() {
     );
     let missing = dir.path().join("no/p.json");
     let out = gpuscope(&["replay", d, "--json", missing.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(one_error(&out.stderr).contains("does not exist"));
+}
+
+/// Regression: `--trace` was checked only after the run, `--capture` made missing
+/// parent directories while `--json` refused them, and `--json` replaced a read-only
+/// file. Every output now follows one rule, checked before anything runs.
+#[test]
+fn every_output_path_follows_one_rule_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let ro = dir.path().join("ro.json");
+    std::fs::write(&ro, b"keep").unwrap();
+    let mut perm = std::fs::metadata(&ro).unwrap().permissions();
+    perm.set_readonly(true);
+    std::fs::set_permissions(&ro, perm).unwrap();
+    let in_missing = |name: &str| missing.join(name).to_str().unwrap().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--trace".into(), in_missing("t.pftrace")],
+            "does not exist",
+        ),
+        (
+            vec!["--compact".into(), in_missing("p.bin")],
+            "does not exist",
+        ),
+        (
+            vec!["--capture".into(), in_missing("cap")],
+            "does not exist",
+        ),
+        (
+            vec!["--json".into(), ro.to_str().unwrap().into()],
+            "is read-only",
+        ),
+    ];
+    for (flag, why) in cases {
+        let mut args: Vec<String> = ["profile", "--preset", "tiny", "--tokens", "1"]
+            .map(String::from)
+            .to_vec();
+        args.extend(flag.clone());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = gpuscope(&refs);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        let e = one_error(&out.stderr);
+        assert!(e.contains(&flag[0]) && e.contains(why), "{flag:?}: {e}");
+        assert!(
+            !text(&out.stderr).contains("decoding"),
+            "{flag:?}: before the run"
+        );
+    }
+    assert!(!missing.exists(), "no directory made for an output");
+    assert_eq!(std::fs::read(&ro).unwrap(), b"keep");
 }
 
 #[test]
@@ -159,16 +209,43 @@ fn replay_refuses_a_capture_over_the_memory_budget_or_the_device_limits() {
     );
 }
 
+/// Regression: `--prompt-tokens 4294967295` built a 17 GB prompt before any check, and
+/// `bench -p 0-4294967294` expanded the range in memory while parsing; `run -n` wrapped
+/// a u32 and `replay --timeout 1e300` panicked. Every numeric argument now has a range,
+/// checked as the command line is read.
+#[test]
+fn numbers_out_of_range_are_refused_as_they_are_read() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["profile", "--prompt-tokens", "4294967295"], "--prompt-tokens"),
+        (&["profile", "--tokens", "0"], "--tokens"),
+        (&["bench", "-p", "0-4294967294"], "more than 1048576 tokens"),
+        (&["bench", "-p", "0-100000+1"], "more than 4096 lengths"),
+        (&["run", "x.gguf", "-p", "hi", "-n", "4294967294"], "--tokens"),
+        (&["replay", ".", "--timeout", "1e300"], "a number of seconds"),
+        (&["replay", ".", "--tolerance", "nan"], "a relative tolerance"),
+    ];
+    for (args, needle) in cases {
+        let start = std::time::Instant::now();
+        let out = gpuscope(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        let e = one_error(&out.stderr);
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert_eq!(text(&out.stderr).trim_end().lines().count(), 1, "{args:?}");
+        assert!(start.elapsed().as_secs() < 10, "{args:?} took {:?}", start.elapsed());
+    }
+}
+
 #[test]
 fn too_many_tokens_names_the_kv_cache_and_tokens() {
     if !have_gpu() {
         return;
     }
-    let out = gpuscope(&["profile", "--preset", "tiny", "--tokens", "100000000"]);
+    // Within the parse-time limit (2^20 tokens), past this device's binding size.
+    let out = gpuscope(&["profile", "--preset", "tiny", "--tokens", "1000000"]);
     assert_eq!(out.status.code(), Some(3));
     let e = one_error(&out.stderr);
     assert!(
-        e.contains("the KV cache for 100000000 tokens needs")
+        e.contains("the KV cache for 1000000 tokens needs")
             && e.contains("lower --tokens (at most"),
         "{e}"
     );

@@ -197,7 +197,7 @@ fn bad_report_requests_are_one_line_errors_and_write_nothing() {
         "-o",
         missing.to_str().unwrap(),
     ]);
-    one_line_error(&out, 1, "no/such/dir/r.html");
+    one_line_error(&out, 2, "no/such/dir does not exist");
 
     // A profile from a future major version: refused, the old output left as it was.
     let future = dir.path().join("future.json");

@@ -22,9 +22,18 @@ pub struct ShaderInterface {
     pub overrides: Vec<String>,
 }
 
-/// Parses `wgsl` and reads its interface; the error is naga's message.
+/// Parses `wgsl` and reads its interface; the error is naga's message and where, on one
+/// line (`expected ';', found 'x' at line 5:3`).
 pub fn reflect(wgsl: &str) -> Result<ShaderInterface, String> {
-    let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
+    let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| match e.location(wgsl) {
+        Some(at) => format!(
+            "{} at line {}:{}",
+            e.message(),
+            at.line_number,
+            at.line_position
+        ),
+        None => e.message().to_string(),
+    })?;
     let mut group_bindings = BTreeMap::new();
     for (_, g) in module.global_variables.iter() {
         let Some(rb) = &g.binding else { continue };

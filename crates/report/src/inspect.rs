@@ -5,11 +5,11 @@
 //! that vary per call site a uniform (or a storage parameter) often does the same job
 //! with one pipeline (candle's `_shaders.json` exists to spot exactly this).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use gpuscope_trace::capture::model::{Capture, CommandKey};
+use gpuscope_trace::capture::model::{Capture, CommandKey, Commands};
 use gpuscope_trace::profile::TimingMode;
 use gpuscope_trace::FormatVersion;
 
@@ -70,12 +70,22 @@ pub struct CommandTotal {
     pub timed: u64,
 }
 
-/// Summarises `capture`, keeping the `top` commands.
+/// Recorded time and distinct labels of one command, summed over the steps.
+#[derive(Default)]
+struct Recorded<'a> {
+    total_ns: u64,
+    timed: u64,
+    labels: HashSet<&'a str>,
+}
+
+/// Summarises `capture`, keeping the `top` commands. Linear in the dispatches (plus a
+/// sort of the commands), whatever the labels: a capture of a million dispatches is
+/// inspected in about the time it takes to read.
 pub fn inspect(capture: &Capture, top: usize) -> Inspection {
     let c = &capture.commands;
     let s = &capture.stream;
-    let mut totals: BTreeMap<CommandKey, (u64, u64, Vec<String>)> = BTreeMap::new();
-    let mut measured_total_ns = 0;
+    let mut totals: HashMap<CommandKey, Recorded> = HashMap::new();
+    let mut measured_total_ns: u64 = 0;
     let mut passes = 0;
     for step in &s.steps {
         let Some(g) = s.graphs.get(step.graph) else {
@@ -84,18 +94,16 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
         passes += g.passes.len();
         for (i, d) in g.dispatches().enumerate() {
             let entry = totals.entry(d.command()).or_default();
-            if !entry.2.contains(&d.label) {
-                entry.2.push(d.label.clone());
-            }
+            entry.labels.insert(&d.label);
             if let Some(ns) = step
                 .measured
                 .as_ref()
                 .and_then(|m| m.dispatches.get(i))
                 .and_then(|m| m.valid_gpu_ns())
             {
-                entry.0 += ns;
-                entry.1 += 1;
-                measured_total_ns += ns;
+                entry.total_ns = entry.total_ns.saturating_add(ns);
+                entry.timed += 1;
+                measured_total_ns = measured_total_ns.saturating_add(ns);
             }
         }
     }
@@ -103,7 +111,8 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
         .command_counts()
         .into_iter()
         .map(|(key, count, d)| {
-            let (ns, timed, labels) = totals.get(&key).cloned().unwrap_or_default();
+            let r = totals.get(&key);
+            let timed = r.map_or(0, |r| r.timed);
             CommandTotal {
                 pipeline: c
                     .pipelines
@@ -111,10 +120,10 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
                     .map(|p| p.name.clone())
                     .unwrap_or_default(),
                 label: d.label.clone(),
-                labels: labels.len(),
+                labels: r.map_or(0, |r| r.labels.len()),
                 workgroups: key.2,
                 count,
-                total_ns: (timed > 0).then_some(ns),
+                total_ns: r.filter(|_| timed > 0).map(|r| r.total_ns),
                 timed,
             }
         })
@@ -122,28 +131,7 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
     let unique_commands = top_commands.len();
     top_commands.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(b.count.cmp(&a.count)));
     top_commands.truncate(top);
-    let shaders = c
-        .shaders
-        .iter()
-        .enumerate()
-        .map(|(i, sh)| {
-            let mut sets: Vec<usize> = c
-                .pipelines
-                .iter()
-                .filter(|p| p.shader == i)
-                .map(|p| p.constants)
-                .collect();
-            sets.sort_unstable();
-            sets.dedup();
-            ShaderSummary {
-                name: sh.name.clone(),
-                entry_points: sh.entry_points.clone(),
-                pipelines: c.pipelines.iter().filter(|p| p.shader == i).count(),
-                constant_sets: sets.len(),
-                many_constant_sets: sets.len() > MANY_CONSTANT_SETS,
-            }
-        })
-        .collect();
+    let shaders = shader_summaries(c);
     let m = &capture.manifest;
     Inspection {
         name: m.name.clone(),
@@ -162,7 +150,8 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
         bind_groups: c.bind_groups.len(),
         shaders,
         buffers: c.buffers.len(),
-        buffer_bytes: c.buffers.iter().map(|b| b.size).sum(),
+        // Saturating: a hand-made capture may declare sizes that wrap a u64 sum.
+        buffer_bytes: c.buffers.iter().fold(0u64, |t, b| t.saturating_add(b.size)),
         has_initial_data: capture.data.as_ref().is_some_and(|d| !d.initial.is_empty()),
         output_steps: capture
             .data
@@ -172,4 +161,28 @@ pub fn inspect(capture: &Capture, top: usize) -> Inspection {
         measured_total_ns,
         top_commands,
     }
+}
+
+/// Each shader with its pipelines and distinct constant sets (one pass over the
+/// pipelines, not one per shader).
+fn shader_summaries(c: &Commands) -> Vec<ShaderSummary> {
+    let mut pipelines = vec![0usize; c.shaders.len()];
+    let mut sets: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); c.shaders.len()];
+    for p in &c.pipelines {
+        if let (Some(n), Some(set)) = (pipelines.get_mut(p.shader), sets.get_mut(p.shader)) {
+            *n += 1;
+            set.insert(p.constants);
+        }
+    }
+    c.shaders
+        .iter()
+        .zip(pipelines.into_iter().zip(sets))
+        .map(|(sh, (pipelines, sets))| ShaderSummary {
+            name: sh.name.clone(),
+            entry_points: sh.entry_points.clone(),
+            pipelines,
+            constant_sets: sets.len(),
+            many_constant_sets: sets.len() > MANY_CONSTANT_SETS,
+        })
+        .collect()
 }

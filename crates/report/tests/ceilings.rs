@@ -78,6 +78,17 @@ fn validation_names_the_field() {
             field: "dispatch_ns"
         })
     );
+    // Regression: a denormal figure passed and the report printed `inf`.
+    for value in [1e-310, 1e300, 0.0] {
+        let mut c = fixture::ceilings();
+        let copy = c.copy_gbps.as_mut().unwrap();
+        (copy.p10, copy.median, copy.p90) = (value, value, value);
+        assert_eq!(
+            c.validate(),
+            Err(CeilingsError::BadFigure { field: "copy_gbps" }),
+            "{value}"
+        );
+    }
     let mut c = fixture::ceilings();
     c.identity.measured_at.clear();
     assert_eq!(

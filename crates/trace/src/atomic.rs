@@ -24,6 +24,17 @@ pub enum OutputError {
     /// The directory the file would go in does not exist.
     #[error("{}: the directory {} does not exist", path.display(), dir.display())]
     NoDirectory { path: PathBuf, dir: PathBuf },
+    /// Nothing can be created in the directory (permissions, a read-only file system).
+    #[error("{}: cannot write in the directory {}: {source}", path.display(), dir.display())]
+    DirectoryNotWritable {
+        path: PathBuf,
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    /// The target exists and is read-only: gpuscope does not replace it (as `cp` would
+    /// not without `-f`).
+    #[error("{} is read-only: make it writable or give another path", path.display())]
+    ReadOnly { path: PathBuf },
     #[error("cannot write {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -49,14 +60,30 @@ pub fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// Checks that a file can be written at `path` (it is not a directory, its directory
-/// exists): callers check before a long run, so a typo costs nothing.
+/// Checks that a file can be written at `path`: it is not a directory, not a read-only
+/// file, and its directory exists and takes new files (see [`check_new_entry`]).
+/// Commands check every output path this way before a run, so a typo or a protected
+/// destination costs nothing.
 pub fn check_file_target(path: &Path) -> Result<(), OutputError> {
     if path.is_dir() {
         return Err(OutputError::IsADirectory {
             path: path.to_path_buf(),
         });
     }
+    if std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly()) {
+        return Err(OutputError::ReadOnly {
+            path: path.to_path_buf(),
+        });
+    }
+    check_new_entry(path)
+}
+
+/// Checks that a new entry (file or directory) can be made at `path`: its parent
+/// directory exists (nothing is created for it) and takes new entries, tried by
+/// creating and removing a hidden temporary file there — the one test that also
+/// answers for read-only file systems and access control lists. The same rule holds for
+/// every output gpuscope writes, files and capture directories alike.
+pub fn check_new_entry(path: &Path) -> Result<(), OutputError> {
     let dir = parent_dir(path);
     if !dir.is_dir() {
         return Err(OutputError::NoDirectory {
@@ -64,7 +91,15 @@ pub fn check_file_target(path: &Path) -> Result<(), OutputError> {
             dir: dir.to_path_buf(),
         });
     }
-    Ok(())
+    tempfile::Builder::new()
+        .prefix(".gpuscope-probe-")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|source| OutputError::DirectoryNotWritable {
+            path: path.to_path_buf(),
+            dir: dir.to_path_buf(),
+            source,
+        })
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename (see the module doc).

@@ -50,14 +50,21 @@ impl Measured {
         })
     }
 
-    /// Whether the figure can be used: finite, positive, ordered and counted.
+    /// Whether the figure can be used: ordered, counted, and each value within
+    /// [`PLAUSIBLE`] — a subnormal or astronomic figure measured nothing, and dividing
+    /// by one prints `inf`.
     fn is_sane(&self) -> bool {
         let finite = [self.median, self.p10, self.p90]
             .iter()
-            .all(|x| x.is_finite() && *x > 0.0);
+            .all(|x| PLAUSIBLE.contains(x));
         finite && self.p10 <= self.median && self.median <= self.p90 && self.n > 0
     }
 }
+
+/// The values a measured figure may take, in its unit (GB/s, GFLOP/s, ns): from a
+/// millionth to a trillion, far outside what any device measures (lavapipe's slowest
+/// figures are ~1 GB/s; an H100's fastest ~10^6 GFLOP/s and a dispatch ~10^3 ns).
+pub const PLAUSIBLE: std::ops::RangeInclusive<f64> = 1e-6..=1e12;
 
 /// Where and when ceilings were measured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,8 +5,13 @@
 //!
 //! Spans that end before they start are not inconsistencies: they are flagged
 //! timestamps, counted and left out by the analyses.
+//!
+//! Indices that size a table downstream (a dispatch's pass, a CPU span's thread) are
+//! bounded by what the file holds, so no reader or renderer allocates for more than the
+//! input paid for: a pass index is below the token's count of pass and dispatch events,
+//! a thread index below the named threads (or, with none named, the spans).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::Profile;
 
@@ -20,6 +25,41 @@ pub struct Inconsistency {
 
 fn bad(field: String, message: String) -> Result<(), Inconsistency> {
     Err(Inconsistency { field, message })
+}
+
+/// Every pass index (of a pass or a dispatch) below its token's count of pass and
+/// dispatch events: a pass holds at least one of them, so a larger index names a pass the
+/// file does not describe (and would size a per-pass table by the index alone).
+fn check_pass_indices(p: &Profile) -> Result<(), Inconsistency> {
+    let mut events: HashMap<u32, usize> = HashMap::new();
+    let tokens = p.passes.iter().map(|s| s.token);
+    for t in tokens.chain(p.dispatches.iter().map(|d| d.token)) {
+        *events.entry(t).or_default() += 1;
+    }
+    let over = |token: u32, pass: u32| pass as usize >= events.get(&token).copied().unwrap_or(0);
+    for (i, s) in p.passes.iter().enumerate() {
+        if over(s.token, s.index) {
+            return bad(
+                format!("passes[{i}].index"),
+                format!(
+                    "pass {} of token {}, which has {} pass and dispatch events",
+                    s.index, s.token, events[&s.token]
+                ),
+            );
+        }
+    }
+    for (i, d) in p.dispatches.iter().enumerate() {
+        if over(d.token, d.pass) {
+            return bad(
+                format!("dispatches[{i}].pass"),
+                format!(
+                    "pass {} of token {}, which has {} pass and dispatch events",
+                    d.pass, d.token, events[&d.token]
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Checks `p` (see the module docs).
@@ -46,6 +86,7 @@ pub fn check(p: &Profile) -> Result<(), Inconsistency> {
             last = Some(d.token);
         }
     }
+    check_pass_indices(p)?;
     let mut last = None;
     for (i, s) in p.passes.iter().enumerate() {
         if last != Some(s.token) {
@@ -59,14 +100,18 @@ pub fn check(p: &Profile) -> Result<(), Inconsistency> {
         }
     }
     for (i, s) in p.cpu_spans.iter().enumerate() {
-        if !p.threads.is_empty() && s.thread as usize >= p.threads.len() {
+        let (limit, what) = if p.threads.is_empty() {
+            (p.cpu_spans.len(), "the profile names no thread and has")
+        } else {
+            (p.threads.len(), "`threads` names")
+        };
+        if s.thread as usize >= limit {
+            let unit = if p.threads.is_empty() { "spans" } else { "" };
             return bad(
                 format!("cpu_spans[{i}].thread"),
-                format!(
-                    "thread {} but `threads` names {}",
-                    s.thread,
-                    p.threads.len()
-                ),
+                format!("thread {} but {what} {limit} {unit}", s.thread)
+                    .trim_end()
+                    .to_string(),
             );
         }
         if s.end_ns < s.start_ns {

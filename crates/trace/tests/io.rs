@@ -209,7 +209,7 @@ fn format_1_2_file_loads_with_the_1_3_additions_empty() {
 #[test]
 fn inconsistent_fields_are_named() {
     type Case = (&'static str, fn(&mut serde_json::Value), &'static str);
-    let cases: [Case; 5] = [
+    let cases: [Case; 8] = [
         (
             "dispatch of an unrecorded token",
             |v| v["dispatches"][4]["token"] = serde_json::json!(7),
@@ -234,6 +234,30 @@ fn inconsistent_fields_are_named() {
                 ]);
             },
             "`cpu_spans[0].thread`: thread 3 but `threads` names 1",
+        ),
+        // Regression: a renderer sized a per-pass table by this index (4 billion passes
+        // from a 47 KB file aborted the Perfetto export).
+        (
+            "dispatch of a pass the token does not have",
+            |v| v["dispatches"][0]["pass"] = serde_json::json!(4_000_000_000u32),
+            "`dispatches[0].pass`: pass 4000000000 of token 0, which has 11 pass and dispatch events",
+        ),
+        (
+            "pass index beyond the token's events",
+            |v| v["passes"][1]["index"] = serde_json::json!(4_000_000_000u32),
+            "`passes[1].index`: pass 4000000000 of token 0, which has 11 pass and dispatch events",
+        ),
+        // Regression: with no thread named, the thread index went unchecked and sized
+        // the Perfetto export's per-thread table.
+        (
+            "CPU span on a huge thread index with no thread named",
+            |v| {
+                v["threads"] = serde_json::json!([]);
+                v["cpu_spans"] = serde_json::json!([
+                    {"name": "encode", "thread": 4_000_000_000u32, "token": 0, "start_ns": 0, "end_ns": 5}
+                ]);
+            },
+            "`cpu_spans[0].thread`: thread 4000000000 but the profile names no thread and has 1 spans",
         ),
         (
             "buffer dropped before it was created",

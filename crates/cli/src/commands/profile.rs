@@ -11,7 +11,6 @@ use gpuscope_model::{
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::capture::{CaptureRecorder, RecordError};
 use gpuscope_runtime::Gpu;
-use gpuscope_trace::atomic::check_file_target;
 use gpuscope_trace::capture::check_target;
 
 use crate::args::{on_existing, ProfileArgs};
@@ -201,15 +200,10 @@ pub(crate) fn capture_request(args: &ProfileArgs) -> Option<CaptureRequest> {
     })
 }
 
-/// Checks before a run that `--json`, `--compact` and `--capture` can be written: a
-/// typo or a directory of the user's costs nothing.
+/// Checks before a run that `--capture` may be written (an existing capture needs
+/// `--force`; a directory of the user's is never written among). Output files were
+/// checked as the command line was read (`args::output_file`).
 pub(crate) fn check_outputs(args: &ProfileArgs) -> Result<(), Exit> {
-    if let Some(path) = &args.json {
-        check_file_target(path).context("--json")?;
-    }
-    if let Some(path) = &args.compact {
-        check_file_target(path).context("--compact")?;
-    }
     if let Some(dir) = &args.capture {
         check_target(dir, on_existing(args.force)).context("--capture")?;
     }

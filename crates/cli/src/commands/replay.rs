@@ -11,7 +11,7 @@ use gpuscope_runtime::capture::{
     Substitution,
 };
 use gpuscope_runtime::Gpu;
-use gpuscope_trace::atomic::{check_file_target, write_atomic};
+use gpuscope_trace::atomic::write_atomic;
 use gpuscope_trace::capture::{check_budget, read_capture, Capture};
 
 use crate::args::ReplayArgs;
@@ -19,9 +19,6 @@ use crate::exit::Exit;
 use crate::watch::watchdog;
 
 pub fn run(args: &ReplayArgs) -> Result<(), Exit> {
-    if let Some(path) = &args.json {
-        check_file_target(path).context("--json")?;
-    }
     let capture = read_capture(&args.dir)?;
     let subs = args
         .substitute

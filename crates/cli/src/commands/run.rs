@@ -79,6 +79,20 @@ pub(crate) fn prompt_ids(
     Ok(ids)
 }
 
+/// Says on stderr when the prompt and the tokens to generate go past the context the
+/// model was trained for (`<arch>.context_length`): the run proceeds, as llama.cpp's
+/// would with a larger `-c`, but positions past it are outside what the model learned,
+/// and a long prompt takes long to feed.
+pub(crate) fn warn_past_context(model: &LoadedModel, prompt: usize, tokens: u32) {
+    let trained = model.info.context_length;
+    let total = (prompt as u64).saturating_add(u64::from(tokens));
+    if total > u64::from(trained) {
+        eprintln!(
+            "gpuscope: warning: the prompt ({prompt} tokens) and {tokens} more make {total} positions, past the {trained} this model was trained for; its output past position {trained} is not what it learned"
+        );
+    }
+}
+
 /// `run --capture`: the recorder and every recorded step (position, token, output).
 struct RunCapture {
     dir: std::path::PathBuf,
@@ -192,6 +206,7 @@ pub fn run(args: &RunArgs) -> Result<(), Exit> {
     }
     let (model, tokenizer, load_secs) = load(&args.model)?;
     let prompt = prompt_ids(&tokenizer, &args.prompt, args.chat)?;
+    warn_past_context(&model, prompt.len(), args.tokens);
     if args.cpu {
         return run_cpu(args, &model, &tokenizer, &prompt, load_secs);
     }
@@ -369,7 +384,10 @@ fn run_cpu(
 ) -> Result<(), Exit> {
     let interrupt = Interrupt::install()?;
     let setup = Instant::now();
-    let mut d = CpuDecoder::new(&model.weights, prompt.len() as u32 + args.tokens)?;
+    let mut d = CpuDecoder::new(
+        &model.weights,
+        (prompt.len() as u32).saturating_add(args.tokens),
+    )?;
     let setup_secs = setup.elapsed().as_secs_f64();
     let pp_start = Instant::now();
     let mut next = 0;
@@ -532,6 +550,7 @@ pub fn profile_model(args: &ProfileArgs, path: &Path) -> Result<(), Exit> {
         Some(p) => prompt_ids(&tokenizer, p, false)?,
         None => vec![tokenizer.bos.unwrap_or(0)],
     };
+    warn_past_context(&model, prompt.len(), args.tokens);
     // With --prompt the recorded (generated) tokens continue from the prompt's KV cache;
     // without one they start from the BOS token at position 0.
     let fed = if args.prompt.is_some() {

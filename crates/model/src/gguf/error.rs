@@ -14,6 +14,8 @@ pub enum GgufError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{} is a directory, not a GGUF file", path.display())]
+    NotAFile { path: PathBuf },
     #[error("not a GGUF file: magic {found:02x?} at byte 0 (expected \"GGUF\")")]
     BadMagic { found: Vec<u8> },
     #[error(

@@ -258,6 +258,12 @@ impl Gguf {
             source,
         };
         let f = std::fs::File::open(path).map_err(io)?;
+        // Mapping a directory fails with ENODEV ("No such device"): say what it is.
+        if f.metadata().map_err(io)?.is_dir() {
+            return Err(GgufError::NotAFile {
+                path: path.to_path_buf(),
+            });
+        }
         // SAFETY: the map is read-only; if another process truncates or rewrites the
         // file while it is mapped, reads may fault or see new bytes — the same contract
         // as llama.cpp's mmap loading. Every offset used was checked at parse time.

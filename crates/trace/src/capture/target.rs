@@ -59,7 +59,12 @@ fn refuse(dir: &Path, why: String) -> CaptureError {
 
 fn inspect_target(dir: &Path, on_existing: OnExisting) -> Result<Target, CaptureError> {
     let meta = match std::fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Absent),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // The rule every output follows (`atomic::check_new_entry`): the parent
+            // exists and takes new entries.
+            crate::atomic::check_new_entry(dir).map_err(|e| refuse(dir, cannot_make(e)))?;
+            return Ok(Target::Absent);
+        }
         Err(source) => {
             return Err(CaptureError::Read {
                 path: dir.to_path_buf(),
@@ -110,6 +115,24 @@ fn inspect_target(dir: &Path, on_existing: OnExisting) -> Result<Target, Capture
     Ok(Target::Capture(Box::new(manifest)))
 }
 
+/// Why a new capture directory cannot be made, worded to follow its path.
+fn cannot_make(e: crate::atomic::OutputError) -> String {
+    use crate::atomic::OutputError;
+    match e {
+        OutputError::NoDirectory { dir, .. } => format!(
+            "cannot be made: the directory {} does not exist (nothing is created for it)",
+            dir.display()
+        ),
+        OutputError::DirectoryNotWritable { dir, source, .. } => {
+            format!(
+                "cannot be made: cannot write in {}: {source}",
+                dir.display()
+            )
+        }
+        other => format!("cannot be made: {other}"),
+    }
+}
+
 /// The names in `dir`, sorted.
 fn list(dir: &Path) -> Result<Vec<String>, CaptureError> {
     let read = |source| CaptureError::Read {
@@ -158,12 +181,9 @@ fn foreign_entries(dir: &Path, manifest: &Manifest) -> Result<Vec<String>, Captu
 }
 
 /// A temporary sibling directory of `dir` for a capture being written.
+/// Its parent must exist: as for every output, nothing is created for it.
 pub(crate) fn temp_sibling(dir: &Path) -> Result<tempfile::TempDir, CaptureError> {
     let parent = crate::atomic::parent_dir(dir);
-    std::fs::create_dir_all(parent).map_err(|source| CaptureError::Write {
-        path: parent.to_path_buf(),
-        source,
-    })?;
     tempfile::Builder::new()
         .prefix(&format!(".{}.gpuscope-", file_name(dir)))
         .tempdir_in(parent)
