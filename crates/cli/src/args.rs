@@ -64,6 +64,10 @@ pub enum Command {
     /// Measure the device's ceilings (bandwidth, FMA rates, dispatch cost, workgroups
     /// that fill it) and cache them for rooflines; print the cached ones if present.
     Peak(PeakArgs),
+    /// Profile any Vulkan program without changing it: `gpuscope attach -- PROGRAM ARGS`
+    /// runs it with gpuscope's Vulkan layer loaded, then reports every step (the work
+    /// between two host waits: a token), dispatch and counter it recorded.
+    Attach(AttachArgs),
 }
 
 #[derive(Debug, Args)]
@@ -285,6 +289,48 @@ fn cached_tuning(gpu: &gpuscope_runtime::Gpu) -> Option<gpuscope_model::GemvTuni
             None
         }
     }
+}
+
+#[derive(Debug, Args)]
+#[command(override_usage = "gpuscope attach [OPTIONS] -- PROGRAM [ARGS]...")]
+pub struct AttachArgs {
+    /// GPU timing: auto (every dispatch; on NVIDIA 1 in 16, rotating), off, pass (a
+    /// timestamp at each command buffer's start and end), dispatch, sampled (1 in 16).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "off", "pass", "dispatch", "sampled"])]
+    pub timing: String,
+    /// What one step is: sync (the work between two host waits on a queue, a token of a
+    /// decode loop) or submit (each queue submit).
+    #[arg(long, default_value = "sync", value_parser = ["sync", "submit"])]
+    pub step: String,
+    /// Keep the layer's raw recording in this new or empty directory (`gpuscope report
+    /// DIR` reads it).
+    #[arg(long, value_name = "DIR", value_parser = output_dir)]
+    pub output: Option<PathBuf>,
+    /// Write the profile (versioned JSON) here.
+    #[arg(long, value_parser = output_file)]
+    pub json: Option<PathBuf>,
+    /// Write the profile in the compact binary encoding here.
+    #[arg(long, value_name = "FILE", value_parser = output_file)]
+    pub compact: Option<PathBuf>,
+    /// Write a Perfetto trace here.
+    #[arg(long, value_name = "FILE", value_parser = output_file)]
+    pub trace: Option<PathBuf>,
+    /// First run the program with timing off, then as asked, and report what the layer's
+    /// timing costs (steady steps per second of both; the program runs twice).
+    #[arg(long)]
+    pub overhead: bool,
+    /// The layer library (default: `$GPUSCOPE_LAYER_LIBRARY`, else beside this gpuscope
+    /// binary, where `cargo build` puts it).
+    #[arg(long, value_name = "PATH")]
+    pub layer: Option<PathBuf>,
+    /// The program to run, and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM"
+    )]
+    pub program: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]
@@ -613,6 +659,12 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|e| format!("`{s}`: {e} (e.g. 16GiB)"))
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffBy {
+    Op,
+    Family,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum DiffFormat {
     Text,
@@ -647,6 +699,11 @@ pub struct DiffArgs {
     /// Significance level of the Mann-Whitney test.
     #[arg(long, default_value_t = 0.01, value_parser = parse_alpha)]
     pub alpha: f64,
+    /// Compare per op (kernel) or per op family (gemv with its weight format, rms_norm,
+    /// softmax, rope, attention, ...): `family` compares two engines on the same model,
+    /// e.g. llama.cpp under `gpuscope attach` against gpuscope's own decoder.
+    #[arg(long, value_enum, default_value = "op")]
+    pub by: DiffBy,
     /// Refuse (exit 1) to compare profiles of different models or adapters instead of
     /// warning.
     #[arg(long)]

@@ -32,6 +32,31 @@ pub struct Exit {
     pub error: anyhow::Error,
 }
 
+/// The attached program's own end: `attach` exits as the program did, printing nothing.
+#[derive(Debug, thiserror::Error)]
+#[error("the program exited with {0}")]
+pub struct ProgramExit(pub i32);
+
+impl Exit {
+    /// Exit as the program `attach` ran did: its code, or 128 + the signal that ended it.
+    pub fn program(status: std::process::ExitStatus) -> Exit {
+        #[cfg(unix)]
+        let code = {
+            use std::os::unix::process::ExitStatusExt;
+            status
+                .code()
+                .or(status.signal().map(|s| 128 + s))
+                .unwrap_or(1)
+        };
+        #[cfg(not(unix))]
+        let code = status.code().unwrap_or(1);
+        Exit {
+            code,
+            error: ProgramExit(code).into(),
+        }
+    }
+}
+
 impl<E: Into<anyhow::Error>> From<E> for Exit {
     fn from(e: E) -> Exit {
         let error: anyhow::Error = e.into();
@@ -95,6 +120,7 @@ pub fn code(result: Result<(), Exit>) -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) if is_broken_pipe(&e.error) => 0,
+        Err(e) if e.error.downcast_ref::<ProgramExit>().is_some() => e.code,
         Err(e) => {
             eprintln!("error: {}", one_line(&e.error));
             e.code

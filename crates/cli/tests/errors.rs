@@ -216,22 +216,43 @@ fn replay_refuses_a_capture_over_the_memory_budget_or_the_device_limits() {
 #[test]
 fn numbers_out_of_range_are_refused_as_they_are_read() {
     let cases: [(&[&str], &str); 7] = [
-        (&["profile", "--prompt-tokens", "4294967295"], "--prompt-tokens"),
+        (
+            &["profile", "--prompt-tokens", "4294967295"],
+            "--prompt-tokens",
+        ),
         (&["profile", "--tokens", "0"], "--tokens"),
         (&["bench", "-p", "0-4294967294"], "more than 1048576 tokens"),
         (&["bench", "-p", "0-100000+1"], "more than 4096 lengths"),
-        (&["run", "x.gguf", "-p", "hi", "-n", "4294967294"], "--tokens"),
-        (&["replay", ".", "--timeout", "1e300"], "a number of seconds"),
-        (&["replay", ".", "--tolerance", "nan"], "a relative tolerance"),
+        (
+            &["run", "x.gguf", "-p", "hi", "-n", "4294967294"],
+            "--tokens",
+        ),
+        (
+            &["replay", ".", "--timeout", "1e300"],
+            "a number of seconds",
+        ),
+        (
+            &["replay", ".", "--tolerance", "nan"],
+            "a relative tolerance",
+        ),
     ];
     for (args, needle) in cases {
         let start = std::time::Instant::now();
         let out = gpuscope(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
         let e = one_error(&out.stderr);
         assert!(e.contains(needle), "{args:?}: {e}");
         assert_eq!(text(&out.stderr).trim_end().lines().count(), 1, "{args:?}");
-        assert!(start.elapsed().as_secs() < 10, "{args:?} took {:?}", start.elapsed());
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "{args:?} took {:?}",
+            start.elapsed()
+        );
     }
 }
 

@@ -4,7 +4,8 @@
 //! - [`gguf`]: the GGUF reader (memory-mapped, hostile-input proof); [`load`]: its Llama
 //!   mapping to weights; [`tokenizer`]: the file's tokenizer; [`test_model`]: the real
 //!   model the tests fetch.
-//! - [`synthetic`]: seeded random weights of a preset's shape, in any weight format.
+//! - [`synthetic`]: seeded random weights of a preset's shape, in any weight format;
+//!   [`synth`] saves them as a GGUF file other engines load.
 //! - [`gpu`]: the GPU decoder (one graph, one submit and one readback per token); [`plan`]:
 //!   its kernel variants and fusions, per adapter and overridable.
 //! - [`cpu`]: the CPU reference decoder, built from the ops' oracles.
@@ -29,6 +30,7 @@ pub mod plan;
 mod planted;
 mod prefill;
 pub mod profile;
+pub mod synth;
 pub mod synthetic;
 pub mod test_model;
 pub mod tokenizer;

@@ -131,6 +131,7 @@ impl Recorder {
             let k = k as u32;
             let (position, token_id) = d.rec.token.unwrap_or((k, 0));
             tokens.push(TokenRecord {
+                other_counters: Default::default(),
                 index: k,
                 position,
                 token_id,

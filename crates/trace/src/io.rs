@@ -19,6 +19,9 @@ use crate::FormatVersion;
 /// What went wrong reading or writing a profile, and where.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileIoError {
+    /// A directory holding a Vulkan layer recording that cannot be read.
+    #[error(transparent)]
+    Recording(#[from] crate::recording::RecordingError),
     #[error("cannot read profile {}: {source}", path.display())]
     Read {
         path: PathBuf,
@@ -109,6 +112,10 @@ pub fn save_profile(path: &Path, p: &Profile) -> Result<(), ProfileIoError> {
 /// Reads a profile written by [`save_profile`] or [`crate::compact::save`] (any minor
 /// version of the same major), and checks its consistency.
 pub fn load_profile(path: &Path) -> Result<Profile, ProfileIoError> {
+    // `gpuscope attach --output DIR` keeps the layer's raw recording: read as its profile.
+    if path.is_dir() && crate::recording::is_recording(path) {
+        return consistent(crate::recording::read_recording(path)?.to_profile(), path);
+    }
     let bytes = std::fs::read(path).map_err(|source| ProfileIoError::Read {
         path: path.to_path_buf(),
         source,

@@ -15,6 +15,8 @@
 //!   reference), with [`compare`] (the error measures and their limits).
 //! - [`opstest`]: results of `gpuscope ops test | perf`; [`bench`]: benchmark results
 //!   with llama-bench's field names; [`tensors`]: tensor traces (`.npy` files).
+//! - [`recording`]: what the Vulkan layer records inside a program it did not build
+//!   (`gpuscope attach`), and the profile made from it.
 //! - [`stats`]: the order statistics every layer shares (median, percentiles).
 //!
 //! ```
@@ -56,6 +58,7 @@ pub mod graph;
 pub mod io;
 pub mod opstest;
 pub mod profile;
+pub mod recording;
 pub mod stats;
 pub mod tensors;
 

@@ -19,6 +19,9 @@
 //!   per token graph, see [`crate::graph`]) and `Profile::warmup_tokens` (tokens decoded
 //!   and discarded before the recorded ones). A CPU span named `cpu_fallback` marks
 //!   work done on the CPU on the GPU path (its detail names the op).
+//! - 1.4: `TokenRecord::other_counters` (counters beyond [`Counters`], e.g. the Vulkan
+//!   layer's barriers by kind, copies and allocations); profiles made by the Vulkan layer
+//!   (`gpuscope attach`) name their source in `workload.settings.source`.
 //!
 //! A reader accepts any file with the same major version (newer minors may add fields,
 //! which older readers ignore) and refuses another major with a message naming both.
@@ -29,7 +32,7 @@ use crate::counters::Counters;
 use crate::FormatVersion;
 
 /// The profile format this build writes.
-pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 3 };
+pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 4 };
 
 /// One profiling run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -312,6 +315,12 @@ pub struct TokenRecord {
     /// (format 1.3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Counters a source records beyond [`Counters`], by name (format 1.4): the Vulkan
+    /// layer's `command_buffers`, `memory_barriers`, `buffer_barriers`,
+    /// `image_barriers`, `copies`, `copy_bytes`, `fills`, `fill_bytes`, `updates`,
+    /// `update_bytes`, `allocations`, `allocated_bytes`, `frees`, `descriptor_updates`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub other_counters: std::collections::BTreeMap<String, u64>,
 }
 
 /// A token's CPU wall time by phase, in nanoseconds. `wait_ns` is the time blocked on

@@ -3,15 +3,19 @@
 use std::io::Write;
 
 use anyhow::{anyhow, Context};
+use gpuscope_report::analysis::diff::by_family;
 use gpuscope_report::analysis::{diff, gate, DiffError, DiffOptions, GateOptions};
 use gpuscope_report::render::diff::{json, render_diff_md, render_diff_text};
 
-use crate::args::{DiffArgs, DiffFormat};
+use crate::args::{DiffArgs, DiffBy, DiffFormat};
 use crate::exit::{Exit, GATE_FAILED};
 
 pub fn run(args: &DiffArgs) -> Result<(), Exit> {
-    let base = gpuscope_trace::io::load_profile(&args.base)?;
-    let new = gpuscope_trace::io::load_profile(&args.new)?;
+    let mut base = gpuscope_trace::io::load_profile(&args.base)?;
+    let mut new = gpuscope_trace::io::load_profile(&args.new)?;
+    if args.by == DiffBy::Family {
+        (base, new) = (by_family(&base), by_family(&new));
+    }
     let options = DiffOptions {
         alpha: args.alpha,
         min_effect: args.min_effect,

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod attach;
 mod bench;
 mod ceilings;
 mod check;
@@ -33,5 +34,6 @@ pub fn run(cli: Cli) -> Result<(), Exit> {
         Command::Check(args) => check::run(&args),
         Command::Ops { mode } => ops::run(&mode),
         Command::Peak(args) => peak::run(&args),
+        Command::Attach(args) => attach::run(&args),
     }
 }

@@ -44,7 +44,7 @@ pub use error::GgufError;
 pub use tensor::{TensorInfo, MAX_DIMS};
 pub use types::GgmlType;
 pub use value::{MetaArray, MetaValue, StrArray, MAX_ARRAY_DEPTH};
-pub use write::GgufWriter;
+pub use write::{GgufWriter, TensorOut};
 
 use cursor::{Cursor, Field};
 

@@ -109,36 +109,71 @@ impl GgufWriter {
 
     /// The file's bytes. Tensor data is laid out in order, each start aligned.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let tensors: Vec<TensorOut<'_>> = self
+            .tensors
+            .iter()
+            .map(|(name, dims, ggml_type, bytes)| TensorOut {
+                name,
+                dims: dims.clone(),
+                ggml_type: *ggml_type,
+                bytes,
+            })
+            .collect();
         let mut out = Vec::new();
-        out.extend_from_slice(b"GGUF");
-        out.extend_from_slice(&self.version.to_le_bytes());
-        out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
-        out.extend_from_slice(&(self.metadata.len() as u64).to_le_bytes());
+        self.write_with(&mut out, &tensors)
+            .expect("writing to a Vec does not fail");
+        out
+    }
+
+    /// Writes the file to `out` with `tensors` (in place of any added with
+    /// [`Self::tensor`]), each tensor's bytes streamed from where they are: a
+    /// multi-gigabyte model is not copied into one buffer first.
+    pub fn write_with(
+        &self,
+        out: &mut impl std::io::Write,
+        tensors: &[TensorOut<'_>],
+    ) -> std::io::Result<()> {
+        let mut head = Vec::new();
+        head.extend_from_slice(b"GGUF");
+        head.extend_from_slice(&self.version.to_le_bytes());
+        head.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
+        head.extend_from_slice(&(self.metadata.len() as u64).to_le_bytes());
         for (k, v) in &self.metadata {
-            put_str(&mut out, k);
-            put_value(&mut out, v);
+            put_str(&mut head, k);
+            put_value(&mut head, v);
         }
         let mut offset = 0u64;
         let mut offsets = Vec::new();
-        for (name, dims, t, bytes) in &self.tensors {
-            put_str(&mut out, name);
-            out.extend_from_slice(&(dims.len() as u32).to_le_bytes());
-            dims.iter()
-                .for_each(|d| out.extend_from_slice(&d.to_le_bytes()));
-            out.extend_from_slice(&t.to_le_bytes());
-            out.extend_from_slice(&offset.to_le_bytes());
+        for t in tensors {
+            put_str(&mut head, t.name);
+            head.extend_from_slice(&(t.dims.len() as u32).to_le_bytes());
+            t.dims
+                .iter()
+                .for_each(|d| head.extend_from_slice(&d.to_le_bytes()));
+            head.extend_from_slice(&t.ggml_type.to_le_bytes());
+            head.extend_from_slice(&offset.to_le_bytes());
             offsets.push(offset);
-            offset = (offset + bytes.len() as u64).next_multiple_of(self.alignment);
+            offset = (offset + t.bytes.len() as u64).next_multiple_of(self.alignment);
         }
-        out.resize(
-            (out.len() as u64).next_multiple_of(self.alignment) as usize,
+        head.resize(
+            (head.len() as u64).next_multiple_of(self.alignment) as usize,
             0,
         );
-        let data_start = out.len();
-        for ((_, _, _, bytes), off) in self.tensors.iter().zip(offsets) {
-            out.resize(data_start + off as usize, 0);
-            out.extend_from_slice(bytes);
+        out.write_all(&head)?;
+        let mut written = 0u64;
+        for (t, off) in tensors.iter().zip(offsets) {
+            out.write_all(&vec![0u8; (off - written) as usize])?;
+            out.write_all(t.bytes)?;
+            written = off + t.bytes.len() as u64;
         }
-        out
+        Ok(())
     }
+}
+
+/// A tensor to write: name, dims in ggml order (row length first), type, stored bytes.
+pub struct TensorOut<'a> {
+    pub name: &'a str,
+    pub dims: Vec<u64>,
+    pub ggml_type: u32,
+    pub bytes: &'a [u8],
 }

@@ -206,6 +206,10 @@ pub enum MismatchKind {
     Adapter,
     /// Different timing mode: different instrumentation overhead and counters.
     Timing,
+    /// Different engines (gpuscope's own decoder against a program profiled through
+    /// the Vulkan layer, or two such programs): ops are different kernels; compare by
+    /// op family (`diff --by family`).
+    Engine,
 }
 
 /// A property of the runs that should match for the diff to mean something.
@@ -385,7 +389,8 @@ fn run_summary(p: &Profile) -> RunSummary {
 
 fn mismatches(b: &Profile, n: &Profile) -> Vec<Mismatch> {
     let (wb, wn, ab, an) = (&b.workload, &n.workload, &b.adapter, &n.adapter);
-    let fields: [(MismatchKind, &str, String, String); 9] = [
+    let fields: [(MismatchKind, &str, String, String); 10] = [
+        (MismatchKind::Engine, "engine", engine(b), engine(n)),
         (
             MismatchKind::Model,
             "model",
@@ -451,6 +456,30 @@ fn mismatches(b: &Profile, n: &Profile) -> Vec<Mismatch> {
             new,
         })
         .collect()
+}
+
+/// Which engine made a profile: the attached program's command for the Vulkan layer's
+/// profiles, else the tool that wrote it.
+pub fn engine(p: &Profile) -> String {
+    let s = &p.workload.settings;
+    match (s.get("source"), s.get("command")) {
+        (Some(source), Some(command)) => format!("{command} ({source})"),
+        _ => p.tool.clone(),
+    }
+}
+
+/// `p` seen by op family (`diff --by family`): each dispatch's op and label become its
+/// family ([`gpuscope_trace::recording::op_family`]: llama.cpp's `mul_mat_vec_q4_0_f32_f32`
+/// and gpuscope's `gemv_q4_0` are both `gemv_q4_0`), so two engines running the same
+/// model compare family by family.
+pub fn by_family(p: &Profile) -> Profile {
+    let mut q = p.clone();
+    for d in &mut q.dispatches {
+        let family = gpuscope_trace::recording::op_family(&d.op);
+        d.label = family.clone();
+        d.op = family;
+    }
+    q
 }
 
 fn notes(p: &Profile, side: Side) -> Vec<String> {

@@ -252,6 +252,7 @@ pub fn replay_stream(
             .and_then(|r| r.get(..4))
             .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
         profile.tokens.push(TokenRecord {
+            other_counters: Default::default(),
             index: step.index,
             position: step.position,
             token_id,

@@ -135,6 +135,7 @@ fn mismatch(m: &Mismatch) -> String {
         MismatchKind::Model => "the runs measured different work",
         MismatchKind::Adapter => "the runs ran on different hardware or drivers",
         MismatchKind::Timing => "timing overhead and counters differ between the runs",
+        MismatchKind::Engine => "DIFFERENT ENGINES: the ops are different kernels; compare with --by family, and read each family's time as what each engine spends on that work",
     };
     format!(
         "WARNING: {} differs: base `{}`, new `{}` ({why})",

@@ -1,0 +1,98 @@
+//! What `gpuscope attach` asks of the layer, read from the environment once at load.
+//! Without `GPUSCOPE_LAYER_OUT` the layer records nothing and only passes calls on.
+
+use gpuscope_trace::TimingMode;
+
+/// Where the recording goes (a directory `attach` made).
+pub const ENV_OUT: &str = "GPUSCOPE_LAYER_OUT";
+/// `auto`, `off`, `pass` (per command buffer), `dispatch`, `sampled`.
+pub const ENV_TIMING: &str = "GPUSCOPE_LAYER_TIMING";
+/// `sync` (a step ends at each host wait, the default) or `submit`.
+pub const ENV_STEP: &str = "GPUSCOPE_LAYER_STEP";
+/// In sampled mode, 1 in this many dispatches is timed (default 16).
+pub const ENV_STRIDE: &str = "GPUSCOPE_LAYER_STRIDE";
+/// Test hook: panic inside the layer's bookkeeping of the Nth dispatch, to prove that no
+/// panic reaches the program (the call still goes through).
+pub const ENV_FAULT: &str = "GPUSCOPE_LAYER_FAULT";
+
+/// The sampling stride when none is given: as `profile`'s sampled mode.
+pub const DEFAULT_STRIDE: u32 = 16;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub out: Option<std::path::PathBuf>,
+    pub timing: TimingChoice,
+    pub stride: u32,
+    pub step_per_submit: bool,
+    /// Panic in the bookkeeping of this dispatch (counted from 1), once.
+    pub fault_at_dispatch: Option<u64>,
+}
+
+/// The timing the user asked for; `Auto` is settled per device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimingChoice {
+    Auto,
+    Off,
+    Pass,
+    Dispatch,
+    Sampled,
+}
+
+impl Config {
+    pub fn from_env() -> Config {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let timing = match var(ENV_TIMING).as_deref() {
+            Some("off") => TimingChoice::Off,
+            Some("pass") => TimingChoice::Pass,
+            Some("dispatch") => TimingChoice::Dispatch,
+            Some("sampled") => TimingChoice::Sampled,
+            _ => TimingChoice::Auto,
+        };
+        Config {
+            out: var(ENV_OUT).map(Into::into),
+            timing,
+            stride: var(ENV_STRIDE)
+                .and_then(|s| s.parse().ok())
+                .filter(|&s| s >= 1)
+                .unwrap_or(DEFAULT_STRIDE),
+            step_per_submit: var(ENV_STEP).as_deref() == Some("submit"),
+            fault_at_dispatch: var(ENV_FAULT)
+                .and_then(|s| s.strip_prefix("panic-at-dispatch=").map(str::to_string))
+                .and_then(|n| n.parse().ok()),
+        }
+    }
+
+    /// The mode for a device: `auto` samples on NVIDIA, where a timestamp between
+    /// dispatches costs microseconds of GPU time (as `profile`'s auto does), and times
+    /// every dispatch elsewhere. Returns (mode, stride, why).
+    pub fn timing_for(&self, vendor_id: u32) -> (TimingMode, u32, String) {
+        const NVIDIA: u32 = 0x10de;
+        match self.timing {
+            TimingChoice::Off => (TimingMode::Off, 1, "requested".into()),
+            TimingChoice::Pass => (
+                TimingMode::Pass,
+                1,
+                "requested: a timestamp at each command buffer's start and end".into(),
+            ),
+            TimingChoice::Dispatch => (TimingMode::Dispatch, 1, "requested".into()),
+            TimingChoice::Sampled => (
+                TimingMode::Dispatch,
+                self.stride,
+                format!("requested: 1 in {} dispatches, rotating", self.stride),
+            ),
+            TimingChoice::Auto if vendor_id == NVIDIA => (
+                TimingMode::Dispatch,
+                self.stride,
+                format!(
+                    "auto: 1 in {} dispatches, rotating (a timestamp between dispatches costs microseconds on NVIDIA)",
+                    self.stride
+                ),
+            ),
+            TimingChoice::Auto => (
+                TimingMode::Dispatch,
+                1,
+                "auto: every dispatch (timestamps are cheap on this driver)".into(),
+            ),
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! Per-device state: command buffers being recorded (their dispatches and timestamp
+//! slots), submissions waiting for a host sync, and the steps they become.
+//!
+//! Timestamps live in query pools the layer owns, a set per command buffer, recycled
+//! when the buffer is freed. A pool is reset inside the command buffer just before its
+//! first query is written (`vkCmdResetQueryPool`), so the layer never submits or waits
+//! on its own. Results are read with `vkGetQueryPoolResults` without waiting, only
+//! after the program's own sync has returned (a fence wait or poll, a queue or device
+//! wait idle, a semaphore wait), or when the program re-records a buffer (which it may
+//! only do once the GPU is done with it).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ash::vk;
+use ash::vk::Handle;
+use gpuscope_trace::recording::{
+    CommandBufferRecord, DispatchRecord, Record, RecordedSpan, StepRecord,
+};
+use gpuscope_trace::TimingMode;
+
+use crate::fns::DeviceFns;
+use crate::writer;
+
+/// Queries per pool the layer creates: 256 timed dispatches (two timestamps each).
+pub const POOL_QUERIES: u32 = 512;
+
+/// Where one timestamp goes: the `i`-th query of a command buffer's recording.
+pub type Slot = u32;
+
+pub struct Device {
+    pub handle: vk::Device,
+    pub id: u32,
+    pub fns: DeviceFns,
+    pub next_gdpa: vk::PFN_vkGetDeviceProcAddr,
+    pub timing: TimingMode,
+    /// In dispatch mode, 1 in `stride` dispatches is timed.
+    pub stride: u32,
+    /// Per queue family: the mask of valid timestamp bits (0: no timestamps).
+    pub family_timestamp_mask: Vec<u64>,
+    /// Property flags of each memory type.
+    pub memory_types: Vec<vk::MemoryPropertyFlags>,
+    pub step_per_submit: bool,
+    pub state: Mutex<DeviceState>,
+}
+
+#[derive(Default)]
+pub struct DeviceState {
+    pub command_buffers: HashMap<u64, CommandBuffer>,
+    /// The queue family of each command pool (whether its buffers can take timestamps).
+    pub pool_family: HashMap<u64, u32>,
+    /// Entry points of each recorded shader (workgroup sizes per pipeline).
+    pub shader_entries: HashMap<u32, Vec<crate::spirv::Entry>>,
+    /// Pools of freed command buffers, ready for others.
+    pub spare_pools: Vec<vk::QueryPool>,
+    /// Recorded id of each pipeline and shader module handle.
+    pub pipelines: HashMap<u64, u32>,
+    pub modules: HashMap<u64, u32>,
+    /// Each memory allocation: (bytes, memory type).
+    pub memory: HashMap<u64, (u64, u32)>,
+    /// What each buffer is for (`storage`, `uniform`, `staging`, `other`).
+    pub buffer_usage: HashMap<u64, &'static str>,
+    pub queues: HashMap<u64, Queue>,
+    /// Counts of host-side work (resources created, descriptor updates) since the
+    /// last step closed on any queue of this device.
+    pub host_counters: BTreeMap<&'static str, u64>,
+    /// Dispatches recorded so far and command buffers begun (the sampling rotation).
+    pub dispatches_recorded: u64,
+    pub recordings: u64,
+}
+
+/// A command buffer the program allocated.
+#[derive(Default)]
+pub struct CommandBuffer {
+    pub pool: u64,
+    pub secondary: bool,
+    pub name: Option<String>,
+    /// Query pools owned by this buffer, in slot order.
+    pub query_pools: Vec<vk::QueryPool>,
+    /// The recording in progress (between begin and end).
+    pub recording: Option<Recording>,
+    /// The last finished recording, what a submit executes.
+    pub last: Option<Arc<Recording>>,
+}
+
+/// What one recording of a command buffer holds.
+#[derive(Default, Clone)]
+pub struct Recording {
+    pub dispatches: Vec<Dispatch>,
+    /// Timestamp slots at the buffer's start and end (`pass` timing).
+    pub bounds: Option<(Slot, Slot)>,
+    pub counters: BTreeMap<&'static str, u64>,
+    /// The bound compute pipeline's recorded id.
+    pub pipeline: Option<u32>,
+    /// Open debug-utils labels, innermost last.
+    pub labels: Vec<String>,
+    /// Next free query slot.
+    pub next_slot: Slot,
+    /// The query pools of the buffer when this recording ended.
+    pub query_pools: Vec<vk::QueryPool>,
+}
+
+#[derive(Clone)]
+pub struct Dispatch {
+    pub pipeline: u32,
+    pub label: Option<String>,
+    pub workgroups: [u32; 3],
+    pub kind: &'static str,
+    pub slots: Option<(Slot, Slot)>,
+}
+
+/// One queue with the submissions not yet closed into a step.
+pub struct Queue {
+    pub id: u32,
+    pub family: u32,
+    pub pending: Vec<Submission>,
+    /// When the current step started (the last step's end, or the first submit).
+    pub step_start_ns: Option<u64>,
+    /// Submits and syncs of the current step.
+    pub counters: BTreeMap<&'static str, u64>,
+    pub spans: Vec<RecordedSpan>,
+}
+
+pub struct Submission {
+    pub fence: vk::Fence,
+    pub executions: Vec<Execution>,
+    pub cpu_ns: u64,
+}
+
+/// One command buffer as submitted: its recording, and its timestamps once read.
+pub struct Execution {
+    pub command_buffer: u64,
+    pub name: Option<String>,
+    pub recording: Arc<Recording>,
+    /// Read timestamps, per slot (None until read; a slot not available reads 0).
+    pub ticks: Option<Vec<u64>>,
+}
+
+impl Device {
+    pub fn lock(&self) -> MutexGuard<'_, DeviceState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether this dispatch (the `n`-th recorded, in the `r`-th recording) is timed.
+    pub fn times(&self, n: u64, r: u64) -> bool {
+        self.timing == TimingMode::Dispatch && (n + r) % u64::from(self.stride.max(1)) == 0
+    }
+
+    /// Takes the next timestamp slot of `rec` for `cb`, creating and resetting (inside
+    /// the command buffer) a query pool when a new one is first used.
+    ///
+    /// # Safety
+    /// `cb` is in the recording state and belongs to this device.
+    pub unsafe fn take_slot(
+        &self,
+        st: &mut DeviceState,
+        cb: vk::CommandBuffer,
+    ) -> Option<(vk::QueryPool, u32, Slot)> {
+        let (reset, create) = (self.fns.cmd_reset_query_pool?, self.fns.create_query_pool?);
+        let spare = &mut st.spare_pools;
+        let entry = st.command_buffers.get_mut(&cb.as_raw())?;
+        let rec = entry.recording.as_mut()?;
+        let slot = rec.next_slot;
+        let (pool_index, query) = ((slot / POOL_QUERIES) as usize, slot % POOL_QUERIES);
+        if pool_index == entry.query_pools.len() {
+            let pool = match spare.pop() {
+                Some(p) => p,
+                None => {
+                    let info = vk::QueryPoolCreateInfo::default()
+                        .query_type(vk::QueryType::TIMESTAMP)
+                        .query_count(POOL_QUERIES);
+                    let mut pool = vk::QueryPool::null();
+                    if create(self.handle, &info, std::ptr::null(), &mut pool)
+                        != vk::Result::SUCCESS
+                    {
+                        return None;
+                    }
+                    pool
+                }
+            };
+            entry.query_pools.push(pool);
+        }
+        let pool = entry.query_pools[pool_index];
+        if query == 0 {
+            reset(cb, pool, 0, POOL_QUERIES);
+        }
+        rec.next_slot += 1;
+        Some((pool, query, slot))
+    }
+
+    /// Writes a timestamp into the next slot of `cb`'s recording; returns the slot.
+    ///
+    /// # Safety
+    /// As [`Self::take_slot`].
+    pub unsafe fn timestamp(&self, st: &mut DeviceState, cb: vk::CommandBuffer) -> Option<Slot> {
+        let write = self.fns.cmd_write_timestamp?;
+        let (pool, query, slot) = self.take_slot(st, cb)?;
+        write(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, query);
+        Some(slot)
+    }
+
+    /// Reads an execution's timestamps (without waiting; see the module doc).
+    ///
+    /// # Safety
+    /// The program has synchronised with the execution's completion.
+    pub unsafe fn read_ticks(&self, e: &mut Execution, family: u32) {
+        if e.ticks.is_some() {
+            return;
+        }
+        let rec = &e.recording;
+        let mask = self
+            .family_timestamp_mask
+            .get(family as usize)
+            .copied()
+            .unwrap_or(0);
+        let mut ticks = vec![0u64; rec.next_slot as usize];
+        if let (Some(get), true) = (self.fns.get_query_pool_results, mask != 0) {
+            for (p, pool) in rec.query_pools.iter().enumerate() {
+                let first = p as u32 * POOL_QUERIES;
+                let n = rec.next_slot.saturating_sub(first).min(POOL_QUERIES);
+                if n == 0 {
+                    break;
+                }
+                // (value, availability) pairs.
+                let mut data = vec![0u64; 2 * n as usize];
+                let r = get(
+                    self.handle,
+                    *pool,
+                    0,
+                    n,
+                    data.len() * 8,
+                    data.as_mut_ptr().cast(),
+                    16,
+                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
+                );
+                if r != vk::Result::SUCCESS && r != vk::Result::NOT_READY {
+                    continue;
+                }
+                for q in 0..n as usize {
+                    if data[2 * q + 1] != 0 {
+                        ticks[first as usize + q] = data[2 * q] & mask;
+                    }
+                }
+            }
+        }
+        e.ticks = Some(ticks);
+    }
+
+    /// Closes the first `upto` pending submissions of `queue` into a step (or one step
+    /// per submission with `--step submit`), reading their timestamps, and writes it.
+    ///
+    /// # Safety
+    /// The program's sync covers those submissions.
+    pub unsafe fn close(
+        &self,
+        st: &mut DeviceState,
+        queue: u64,
+        upto: usize,
+        ended_by: &str,
+        wait: Option<RecordedSpan>,
+    ) {
+        let now = writer::now_ns();
+        let host = std::mem::take(&mut st.host_counters);
+        let Some(q) = st.queues.get_mut(&queue) else {
+            return;
+        };
+        *q.counters.entry("syncs").or_default() += 1;
+        if let Some(w) = wait {
+            q.spans.push(w);
+        }
+        let upto = upto.min(q.pending.len());
+        if upto == 0 {
+            st.host_counters = host;
+            return;
+        }
+        let mut done: Vec<Submission> = q.pending.drain(..upto).collect();
+        for s in &mut done {
+            for e in &mut s.executions {
+                self.read_ticks(e, q.family);
+            }
+        }
+        let groups: Vec<Vec<Submission>> = if self.step_per_submit {
+            done.into_iter().map(|s| vec![s]).collect()
+        } else {
+            vec![done]
+        };
+        let mut host = Some(host);
+        let n_groups = groups.len();
+        for (g, group) in groups.into_iter().enumerate() {
+            let start = q.step_start_ns.unwrap_or(group[0].cpu_ns);
+            let end = if g + 1 == n_groups {
+                now
+            } else {
+                group[0].cpu_ns
+            };
+            let mut counters: BTreeMap<String, u64> = BTreeMap::new();
+            for (k, v) in host
+                .take()
+                .into_iter()
+                .flatten()
+                .chain(std::mem::take(&mut q.counters))
+            {
+                *counters.entry(k.to_string()).or_default() += v;
+            }
+            let step = step_record(q.id, start, end, ended_by, &group, &mut counters);
+            let spans = std::mem::take(&mut q.spans);
+            q.step_start_ns = Some(end);
+            write_step(step, counters, spans);
+        }
+    }
+}
+
+/// The step's command buffers with their dispatches and ticks, its counters added to.
+fn step_record(
+    queue: u32,
+    start: u64,
+    end: u64,
+    ended_by: &str,
+    submissions: &[Submission],
+    counters: &mut BTreeMap<String, u64>,
+) -> StepRecord {
+    let mut command_buffers = Vec::new();
+    for (i, s) in submissions.iter().enumerate() {
+        for e in &s.executions {
+            let ticks = e.ticks.as_deref().unwrap_or(&[]);
+            let at = |slot: Slot| ticks.get(slot as usize).copied().unwrap_or(0);
+            let rec = &e.recording;
+            for (k, v) in &rec.counters {
+                *counters.entry(k.to_string()).or_default() += v;
+            }
+            command_buffers.push(CommandBufferRecord {
+                name: e.name.clone(),
+                submit: i as u32,
+                ticks: rec.bounds.map(|(a, b)| (at(a), at(b))),
+                dispatches: rec
+                    .dispatches
+                    .iter()
+                    .map(|d| DispatchRecord {
+                        pipeline: d.pipeline,
+                        label: d.label.clone(),
+                        workgroups: d.workgroups,
+                        kind: d.kind.into(),
+                        ticks: d.slots.map(|(a, b)| (at(a), at(b))),
+                    })
+                    .collect(),
+            });
+        }
+    }
+    *counters.entry("command_buffers".into()).or_default() += command_buffers.len() as u64;
+    StepRecord {
+        index: 0,
+        queue,
+        cpu_start_ns: start,
+        cpu_end_ns: end.max(start),
+        ended_by: ended_by.into(),
+        command_buffers,
+        counters: BTreeMap::new(),
+        cpu_spans: Vec::new(),
+    }
+}
+
+fn write_step(mut step: StepRecord, counters: BTreeMap<String, u64>, spans: Vec<RecordedSpan>) {
+    step.counters = counters;
+    step.cpu_spans = spans;
+    writer::with(|w| {
+        step.index = w.ids.steps;
+        w.ids.steps += 1;
+    });
+    writer::record(&Record::Step(step));
+}
+
+/// The calling thread's OS id (for CPU spans).
+pub fn thread_id() -> u64 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as u64 }
+}
+
+/// The timing the header states: that of the first device (set before the header is
+/// written; see `hooks::create_device`).
+pub fn timing_hint() -> (TimingMode, u32, String) {
+    TIMING
+        .get()
+        .cloned()
+        .unwrap_or((TimingMode::Off, 1, "no device".into()))
+}
+
+pub static TIMING: std::sync::OnceLock<(TimingMode, u32, String)> = std::sync::OnceLock::new();

@@ -1,0 +1,580 @@
+//! Command buffers: their recording (dispatches with timestamps around them, barriers,
+//! copies, debug labels) and their lifetime (pools recycled when freed).
+
+use ash::vk;
+use ash::vk::Handle;
+
+use crate::device::{CommandBuffer, Device, DeviceState, Dispatch, Recording};
+use crate::guard;
+use crate::registry;
+use gpuscope_trace::TimingMode;
+
+/// The hook for `name`, if this module has one.
+pub fn hook(name: &[u8]) -> Option<*const ()> {
+    Some(match name {
+        b"vkCreateCommandPool" => create_command_pool as *const (),
+        b"vkAllocateCommandBuffers" => allocate_command_buffers as *const (),
+        b"vkFreeCommandBuffers" => free_command_buffers as *const (),
+        b"vkResetCommandPool" => reset_command_pool as *const (),
+        b"vkDestroyCommandPool" => destroy_command_pool as *const (),
+        b"vkBeginCommandBuffer" => begin_command_buffer as *const (),
+        b"vkEndCommandBuffer" => end_command_buffer as *const (),
+        b"vkResetCommandBuffer" => reset_command_buffer as *const (),
+        b"vkCmdBindPipeline" => cmd_bind_pipeline as *const (),
+        b"vkCmdDispatch" => cmd_dispatch as *const (),
+        b"vkCmdDispatchIndirect" => cmd_dispatch_indirect as *const (),
+        b"vkCmdDispatchBase" | b"vkCmdDispatchBaseKHR" => cmd_dispatch_base as *const (),
+        b"vkCmdPipelineBarrier" => cmd_pipeline_barrier as *const (),
+        b"vkCmdPipelineBarrier2" | b"vkCmdPipelineBarrier2KHR" => {
+            cmd_pipeline_barrier2 as *const ()
+        }
+        b"vkCmdCopyBuffer" => cmd_copy_buffer as *const (),
+        b"vkCmdCopyBuffer2" | b"vkCmdCopyBuffer2KHR" => cmd_copy_buffer2 as *const (),
+        b"vkCmdFillBuffer" => cmd_fill_buffer as *const (),
+        b"vkCmdUpdateBuffer" => cmd_update_buffer as *const (),
+        b"vkCmdExecuteCommands" => cmd_execute_commands as *const (),
+        b"vkCmdBeginDebugUtilsLabelEXT" => cmd_begin_label as *const (),
+        b"vkCmdEndDebugUtilsLabelEXT" => cmd_end_label as *const (),
+        _ => return None,
+    })
+}
+
+/// The device of a command buffer and its next function, or return `$none` (a handle
+/// the layer never saw: nothing can be called).
+macro_rules! next_or {
+    ($handle:expr, $f:ident, $none:expr) => {{
+        let Some(d) = registry::device($handle.as_raw()) else {
+            return $none;
+        };
+        let Some(next) = d.fns.$f else {
+            return $none;
+        };
+        (d, next)
+    }};
+}
+
+/// Runs `f` on the recording in progress of `cb` (if any), under the device lock.
+fn with_recording(d: &Device, cb: vk::CommandBuffer, f: impl FnOnce(&mut Recording)) {
+    let mut st = d.lock();
+    if let Some(rec) = st
+        .command_buffers
+        .get_mut(&cb.as_raw())
+        .and_then(|c| c.recording.as_mut())
+    {
+        f(rec);
+    }
+}
+
+fn count(rec: &mut Recording, key: &'static str, n: u64) {
+    *rec.counters.entry(key).or_default() += n;
+}
+
+unsafe extern "system" fn create_command_pool(
+    device: vk::Device,
+    info: *const vk::CommandPoolCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    out: *mut vk::CommandPool,
+) -> vk::Result {
+    let (d, next) = next_or!(
+        device,
+        create_command_pool,
+        vk::Result::ERROR_INITIALIZATION_FAILED
+    );
+    let r = next(device, info, allocator, out);
+    if r == vk::Result::SUCCESS {
+        guard("vkCreateCommandPool", || {
+            d.lock()
+                .pool_family
+                .insert((*out).as_raw(), (*info).queue_family_index)
+        });
+    }
+    r
+}
+
+unsafe extern "system" fn allocate_command_buffers(
+    device: vk::Device,
+    info: *const vk::CommandBufferAllocateInfo,
+    out: *mut vk::CommandBuffer,
+) -> vk::Result {
+    let (d, next) = next_or!(
+        device,
+        allocate_command_buffers,
+        vk::Result::ERROR_INITIALIZATION_FAILED
+    );
+    let r = next(device, info, out);
+    if r == vk::Result::SUCCESS {
+        guard("vkAllocateCommandBuffers", || {
+            let info = &*info;
+            let mut st = d.lock();
+            for i in 0..info.command_buffer_count as usize {
+                st.command_buffers.insert(
+                    (*out.add(i)).as_raw(),
+                    CommandBuffer {
+                        pool: info.command_pool.as_raw(),
+                        secondary: info.level == vk::CommandBufferLevel::SECONDARY,
+                        ..Default::default()
+                    },
+                );
+            }
+        });
+    }
+    r
+}
+
+/// Reads the timestamps of every pending execution of the command buffers `which`
+/// selects before they are re-recorded or freed (the program may only do either once
+/// the GPU is done with them), then releases their pools when `free`.
+unsafe fn settle(
+    d: &Device,
+    st: &mut DeviceState,
+    which: impl Fn(u64, &CommandBuffer) -> bool,
+    free: bool,
+) {
+    let chosen: Vec<u64> = st
+        .command_buffers
+        .iter()
+        .filter(|(&h, c)| which(h, c))
+        .map(|(&h, _)| h)
+        .collect();
+    for q in st.queues.values_mut() {
+        let family = q.family;
+        for e in q.pending.iter_mut().flat_map(|s| s.executions.iter_mut()) {
+            if chosen.contains(&e.command_buffer) {
+                d.read_ticks(e, family);
+            }
+        }
+    }
+    if free {
+        for h in chosen {
+            if let Some(c) = st.command_buffers.remove(&h) {
+                st.spare_pools.extend(c.query_pools);
+            }
+        }
+    }
+}
+
+unsafe extern "system" fn free_command_buffers(
+    device: vk::Device,
+    pool: vk::CommandPool,
+    n: u32,
+    cbs: *const vk::CommandBuffer,
+) {
+    let (d, next) = next_or!(device, free_command_buffers, ());
+    guard("vkFreeCommandBuffers", || {
+        let handles: Vec<u64> = (0..n as usize).map(|i| (*cbs.add(i)).as_raw()).collect();
+        let mut st = d.lock();
+        settle(&d, &mut st, |h, _| handles.contains(&h), true);
+    });
+    next(device, pool, n, cbs);
+}
+
+unsafe extern "system" fn reset_command_pool(
+    device: vk::Device,
+    pool: vk::CommandPool,
+    flags: vk::CommandPoolResetFlags,
+) -> vk::Result {
+    let (d, next) = next_or!(device, reset_command_pool, vk::Result::ERROR_DEVICE_LOST);
+    guard("vkResetCommandPool", || {
+        let mut st = d.lock();
+        settle(&d, &mut st, |_, c| c.pool == pool.as_raw(), false);
+    });
+    next(device, pool, flags)
+}
+
+unsafe extern "system" fn destroy_command_pool(
+    device: vk::Device,
+    pool: vk::CommandPool,
+    allocator: *const vk::AllocationCallbacks,
+) {
+    let (d, next) = next_or!(device, destroy_command_pool, ());
+    guard("vkDestroyCommandPool", || {
+        let mut st = d.lock();
+        settle(&d, &mut st, |_, c| c.pool == pool.as_raw(), true);
+        st.pool_family.remove(&pool.as_raw());
+    });
+    next(device, pool, allocator);
+}
+
+unsafe extern "system" fn reset_command_buffer(
+    cb: vk::CommandBuffer,
+    flags: vk::CommandBufferResetFlags,
+) -> vk::Result {
+    let (d, next) = next_or!(cb, reset_command_buffer, vk::Result::ERROR_DEVICE_LOST);
+    guard("vkResetCommandBuffer", || {
+        let mut st = d.lock();
+        settle(&d, &mut st, |h, _| h == cb.as_raw(), false);
+    });
+    next(cb, flags)
+}
+
+/// Whether `cb`'s queue family writes timestamps.
+fn timestamps_in(d: &Device, st: &DeviceState, cb: vk::CommandBuffer) -> bool {
+    st.command_buffers
+        .get(&cb.as_raw())
+        .filter(|c| !c.secondary)
+        .and_then(|c| st.pool_family.get(&c.pool))
+        .and_then(|&f| d.family_timestamp_mask.get(f as usize))
+        .is_some_and(|&m| m != 0)
+}
+
+unsafe extern "system" fn begin_command_buffer(
+    cb: vk::CommandBuffer,
+    info: *const vk::CommandBufferBeginInfo,
+) -> vk::Result {
+    let (d, next) = next_or!(cb, begin_command_buffer, vk::Result::ERROR_DEVICE_LOST);
+    guard("vkBeginCommandBuffer", || {
+        let mut st = d.lock();
+        settle(&d, &mut st, |h, _| h == cb.as_raw(), false);
+    });
+    let r = next(cb, info);
+    if r == vk::Result::SUCCESS {
+        guard("vkBeginCommandBuffer", || {
+            let mut st = d.lock();
+            st.recordings += 1;
+            let timed = timestamps_in(&d, &st, cb);
+            let Some(c) = st.command_buffers.get_mut(&cb.as_raw()) else {
+                return;
+            };
+            c.recording = Some(Recording::default());
+            if d.timing == TimingMode::Pass && timed {
+                if let Some(first) = d.timestamp(&mut st, cb) {
+                    with_bounds(&mut st, cb, first);
+                }
+            }
+        });
+    }
+    r
+}
+
+fn with_bounds(st: &mut DeviceState, cb: vk::CommandBuffer, first: u32) {
+    if let Some(rec) = st
+        .command_buffers
+        .get_mut(&cb.as_raw())
+        .and_then(|c| c.recording.as_mut())
+    {
+        rec.bounds = Some((first, first));
+    }
+}
+
+unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::Result {
+    let (d, next) = next_or!(cb, end_command_buffer, vk::Result::ERROR_DEVICE_LOST);
+    guard("vkEndCommandBuffer", || {
+        let mut st = d.lock();
+        let started = st
+            .command_buffers
+            .get(&cb.as_raw())
+            .and_then(|c| c.recording.as_ref())
+            .and_then(|r| r.bounds)
+            .map(|(a, _)| a);
+        if let Some(first) = started {
+            if let Some(last) = d.timestamp(&mut st, cb) {
+                if let Some(rec) = st
+                    .command_buffers
+                    .get_mut(&cb.as_raw())
+                    .and_then(|c| c.recording.as_mut())
+                {
+                    rec.bounds = Some((first, last));
+                }
+            }
+        }
+        if let Some(c) = st.command_buffers.get_mut(&cb.as_raw()) {
+            if let Some(mut rec) = c.recording.take() {
+                rec.query_pools = c.query_pools.clone();
+                rec.labels.clear();
+                c.last = Some(std::sync::Arc::new(rec));
+            }
+        }
+    });
+    next(cb)
+}
+
+unsafe extern "system" fn cmd_bind_pipeline(
+    cb: vk::CommandBuffer,
+    bind_point: vk::PipelineBindPoint,
+    pipeline: vk::Pipeline,
+) {
+    let (d, next) = next_or!(cb, cmd_bind_pipeline, ());
+    if bind_point == vk::PipelineBindPoint::COMPUTE {
+        guard("vkCmdBindPipeline", || {
+            let mut st = d.lock();
+            let id = st.pipelines.get(&pipeline.as_raw()).copied();
+            if let Some(rec) = st
+                .command_buffers
+                .get_mut(&cb.as_raw())
+                .and_then(|c| c.recording.as_mut())
+            {
+                rec.pipeline = id;
+            }
+        });
+    }
+    next(cb, bind_point, pipeline);
+}
+
+/// Around one dispatch: a timestamp before (when this one is timed), the dispatch,
+/// a timestamp after, and its record.
+unsafe fn dispatch(
+    cb: vk::CommandBuffer,
+    kind: &'static str,
+    workgroups: [u32; 3],
+    call: impl FnOnce(&Device),
+) {
+    let Some(d) = registry::device(cb.as_raw()) else {
+        return;
+    };
+    let before = guard("vkCmdDispatch", || {
+        let mut st = d.lock();
+        let n = st.dispatches_recorded;
+        st.dispatches_recorded += 1;
+        crate::fault_check(n + 1);
+        let timed = d.times(n, st.recordings) && timestamps_in(&d, &st, cb);
+        timed.then(|| d.timestamp(&mut st, cb)).flatten()
+    })
+    .flatten();
+    call(&d);
+    guard("vkCmdDispatch", || {
+        let mut st = d.lock();
+        let after = before.and_then(|_| d.timestamp(&mut st, cb));
+        if let Some(rec) = st
+            .command_buffers
+            .get_mut(&cb.as_raw())
+            .and_then(|c| c.recording.as_mut())
+        {
+            if let Some(pipeline) = rec.pipeline {
+                rec.dispatches.push(Dispatch {
+                    pipeline,
+                    label: rec.labels.last().cloned(),
+                    workgroups,
+                    kind,
+                    slots: before.zip(after),
+                });
+            }
+        }
+    });
+}
+
+unsafe extern "system" fn cmd_dispatch(cb: vk::CommandBuffer, x: u32, y: u32, z: u32) {
+    dispatch(cb, "direct", [x, y, z], |d| {
+        if let Some(next) = d.fns.cmd_dispatch {
+            next(cb, x, y, z)
+        }
+    });
+}
+
+unsafe extern "system" fn cmd_dispatch_indirect(
+    cb: vk::CommandBuffer,
+    buffer: vk::Buffer,
+    offset: vk::DeviceSize,
+) {
+    dispatch(cb, "indirect", [0, 0, 0], |d| {
+        if let Some(next) = d.fns.cmd_dispatch_indirect {
+            next(cb, buffer, offset)
+        }
+    });
+}
+
+#[allow(clippy::too_many_arguments)] // Vulkan's signature.
+unsafe extern "system" fn cmd_dispatch_base(
+    cb: vk::CommandBuffer,
+    bx: u32,
+    by: u32,
+    bz: u32,
+    x: u32,
+    y: u32,
+    z: u32,
+) {
+    dispatch(cb, "base", [x, y, z], |d| {
+        if let Some(next) = d.fns.cmd_dispatch_base {
+            next(cb, bx, by, bz, x, y, z)
+        }
+    });
+}
+
+#[allow(clippy::too_many_arguments)] // Vulkan's signature.
+unsafe extern "system" fn cmd_pipeline_barrier(
+    cb: vk::CommandBuffer,
+    src: vk::PipelineStageFlags,
+    dst: vk::PipelineStageFlags,
+    deps: vk::DependencyFlags,
+    n_memory: u32,
+    memory: *const vk::MemoryBarrier,
+    n_buffer: u32,
+    buffer: *const vk::BufferMemoryBarrier,
+    n_image: u32,
+    image: *const vk::ImageMemoryBarrier,
+) {
+    let (d, next) = next_or!(cb, cmd_pipeline_barrier, ());
+    guard("vkCmdPipelineBarrier", || {
+        with_recording(&d, cb, |rec| {
+            count_barrier(rec, n_memory, n_buffer, n_image)
+        })
+    });
+    next(
+        cb, src, dst, deps, n_memory, memory, n_buffer, buffer, n_image, image,
+    );
+}
+
+fn count_barrier(rec: &mut Recording, memory: u32, buffer: u32, image: u32) {
+    count(rec, "barriers", 1);
+    count(rec, "memory_barriers", u64::from(memory));
+    count(rec, "buffer_barriers", u64::from(buffer));
+    count(rec, "image_barriers", u64::from(image));
+}
+
+unsafe extern "system" fn cmd_pipeline_barrier2(
+    cb: vk::CommandBuffer,
+    info: *const vk::DependencyInfo,
+) {
+    let (d, next) = next_or!(cb, cmd_pipeline_barrier2, ());
+    guard("vkCmdPipelineBarrier2", || {
+        let i = &*info;
+        with_recording(&d, cb, |rec| {
+            count_barrier(
+                rec,
+                i.memory_barrier_count,
+                i.buffer_memory_barrier_count,
+                i.image_memory_barrier_count,
+            )
+        })
+    });
+    next(cb, info);
+}
+
+unsafe extern "system" fn cmd_copy_buffer(
+    cb: vk::CommandBuffer,
+    src: vk::Buffer,
+    dst: vk::Buffer,
+    n: u32,
+    regions: *const vk::BufferCopy,
+) {
+    let (d, next) = next_or!(cb, cmd_copy_buffer, ());
+    guard("vkCmdCopyBuffer", || {
+        let bytes: u64 = (0..n as usize).map(|i| (*regions.add(i)).size).sum();
+        with_recording(&d, cb, |rec| {
+            count(rec, "copies", u64::from(n));
+            count(rec, "copy_bytes", bytes);
+        })
+    });
+    next(cb, src, dst, n, regions);
+}
+
+unsafe extern "system" fn cmd_copy_buffer2(
+    cb: vk::CommandBuffer,
+    info: *const vk::CopyBufferInfo2,
+) {
+    let (d, next) = next_or!(cb, cmd_copy_buffer2, ());
+    guard("vkCmdCopyBuffer2", || {
+        let i = &*info;
+        let bytes: u64 = (0..i.region_count as usize)
+            .map(|k| (*i.p_regions.add(k)).size)
+            .sum();
+        with_recording(&d, cb, |rec| {
+            count(rec, "copies", u64::from(i.region_count));
+            count(rec, "copy_bytes", bytes);
+        })
+    });
+    next(cb, info);
+}
+
+unsafe extern "system" fn cmd_fill_buffer(
+    cb: vk::CommandBuffer,
+    dst: vk::Buffer,
+    offset: vk::DeviceSize,
+    size: vk::DeviceSize,
+    data: u32,
+) {
+    let (d, next) = next_or!(cb, cmd_fill_buffer, ());
+    guard("vkCmdFillBuffer", || {
+        with_recording(&d, cb, |rec| {
+            count(rec, "fills", 1);
+            // VK_WHOLE_SIZE: the buffer's rest, not known here.
+            if size != vk::WHOLE_SIZE {
+                count(rec, "fill_bytes", size);
+            }
+        })
+    });
+    next(cb, dst, offset, size, data);
+}
+
+unsafe extern "system" fn cmd_update_buffer(
+    cb: vk::CommandBuffer,
+    dst: vk::Buffer,
+    offset: vk::DeviceSize,
+    size: vk::DeviceSize,
+    data: *const std::ffi::c_void,
+) {
+    let (d, next) = next_or!(cb, cmd_update_buffer, ());
+    guard("vkCmdUpdateBuffer", || {
+        with_recording(&d, cb, |rec| {
+            count(rec, "updates", 1);
+            count(rec, "update_bytes", size);
+        })
+    });
+    next(cb, dst, offset, size, data);
+}
+
+/// Secondary command buffers: their dispatches join the primary's record, untimed
+/// (their timestamps would sit in the secondary's pools).
+unsafe extern "system" fn cmd_execute_commands(
+    cb: vk::CommandBuffer,
+    n: u32,
+    secondaries: *const vk::CommandBuffer,
+) {
+    let (d, next) = next_or!(cb, cmd_execute_commands, ());
+    guard("vkCmdExecuteCommands", || {
+        let mut st = d.lock();
+        let mut added: Vec<Dispatch> = Vec::new();
+        for i in 0..n as usize {
+            if let Some(last) = st
+                .command_buffers
+                .get(&(*secondaries.add(i)).as_raw())
+                .and_then(|c| c.last.clone())
+            {
+                added.extend(last.dispatches.iter().map(|x| Dispatch {
+                    slots: None,
+                    ..x.clone()
+                }));
+            }
+        }
+        if let Some(rec) = st
+            .command_buffers
+            .get_mut(&cb.as_raw())
+            .and_then(|c| c.recording.as_mut())
+        {
+            rec.dispatches.extend(added);
+        }
+    });
+    next(cb, n, secondaries);
+}
+
+unsafe extern "system" fn cmd_begin_label(
+    cb: vk::CommandBuffer,
+    label: *const vk::DebugUtilsLabelEXT,
+) {
+    let Some(d) = registry::device(cb.as_raw()) else {
+        return;
+    };
+    guard("vkCmdBeginDebugUtilsLabelEXT", || {
+        let name = (*label)
+            .label_name_as_c_str()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        with_recording(&d, cb, |rec| rec.labels.push(name))
+    });
+    if let Some(next) = d.fns.cmd_begin_debug_utils_label {
+        next(cb, label);
+    }
+}
+
+unsafe extern "system" fn cmd_end_label(cb: vk::CommandBuffer) {
+    let Some(d) = registry::device(cb.as_raw()) else {
+        return;
+    };
+    guard("vkCmdEndDebugUtilsLabelEXT", || {
+        with_recording(&d, cb, |rec| {
+            rec.labels.pop();
+        })
+    });
+    if let Some(next) = d.fns.cmd_end_debug_utils_label {
+        next(cb);
+    }
+}

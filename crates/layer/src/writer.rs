@@ -1,0 +1,151 @@
+//! The recording being written: `recording.jsonl` appended one record at a time and
+//! flushed at every step, SPIR-V modules beside it (see `gpuscope_trace::recording`).
+//!
+//! Writing never stops the program: on the first I/O error the layer says so once on
+//! stderr, records nothing more, and every call goes on to the driver as before;
+//! `attach` then reports a recording that stops early.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use gpuscope_trace::recording::{Header, Record, RECORDING_FORMAT, RECORDS_FILE, SHADERS_DIR};
+
+pub struct Writer {
+    dir: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+    pub ids: Ids,
+}
+
+/// The next id of each kind of recorded object.
+#[derive(Default)]
+pub struct Ids {
+    pub devices: u32,
+    pub queues: u32,
+    pub shaders: u32,
+    pub pipelines: u32,
+    pub steps: u32,
+}
+
+static WRITER: Mutex<State> = Mutex::new(State::NotStarted);
+
+enum State {
+    NotStarted,
+    Writing(Writer),
+    /// Not recording: no output asked for, or writing failed (said once).
+    Off,
+}
+
+/// The CPU clock every recorded time is on: nanoseconds since the layer was loaded.
+pub fn now_ns() -> u64 {
+    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    ORIGIN.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Runs `f` on the writer, starting the recording (header first) on first use.
+/// `None` when not recording.
+pub fn with<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
+    let mut state = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    if let State::NotStarted = *state {
+        *state = match start() {
+            Ok(Some(w)) => State::Writing(w),
+            Ok(None) => State::Off,
+            Err(e) => {
+                eprintln!("gpuscope-layer: cannot start the recording: {e}; the program runs on without it");
+                State::Off
+            }
+        };
+    }
+    match &mut *state {
+        State::Writing(w) => Some(f(w)),
+        _ => None,
+    }
+}
+
+/// Writes one record; on failure turns recording off (said once).
+pub fn record(r: &Record) {
+    let failed = with(|w| w.write(r).err()).flatten();
+    if let Some(e) = failed {
+        stop(&format!("cannot write the recording: {e}"));
+    }
+}
+
+/// Stops recording for good, saying why on stderr.
+pub fn stop(why: &str) {
+    let mut state = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    if let State::Writing(w) = &*state {
+        eprintln!(
+            "gpuscope-layer: {why} ({}); the program runs on without it",
+            w.dir.display()
+        );
+    }
+    *state = State::Off;
+}
+
+fn start() -> std::io::Result<Option<Writer>> {
+    let config = crate::config();
+    let Some(dir) = config.out.clone() else {
+        return Ok(None);
+    };
+    std::fs::create_dir_all(dir.join(SHADERS_DIR))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(RECORDS_FILE))?;
+    let mut w = Writer {
+        dir,
+        file: std::io::BufWriter::new(file),
+        ids: Ids::default(),
+    };
+    let (timing, stride, timing_reason) = crate::device::timing_hint();
+    w.write(&Record::Header(Header {
+        format: RECORDING_FORMAT,
+        tool: concat!("gpuscope-layer ", env!("CARGO_PKG_VERSION")).into(),
+        program: std::env::args().collect(),
+        pid: std::process::id(),
+        timing,
+        stride,
+        timing_reason,
+        step: if config.step_per_submit {
+            "submit"
+        } else {
+            "sync"
+        }
+        .into(),
+    }))?;
+    Ok(Some(w))
+}
+
+impl Writer {
+    pub fn write(&mut self, r: &Record) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.file, r)?;
+        self.file.write_all(b"\n")?;
+        self.file.flush()
+    }
+
+    /// Saves a SPIR-V module as `shaders/<hash>.spv` (once per hash).
+    pub fn save_shader(&mut self, hash: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let path = self.dir.join(SHADERS_DIR).join(format!("{hash}.spv"));
+        if !path.exists() {
+            std::fs::write(path, bytes)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes the last record when the process exits normally (an exit without destroying
+/// the device is still a finished run). Registered once, at the first device.
+pub fn end_at_exit() {
+    extern "C" fn at_exit() {
+        let _ = std::panic::catch_unwind(|| {
+            record(&Record::End {
+                reason: "the program exited".into(),
+            })
+        });
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| unsafe {
+        libc::atexit(at_exit);
+    });
+}
