@@ -68,6 +68,10 @@ pub enum Command {
     /// runs it with gpuscope's Vulkan layer loaded, then reports every step (the work
     /// between two host waits: a token), dispatch and counter it recorded.
     Attach(AttachArgs),
+    /// Write a synthetic model of a preset's shape as a GGUF file that llama.cpp loads
+    /// too (the same weights `profile --preset` decodes), so any engine can run
+    /// gpuscope's shapes with no download.
+    Synth(SynthArgs),
 }
 
 #[derive(Debug, Args)]
@@ -289,6 +293,22 @@ fn cached_tuning(gpu: &gpuscope_runtime::Gpu) -> Option<gpuscope_model::GemvTuni
             None
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// Model shape: tiny, smollm2-135m, llama-1b, llama-8b.
+    #[arg(long, default_value = "smollm2-135m")]
+    pub preset: String,
+    /// Weight format of the matrices and embeddings (as `profile --weights`).
+    #[arg(long, default_value = "q8_0")]
+    pub weights: String,
+    /// Seed of the synthetic weights.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The GGUF file to write.
+    #[arg(short = 'o', long = "output", value_name = "FILE.gguf", value_parser = output_file)]
+    pub output: PathBuf,
 }
 
 #[derive(Debug, Args)]

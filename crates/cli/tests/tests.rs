@@ -1,4 +1,5 @@
 //! The CLI test binary: the `gpuscope` executable run as a user would.
+mod attach;
 mod bench;
 mod check;
 mod cli;

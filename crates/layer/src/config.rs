@@ -11,8 +11,9 @@ pub const ENV_TIMING: &str = "GPUSCOPE_LAYER_TIMING";
 pub const ENV_STEP: &str = "GPUSCOPE_LAYER_STEP";
 /// In sampled mode, 1 in this many dispatches is timed (default 16).
 pub const ENV_STRIDE: &str = "GPUSCOPE_LAYER_STRIDE";
-/// Test hook: panic inside the layer's bookkeeping of the Nth dispatch, to prove that no
-/// panic reaches the program (the call still goes through).
+/// Test hooks: `panic-at-dispatch=N` panics inside the layer's bookkeeping of the Nth
+/// dispatch (no panic may reach the program: the call still goes through);
+/// `fail-write` makes starting the recording fail as a full disk would.
 pub const ENV_FAULT: &str = "GPUSCOPE_LAYER_FAULT";
 
 /// The sampling stride when none is given: as `profile`'s sampled mode.
@@ -26,6 +27,8 @@ pub struct Config {
     pub step_per_submit: bool,
     /// Panic in the bookkeeping of this dispatch (counted from 1), once.
     pub fault_at_dispatch: Option<u64>,
+    /// Fail to start the recording.
+    pub fault_write: bool,
 }
 
 /// The timing the user asked for; `Auto` is settled per device.
@@ -56,6 +59,7 @@ impl Config {
                 .filter(|&s| s >= 1)
                 .unwrap_or(DEFAULT_STRIDE),
             step_per_submit: var(ENV_STEP).as_deref() == Some("submit"),
+            fault_write: var(ENV_FAULT).as_deref() == Some("fail-write"),
             fault_at_dispatch: var(ENV_FAULT)
                 .and_then(|s| s.strip_prefix("panic-at-dispatch=").map(str::to_string))
                 .and_then(|n| n.parse().ok()),

@@ -104,6 +104,7 @@ pub struct Recording {
 pub struct Dispatch {
     pub pipeline: u32,
     pub label: Option<String>,
+    pub scope: Option<String>,
     pub workgroups: [u32; 3],
     pub kind: &'static str,
     pub slots: Option<(Slot, Slot)>,
@@ -338,6 +339,7 @@ fn step_record(
                     .map(|d| DispatchRecord {
                         pipeline: d.pipeline,
                         label: d.label.clone(),
+                        scope: d.scope.clone(),
                         workgroups: d.workgroups,
                         kind: d.kind.into(),
                         ticks: d.slots.map(|(a, b)| (at(a), at(b))),

@@ -52,7 +52,15 @@ pub fn with<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
             Ok(Some(w)) => State::Writing(w),
             Ok(None) => State::Off,
             Err(e) => {
-                eprintln!("gpuscope-layer: cannot start the recording: {e}; the program runs on without it");
+                let why = format!("cannot start the recording: {e}");
+                eprintln!("gpuscope-layer: {why}; the program runs on without it");
+                // For `attach` to report (best effort: the same disk may be full).
+                if let Some(dir) = &crate::config().out {
+                    let _ = std::fs::write(
+                        dir.join(gpuscope_trace::recording::ERROR_FILE),
+                        format!("{why}\n"),
+                    );
+                }
                 State::Off
             }
         };
@@ -79,6 +87,10 @@ pub fn stop(why: &str) {
             "gpuscope-layer: {why} ({}); the program runs on without it",
             w.dir.display()
         );
+        let _ = std::fs::write(
+            w.dir.join(gpuscope_trace::recording::ERROR_FILE),
+            format!("{why}\n"),
+        );
     }
     *state = State::Off;
 }
@@ -88,6 +100,11 @@ fn start() -> std::io::Result<Option<Writer>> {
     let Some(dir) = config.out.clone() else {
         return Ok(None);
     };
+    if config.fault_write {
+        return Err(std::io::Error::other(
+            "injected by GPUSCOPE_LAYER_FAULT=fail-write",
+        ));
+    }
     std::fs::create_dir_all(dir.join(SHADERS_DIR))?;
     let file = std::fs::OpenOptions::new()
         .create(true)

@@ -1,9 +1,10 @@
 //! A synthetic model saved as a GGUF file that other engines load too (`gpuscope synth`):
 //! the same weights `profile --preset P --weights F --seed S` decodes, with the metadata
-//! llama.cpp reads for the `llama` architecture and a byte-level BPE vocabulary it
-//! accepts (the 256 byte tokens, two control tokens, placeholders up to the vocabulary
-//! size, no merges: every text tokenizes to bytes). So gpuscope and another engine can
-//! be timed on the same file with no download (`bench -m FILE`, `llama-bench -m FILE`).
+//! llama.cpp reads for the `llama` architecture and a SentencePiece vocabulary it loads
+//! (`<unk>`, `<s>`, `</s>`, the 256 byte tokens `<0x00>`…`<0xFF>` that byte fallback
+//! needs, then placeholders up to the vocabulary size, with scores and types to match:
+//! every text tokenizes to bytes). So gpuscope and another engine can be timed on the
+//! same file with no download (`bench -m FILE`, `llama-bench -m FILE`).
 
 use std::path::Path;
 
@@ -31,31 +32,28 @@ fn file_type(format: WeightFormat) -> u32 {
     }
 }
 
-/// GPT-2's byte-to-character map: the byte-level BPE spelling of each byte.
-fn byte_token(b: u8) -> String {
-    let printable = |c: u8| (b'!'..=b'~').contains(&c) || (0xa1..=0xac).contains(&c) || c >= 0xae;
-    if printable(b) {
-        return char::from(b).to_string();
-    }
-    let shifted = (0..=255u8).filter(|&c| !printable(c)).position(|c| c == b);
-    char::from_u32(256 + shifted.unwrap_or(0) as u32)
-        .unwrap_or('?')
-        .to_string()
-}
+/// SentencePiece token types (llama.cpp's `LLAMA_TOKEN_TYPE_*`).
+const NORMAL: i32 = 1;
+const UNKNOWN: i32 = 2;
+const CONTROL: i32 = 3;
+const BYTE: i32 = 6;
 
-/// The vocabulary: `<s>`, `</s>`, the 256 byte tokens, then `<tok_N>` up to `vocab`.
-fn vocabulary(vocab: u32) -> (Vec<String>, Vec<i32>) {
-    let mut tokens = vec!["<s>".to_string(), "</s>".to_string()];
-    let mut types = vec![3, 3];
-    tokens.extend((0..=255u8).map(byte_token));
-    types.extend(std::iter::repeat_n(1, 256));
+/// The vocabulary: `<unk>`, `<s>`, `</s>`, the byte tokens, then `<tok_N>` up to
+/// `vocab`, with their scores (placeholders score below every byte, so none is ever
+/// merged) and types.
+fn vocabulary(vocab: u32) -> (Vec<String>, Vec<f32>, Vec<i32>) {
+    let mut tokens = vec!["<unk>".to_string(), "<s>".into(), "</s>".into()];
+    let mut types = vec![UNKNOWN, CONTROL, CONTROL];
+    tokens.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
+    types.extend(std::iter::repeat_n(BYTE, 256));
     for i in tokens.len() as u32..vocab {
         tokens.push(format!("<tok_{i}>"));
-        types.push(1);
+        types.push(NORMAL);
     }
     tokens.truncate(vocab as usize);
     types.truncate(vocab as usize);
-    (tokens, types)
+    let scores = (0..tokens.len()).map(|i| -(i as f32)).collect();
+    (tokens, scores, types)
 }
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -65,7 +63,7 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
 /// The file's metadata for `w` (architecture `llama`).
 fn metadata(w: &ModelWeights, name: &str) -> GgufWriter {
     let c = &w.config;
-    let (tokens, types) = vocabulary(c.vocab);
+    let (tokens, scores, types) = vocabulary(c.vocab);
     let u32v = MetaValue::U32;
     let mut g = GgufWriter::new();
     g.meta("general.architecture", MetaValue::String("llama".into()))
@@ -93,22 +91,22 @@ fn metadata(w: &ModelWeights, name: &str) -> GgufWriter {
             MetaValue::F32(c.rms_eps),
         )
         .meta("llama.vocab_size", u32v(c.vocab))
-        .meta("tokenizer.ggml.model", MetaValue::String("gpt2".into()))
-        .meta("tokenizer.ggml.pre", MetaValue::String("default".into()))
+        .meta("tokenizer.ggml.model", MetaValue::String("llama".into()))
         .meta(
             "tokenizer.ggml.tokens",
             MetaValue::Array(MetaArray::String(tokens.into_iter().collect())),
         )
         .meta(
+            "tokenizer.ggml.scores",
+            MetaValue::Array(MetaArray::F32(scores)),
+        )
+        .meta(
             "tokenizer.ggml.token_type",
             MetaValue::Array(MetaArray::I32(types)),
         )
-        .meta(
-            "tokenizer.ggml.merges",
-            MetaValue::Array(MetaArray::String(std::iter::empty().collect())),
-        )
-        .meta("tokenizer.ggml.bos_token_id", u32v(0))
-        .meta("tokenizer.ggml.eos_token_id", u32v(1))
+        .meta("tokenizer.ggml.unknown_token_id", u32v(0))
+        .meta("tokenizer.ggml.bos_token_id", u32v(1))
+        .meta("tokenizer.ggml.eos_token_id", u32v(2))
         .meta("tokenizer.ggml.add_bos_token", MetaValue::Bool(true));
     g
 }

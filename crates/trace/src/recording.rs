@@ -38,6 +38,8 @@ pub const RECORDING_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 }
 
 /// The file of records inside a recording directory.
 pub const RECORDS_FILE: &str = "recording.jsonl";
+/// Written instead when the layer could not record (what went wrong, one line).
+pub const ERROR_FILE: &str = "layer-error.txt";
 /// The folder of SPIR-V modules inside a recording directory.
 pub const SHADERS_DIR: &str = "shaders";
 
@@ -229,6 +231,10 @@ pub struct DispatchRecord {
     /// The innermost debug-utils label open around it (`vkCmdBeginDebugUtilsLabelEXT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The label around that one, if any (llama.cpp opens the node's name, then the
+    /// pipeline's name with its workgroups, around each dispatch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
     /// Workgroups; `[0, 0, 0]` for an indirect dispatch (counts on the GPU).
     pub workgroups: [u32; 3],
     /// `direct`, `indirect` or `base`.
@@ -698,7 +704,7 @@ impl Recording {
             });
             for d in &cb.dispatches {
                 let (pipeline, op) = names[d.pipeline as usize].clone();
-                let label = d.label.clone().unwrap_or_else(|| pipeline.clone());
+                let label = dispatch_label(d, &pipeline);
                 let (gpu, issue) = span(d.ticks);
                 if cb.ticks.is_none() {
                     if let Some(g) = gpu {
@@ -779,6 +785,17 @@ impl Recording {
                 detail: None,
             });
         }
+    }
+}
+
+/// A dispatch's label: the innermost debug label, unless that only repeats the
+/// pipeline's name (llama.cpp's `mul_mat_vec_q4_0_f32_f32 (64,1,1)`), then the one
+/// around it (llama.cpp's node, `MUL_MAT Qcur-3`); the pipeline's name without labels.
+fn dispatch_label(d: &DispatchRecord, pipeline: &str) -> String {
+    match (&d.label, &d.scope) {
+        (Some(l), Some(outer)) if l.starts_with(pipeline) => outer.clone(),
+        (Some(l), _) => l.clone(),
+        (None, _) => pipeline.to_string(),
     }
 }
 

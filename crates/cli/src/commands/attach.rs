@@ -21,7 +21,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context};
 use gpuscope_layer::config as layer;
 use gpuscope_report::analysis::token_stats_steady;
-use gpuscope_trace::recording::{is_recording, read_recording, RecordingError};
+use gpuscope_trace::recording::{is_recording, read_recording, RecordingError, ERROR_FILE};
 use gpuscope_trace::{Overhead, Profile};
 
 use crate::args::AttachArgs;
@@ -59,7 +59,19 @@ pub fn run(args: &AttachArgs) -> Result<(), Exit> {
     let dir = output
         .as_deref()
         .or(run.recording.as_ref().map(|d| d.path()));
+    let layer_error = dir
+        .and_then(|d| std::fs::read_to_string(d.join(ERROR_FILE)).ok())
+        .map(|why| why.trim().to_string());
+    if let Some(why) = &layer_error {
+        eprintln!(
+            "gpuscope: the layer could not record {}: {why}; the program ran on",
+            program_name(args)
+        );
+    }
     let Some(dir) = dir.filter(|d| is_recording(d)) else {
+        if layer_error.is_some() {
+            return Err(Exit::program(run.status));
+        }
         eprintln!(
             "gpuscope: {} created no Vulkan device with the layer loaded: nothing to profile (a program on CUDA, Metal or DX12, or one that stopped before it reached Vulkan)",
             program_name(args)
@@ -83,6 +95,8 @@ pub fn run(args: &AttachArgs) -> Result<(), Exit> {
     };
     if let Some(why) = killed(run.status) {
         profile.incomplete = Some(why);
+    } else if let Some(why) = layer_error {
+        profile.incomplete = Some(format!("the layer stopped recording: {why}"));
     }
     if let Some(Some(off)) = baseline {
         let on = steady_rate(&profile).unwrap_or(0.0);
@@ -106,7 +120,7 @@ pub fn run(args: &AttachArgs) -> Result<(), Exit> {
 }
 
 /// The layer library: `--layer`, else `$GPUSCOPE_LAYER_LIBRARY`, else beside this binary
-/// (where `cargo build` puts both) or in its `deps/` folder.
+/// (where `cargo build` puts both) or in its `deps/` folder, the newer of the two.
 fn layer_library(given: Option<&Path>) -> Result<PathBuf, Exit> {
     let from_env = std::env::var_os("GPUSCOPE_LAYER_LIBRARY").map(PathBuf::from);
     if let Some(p) = given.map(Path::to_path_buf).or(from_env).as_deref() {
@@ -117,9 +131,13 @@ fn layer_library(given: Option<&Path>) -> Result<PathBuf, Exit> {
     }
     let exe = std::env::current_exe().context("finding the gpuscope binary")?;
     let dir = exe.parent().unwrap_or(Path::new("."));
+    // Both exist after a workspace build; a build of the CLI alone refreshes only the
+    // one in deps/: the newer is this build's.
     [dir.join(LIBRARY), dir.join("deps").join(LIBRARY)]
         .into_iter()
-        .find(|p| p.is_file())
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max()
+        .map(|(_, p)| p)
         .ok_or_else(|| {
             anyhow!(
                 "the layer library {LIBRARY} is not beside {}: build it (`cargo build --release -p gpuscope-layer`) or give --layer PATH",

@@ -14,6 +14,7 @@ mod replay;
 mod report;
 mod run;
 mod sweep;
+mod synth;
 
 use crate::args::{Cli, Command};
 use crate::exit::Exit;
@@ -35,5 +36,6 @@ pub fn run(cli: Cli) -> Result<(), Exit> {
         Command::Ops { mode } => ops::run(&mode),
         Command::Peak(args) => peak::run(&args),
         Command::Attach(args) => attach::run(&args),
+        Command::Synth(args) => synth::run(&args),
     }
 }

@@ -340,9 +340,11 @@ unsafe fn dispatch(
             .and_then(|c| c.recording.as_mut())
         {
             if let Some(pipeline) = rec.pipeline {
+                let n = rec.labels.len();
                 rec.dispatches.push(Dispatch {
                     pipeline,
                     label: rec.labels.last().cloned(),
+                    scope: n.checked_sub(2).map(|i| rec.labels[i].clone()),
                     workgroups,
                     kind,
                     slots: before.zip(after),

@@ -1,0 +1,244 @@
+//! `gpuscope attach`: the Vulkan layer loaded into programs gpuscope did not build.
+//! `examples/vk_counted.rs` is a small ash program whose work is counted by hand; the
+//! profile must show exactly those counts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gpuscope_trace::io::load_profile;
+use gpuscope_trace::Profile;
+
+use crate::common::{have_gpu, text};
+
+/// The hand-counted program (built by `cargo test` with the CLI's examples).
+fn vk_counted() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let p = dir.join("examples").join("vk_counted");
+    assert!(
+        p.is_file(),
+        "{} not built (cargo test builds the CLI's examples)",
+        p.display()
+    );
+    p
+}
+
+fn attach(args: &[&str], program: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
+    c.arg("attach").args(args).arg("--").args(program);
+    c.output().expect("gpuscope attach runs")
+}
+
+fn counted(args: &[&str], extra: &[&str]) -> (Output, Profile, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("p.json");
+    let program = vk_counted();
+    let mut a = vec!["--json", json.to_str().unwrap()];
+    a.extend_from_slice(args);
+    let mut p = vec![program.to_str().unwrap()];
+    p.extend_from_slice(extra);
+    let out = attach(&a, &p);
+    let profile = load_profile(&json).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    (out, profile, dir)
+}
+
+fn other(p: &Profile, token: usize, name: &str) -> u64 {
+    p.tokens[token]
+        .other_counters
+        .get(name)
+        .copied()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_hand_counted_vulkan_program_gives_exactly_its_counts() {
+    if !have_gpu() {
+        return;
+    }
+    let (out, p, _dir) = counted(&[], &["--steps", "3", "--named"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(p.tokens.len(), 3, "one step per fence wait");
+    for (i, t) in p.tokens.iter().enumerate() {
+        let c = &t.counters;
+        assert_eq!(
+            (c.dispatches, c.passes, c.submits, c.syncs, c.barriers),
+            (3, 1, 1, 1, 3),
+            "step {i}"
+        );
+        assert_eq!(other(&p, i, "buffer_barriers"), 3);
+        assert_eq!(other(&p, i, "memory_barriers"), 0);
+        assert_eq!(
+            (other(&p, i, "fills"), other(&p, i, "fill_bytes")),
+            (1, 256)
+        );
+        assert_eq!(
+            (other(&p, i, "copies"), other(&p, i, "copy_bytes")),
+            (1, 256)
+        );
+        assert_eq!(other(&p, i, "command_buffers"), 1);
+        // Setup lands in the first step.
+        let first = i == 0;
+        assert_eq!(c.buffers_created, if first { 2 } else { 0 }, "step {i}");
+        assert_eq!(c.pipelines_created, u64::from(first), "step {i}");
+        assert_eq!(other(&p, i, "allocations"), if first { 2 } else { 0 });
+        assert_eq!(other(&p, i, "descriptor_updates"), u64::from(first));
+    }
+    let d: Vec<_> = p.dispatches.iter().filter(|d| d.token == 1).collect();
+    assert_eq!(d.len(), 3);
+    for (k, d) in d.iter().enumerate() {
+        assert_eq!(d.op, "counted_add", "the pipeline's debug-utils name");
+        assert_eq!(d.label, format!("add.{k}"), "the label around the dispatch");
+        assert_eq!(d.workgroups, [4, 1, 1]);
+        assert!(
+            d.valid_gpu_ns().is_some(),
+            "timed on lavapipe (auto: every dispatch)"
+        );
+    }
+    assert!(p.incomplete.is_none(), "{:?}", p.incomplete);
+    let report = text(&out.stderr);
+    assert!(
+        report.contains("Ops") && report.contains("counted_add"),
+        "{report}"
+    );
+}
+
+#[test]
+fn without_names_a_dispatch_is_its_entry_point_hash_and_workgroup_size() {
+    if !have_gpu() {
+        return;
+    }
+    let (_, p, _dir) = counted(&["--timing", "off"], &["--steps", "2"]);
+    let d = &p.dispatches[0];
+    assert!(
+        d.op.starts_with("main@") && d.op.ends_with(" 16x1x1"),
+        "{}",
+        d.op
+    );
+    assert!(p.dispatches.iter().all(|d| d.gpu.is_none()), "timing off");
+}
+
+#[test]
+fn the_programs_exit_code_passes_through() {
+    if !have_gpu() {
+        return;
+    }
+    let (out, p, _dir) = counted(&[], &["--steps", "1", "--exit-code", "7"]);
+    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(p.tokens.len(), 1);
+    let out = attach(&[], &["sh", "-c", "echo to-stdout; exit 3"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        text(&out.stdout),
+        "to-stdout\n",
+        "the program's stdout, untouched"
+    );
+    let lines: Vec<String> = text(&out.stderr).lines().map(String::from).collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("created no Vulkan device"),
+        "{}",
+        lines[0]
+    );
+}
+
+/// Waits until `dir`'s recording holds `n` steps.
+fn wait_for_steps(dir: &Path, n: usize) {
+    let file = dir.join(gpuscope_trace::recording::RECORDS_FILE);
+    for _ in 0..600 {
+        let steps = std::fs::read_to_string(&file)
+            .map(|t| t.matches("\"record\":\"step\"").count())
+            .unwrap_or(0);
+        if steps >= n {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the recording never reached {n} steps");
+}
+
+#[test]
+#[cfg(unix)]
+fn a_program_killed_mid_run_leaves_a_profile_of_what_completed() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, json) = (dir.path().join("rec"), dir.path().join("p.json"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args([
+            "attach",
+            "--output",
+            rec.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--",
+        ])
+        .arg(vk_counted())
+        .args(["--steps", "100000", "--sleep-ms", "5"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_steps(&rec, 3);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(128 + libc::SIGTERM),
+        "{}",
+        text(&out.stderr)
+    );
+    let p = load_profile(&json).unwrap();
+    assert!(p.tokens.len() >= 3);
+    let why = p.incomplete.expect("marked incomplete");
+    assert!(why.contains("killed by signal 15"), "{why}");
+    // The raw recording reads the same way through `report`.
+    let again = load_profile(&rec).unwrap();
+    assert!(again.tokens.len() >= p.tokens.len());
+}
+
+#[test]
+fn a_panic_in_the_layer_never_reaches_the_program() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("p.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(["attach", "--json", json.to_str().unwrap(), "--"])
+        .arg(vk_counted())
+        .args(["--steps", "2", "--exit-code", "0"])
+        .env("GPUSCOPE_LAYER_FAULT", "panic-at-dispatch=2")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let p = load_profile(&json).unwrap();
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("panic in the layer's vkCmdDispatch bookkeeping")),
+        "{:?}",
+        p.notes
+    );
+    assert_eq!(p.tokens.len(), 2, "recording went on after the panic");
+}
+
+#[test]
+fn a_recording_that_cannot_be_written_is_reported_and_the_program_runs_on() {
+    if !have_gpu() {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(["attach", "--"])
+        .arg(vk_counted())
+        .args(["--steps", "2", "--exit-code", "4"])
+        .env("GPUSCOPE_LAYER_FAULT", "fail-write")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "the program ran to its end");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("gpuscope: the layer could not record") && err.contains("fail-write"),
+        "{err}"
+    );
+}
