@@ -56,8 +56,9 @@ pub struct DeviceState {
     /// Recorded id of each pipeline and shader module handle.
     pub pipelines: HashMap<u64, u32>,
     pub modules: HashMap<u64, u32>,
-    /// Each memory allocation: (bytes, memory type).
-    pub memory: HashMap<u64, (u64, u32)>,
+    /// Each memory allocation: (its number, bytes, memory type).
+    pub memory: HashMap<u64, (u64, u64, u32)>,
+    pub allocations_made: u64,
     /// What each buffer is for (`storage`, `uniform`, `staging`, `other`).
     pub buffer_usage: HashMap<u64, &'static str>,
     pub queues: HashMap<u64, Queue>,

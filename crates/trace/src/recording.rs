@@ -28,8 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
 use crate::profile::{
-    AdapterDesc, CpuSpan, DispatchEvent, GpuSpan, PassEvent, Profile, TimestampIssue, TimingInfo,
-    TimingMode, TokenRecord, WorkloadDesc, PROFILE_FORMAT,
+    AdapterDesc, BufferRecord, CpuSpan, DispatchEvent, GpuSpan, MemoryKind, PassEvent, Profile,
+    TimestampIssue, TimingInfo, TimingMode, TokenRecord, WorkloadDesc, PROFILE_FORMAT,
 };
 use crate::FormatVersion;
 
@@ -172,6 +172,9 @@ pub struct NameRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AllocationRecord {
     pub device: u32,
+    /// The allocation's number on its device (an `alloc`, its `bind`s and its `free`
+    /// share it).
+    pub id: u64,
     pub bytes: u64,
     /// The memory type's index and its property flags (`device_local`, `host_visible`,
     /// ...).
@@ -548,6 +551,7 @@ impl Recording {
         for step in &self.steps {
             self.add_step(&mut p, step, &names, origin, &mut threads);
         }
+        p.buffers = self.memory_records();
         let mut thread_ids: Vec<(u64, u32)> = threads.into_iter().collect();
         thread_ids.sort_by_key(|&(_, i)| i);
         p.threads = thread_ids
@@ -579,6 +583,51 @@ impl Recording {
             });
         }
         p
+    }
+
+    /// Each memory allocation as a buffer record: labelled by its memory type and what
+    /// the buffers bound to it are for; host-visible memory counts as staging.
+    fn memory_records(&self) -> Vec<BufferRecord> {
+        let mut out: Vec<BufferRecord> = Vec::new();
+        let mut index: HashMap<(u32, u64), usize> = HashMap::new();
+        for a in &self.allocations {
+            let key = (a.device, a.id);
+            match a.event.as_str() {
+                "alloc" => {
+                    index.insert(key, out.len());
+                    let host = a.properties.contains("host_visible")
+                        && !a.properties.contains("device_local");
+                    out.push(BufferRecord {
+                        label: format!("memory type {} ({})", a.memory_type, a.properties),
+                        kind: if host {
+                            MemoryKind::Staging
+                        } else {
+                            MemoryKind::Other
+                        },
+                        bytes: a.bytes,
+                        created_token: a.step.filter(|&s| s > 0),
+                        dropped_token: None,
+                    });
+                }
+                "bind" => {
+                    if let (Some(&i), Some(usage)) = (index.get(&key), &a.usage) {
+                        let b = &mut out[i];
+                        if !b.label.contains(" for ") {
+                            b.label.push_str(&format!(" for {usage}"));
+                        } else if !b.label.contains(usage.as_str()) {
+                            b.label.push_str(&format!(", {usage}"));
+                        }
+                    }
+                }
+                "free" => {
+                    if let Some(&i) = index.get(&key) {
+                        out[i].dropped_token = a.step;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
     }
 
     fn queue_name(&self, q: &QueueRecord) -> String {

@@ -273,8 +273,7 @@ fn properties(flags: vk::MemoryPropertyFlags) -> String {
 
 fn allocation(
     d: &Device,
-    bytes: u64,
-    memory_type: u32,
+    (id, bytes, memory_type): (u64, u64, u32),
     event: &str,
     usage: Option<&str>,
 ) -> Record {
@@ -285,6 +284,7 @@ fn allocation(
         .unwrap_or_default();
     Record::Allocation(AllocationRecord {
         device: d.id,
+        id,
         bytes,
         memory_type,
         properties: properties(flags),
@@ -311,11 +311,11 @@ unsafe extern "system" fn bind_buffer_memory(
         guard("vkBindBufferMemory", || {
             let st = d.lock();
             let usage = st.buffer_usage.get(&buffer.as_raw()).copied();
-            let Some(&(bytes, ty)) = st.memory.get(&memory.as_raw()) else {
+            let Some(&m) = st.memory.get(&memory.as_raw()) else {
                 return;
             };
             drop(st);
-            writer::record(&allocation(&d, bytes, ty, "bind", usage));
+            writer::record(&allocation(&d, m, "bind", usage));
         });
     }
     r
@@ -338,11 +338,13 @@ unsafe extern "system" fn allocate_memory(
         guard("vkAllocateMemory", || {
             let (bytes, ty) = ((*info).allocation_size, (*info).memory_type_index);
             let mut st = d.lock();
-            st.memory.insert((*out).as_raw(), (bytes, ty));
+            let id = st.allocations_made;
+            st.allocations_made += 1;
+            st.memory.insert((*out).as_raw(), (id, bytes, ty));
             count(&mut st, "allocations", 1);
             count(&mut st, "allocated_bytes", bytes);
             drop(st);
-            writer::record(&allocation(&d, bytes, ty, "alloc", None));
+            writer::record(&allocation(&d, (id, bytes, ty), "alloc", None));
         });
     }
     r
@@ -358,10 +360,10 @@ unsafe extern "system" fn free_memory(
     };
     guard("vkFreeMemory", || {
         let mut st = d.lock();
-        if let Some((bytes, ty)) = st.memory.remove(&memory.as_raw()) {
+        if let Some(m) = st.memory.remove(&memory.as_raw()) {
             count(&mut st, "frees", 1);
             drop(st);
-            writer::record(&allocation(&d, bytes, ty, "free", None));
+            writer::record(&allocation(&d, m, "free", None));
         }
     });
     if let Some(next) = d.fns.free_memory {
