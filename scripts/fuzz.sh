@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Runs one fuzz target for a given time: scripts/fuzz.sh TARGET SECONDS [libFuzzer options]
-# TARGET: gguf_reader | capture_reader | profile_reader. See docs/fuzzing.md.
+# TARGET: gguf_reader | profile_pipeline | capture_pipeline | recording_pipeline. See docs/fuzzing.md.
 #
-# Or builds the three targets once (release, debug assertions on) into a folder to carry
+# Or builds the targets once (release, debug assertions on) into a folder to carry
 # to a bigger machine: scripts/fuzz.sh build [DIR] (default fuzz/dist): DIR/bin/TARGET,
 # DIR/seeds/TARGET, and DIR/fuzz-remote.sh, which runs them there (see that script).
 #
 # The committed seeds (fuzz/seeds/TARGET, made by the project's writers; regenerate with
 # GPUSCOPE_BLESS=1 cargo test ... fuzz_seeds) start the run; what the fuzzer finds goes
 # to fuzz/corpus/TARGET (kept between runs, not committed), crashes to
-# fuzz/artifacts/TARGET, the log to fuzz/logs/. Memory is capped at 2 GiB per input
-# (-rss_limit_mb=2048) and an input running over 10 s counts as a hang.
+# fuzz/artifacts/TARGET, the log to fuzz/logs/. Memory is capped at 1 GiB per input
+# and a single allocation at 512 MiB (-rss_limit_mb=1024 -malloc_limit_mb=512: an
+# allocation the input did not pay for counts as a crash); an input running over 10 s
+# counts as a hang.
 # Builds use nightly when rustup has it, else stable with RUSTC_BOOTSTRAP=1 (cargo-fuzz
 # passes nightly-only -Z flags). The CPU is often shared: run it under `nice -n 19`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGETS=(gguf_reader capture_reader profile_reader)
+TARGETS=(gguf_reader profile_pipeline capture_pipeline recording_pipeline)
 
 toolchain() {
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
@@ -46,7 +48,7 @@ if [ "${1:-}" = build ]; then
   exit 0
 fi
 
-TARGET=${1:?usage: scripts/fuzz.sh TARGET SECONDS (gguf_reader, capture_reader, profile_reader)}
+TARGET=${1:?usage: scripts/fuzz.sh TARGET SECONDS (gguf_reader, profile_pipeline, capture_pipeline, recording_pipeline)}
 SECS=${2:?usage: scripts/fuzz.sh TARGET SECONDS}
 shift 2
 [ -d "fuzz/seeds/$TARGET" ] || { echo "fuzz.sh: no fuzz/seeds/$TARGET: unknown target" >&2; exit 2; }
@@ -59,7 +61,7 @@ echo "fuzz.sh: $TARGET for $SECS s, log $LOG" >&2
 set +e
 # -a: debug assertions and overflow checks on, so an overflow is a crash.
 "${CARGO[@]}" fuzz run -a "${FEATURES[@]}" "$TARGET" "fuzz/corpus/$TARGET" "fuzz/seeds/$TARGET" -- \
-  -max_total_time="$SECS" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$@" \
+  -max_total_time="$SECS" -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 -print_final_stats=1 "$@" \
   >"$LOG" 2>&1
 RC=$?
 set -e

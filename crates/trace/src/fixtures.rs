@@ -187,6 +187,7 @@ pub fn small() -> Profile {
             counters: counters(i == 0),
             cpu: Default::default(),
             name: None,
+            other_counters: Default::default(),
         })
         .collect();
     Profile {
@@ -319,6 +320,7 @@ pub fn long(n_tokens: u32, n_layers: u32) -> Profile {
             counters: c,
             cpu: Default::default(),
             name: None,
+            other_counters: Default::default(),
         });
     }
     p
@@ -353,6 +355,7 @@ pub fn tokens_only(times: &[(u64, Option<u64>)]) -> Profile {
             counters: counters(i == 0),
             cpu: Default::default(),
             name: None,
+            other_counters: Default::default(),
         })
         .collect();
     p

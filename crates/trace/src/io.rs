@@ -110,7 +110,8 @@ pub fn save_profile(path: &Path, p: &Profile) -> Result<(), ProfileIoError> {
 }
 
 /// Reads a profile written by [`save_profile`] or [`crate::compact::save`] (any minor
-/// version of the same major), and checks its consistency.
+/// version of the same major), or the Vulkan layer's recording directory
+/// ([`crate::recording`]), and checks its consistency.
 pub fn load_profile(path: &Path) -> Result<Profile, ProfileIoError> {
     // `gpuscope attach --output DIR` keeps the layer's raw recording: read as its profile.
     if path.is_dir() && crate::recording::is_recording(path) {
@@ -120,6 +121,12 @@ pub fn load_profile(path: &Path) -> Result<Profile, ProfileIoError> {
         path: path.to_path_buf(),
         source,
     })?;
+    profile_from_bytes(bytes, path)
+}
+
+/// A profile from a file's bytes, compact or JSON (the content tells), checked for
+/// consistency; errors name `path`.
+pub fn profile_from_bytes(bytes: Vec<u8>, path: &Path) -> Result<Profile, ProfileIoError> {
     let p = if crate::compact::is_compact(&bytes) {
         crate::compact::decode(&bytes).map_err(|error| ProfileIoError::Compact {
             path: path.to_path_buf(),

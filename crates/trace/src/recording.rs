@@ -311,15 +311,20 @@ pub fn read_recording(dir: &Path) -> Result<Recording, RecordingError> {
         path: path.clone(),
         source,
     })?;
+    read_records(std::io::BufReader::new(file), &path)
+}
+
+/// Reads records line by line from `input`; errors name `path` and the line.
+pub fn read_records(input: impl BufRead, path: &Path) -> Result<Recording, RecordingError> {
     let mut r = Recording::default();
-    let mut lines = std::io::BufReader::new(file).lines().enumerate().peekable();
+    let mut lines = input.lines().enumerate().peekable();
     while let Some((i, line)) = lines.next() {
         let line = line.map_err(|source| RecordingError::Read {
-            path: path.clone(),
+            path: path.to_path_buf(),
             source,
         })?;
         let bad = |message: String| RecordingError::Bad {
-            path: path.clone(),
+            path: path.to_path_buf(),
             line: i + 1,
             message,
         };
@@ -336,7 +341,7 @@ pub fn read_recording(dir: &Path) -> Result<Recording, RecordingError> {
         if let Some(h) = &r.header {
             if h.format.major != RECORDING_FORMAT.major {
                 return Err(RecordingError::Version {
-                    path,
+                    path: path.to_path_buf(),
                     found: h.format,
                     supported: RECORDING_FORMAT,
                 });
@@ -344,7 +349,9 @@ pub fn read_recording(dir: &Path) -> Result<Recording, RecordingError> {
         }
     }
     if r.header.is_none() {
-        return Err(RecordingError::Empty { path });
+        return Err(RecordingError::Empty {
+            path: path.to_path_buf(),
+        });
     }
     Ok(r)
 }
@@ -657,7 +664,7 @@ impl Recording {
                 }
                 None => {
                     let s = &self.shaders[pl.shader as usize];
-                    let short = &s.hash[..s.hash.len().min(8)];
+                    let short: String = s.hash.chars().take(8).collect();
                     let wg = pl
                         .workgroup_size
                         .or_else(|| {
@@ -740,7 +747,8 @@ impl Recording {
         for (pass, cb) in with_work.enumerate() {
             let (gpu, issue) = span(cb.ticks);
             if let Some(g) = gpu {
-                *busy.get_or_insert(0) += g.duration_ns();
+                let b = busy.get_or_insert(0);
+                *b = b.saturating_add(g.duration_ns());
             }
             p.passes.push(PassEvent {
                 token,
@@ -757,7 +765,8 @@ impl Recording {
                 let (gpu, issue) = span(d.ticks);
                 if cb.ticks.is_none() {
                     if let Some(g) = gpu {
-                        *busy.get_or_insert(0) += g.duration_ns();
+                        let b = busy.get_or_insert(0);
+                        *b = b.saturating_add(g.duration_ns());
                     }
                 }
                 p.dispatches.push(DispatchEvent {

@@ -1,4 +1,4 @@
-//! Seeds of the `capture_reader` and `profile_reader` fuzz targets, made by the project's
+//! Seeds of the `capture_pipeline` and `profile_pipeline` fuzz targets, made by the project's
 //! own writers: a small capture (written by [`CaptureWriter`], packed as the target reads
 //! it) and small profiles (written by `save_profile`). Each test checks the committed
 //! seed is what the writers make today and that it reads back; `GPUSCOPE_BLESS=1`
@@ -188,7 +188,7 @@ fn the_capture_fuzz_seed_is_current_and_reads_back_unpacked() {
             &file(packed::BLOB),
         ],
     );
-    check_seed(&corpus("capture_reader", "small-capture"), &bytes);
+    check_seed(&corpus("capture_pipeline", "small-capture"), &bytes);
     let capture = read_capture_from(Box::new(packed::unpack(&bytes)), Path::new("<seed>"))
         .expect("the packed seed reads back");
     assert_eq!(capture.stream.steps.len(), 2);
@@ -203,9 +203,32 @@ fn the_profile_fuzz_seeds_are_current_and_read_back() {
         ("untimed.json", fixture::untimed()),
     ] {
         let json = serde_json::to_string(&profile).unwrap();
-        check_seed(&corpus("profile_reader", name), json.as_bytes());
+        check_seed(&corpus("profile_pipeline", name), json.as_bytes());
         let back = gpuscope_trace::io::profile_from_json(&json).unwrap();
         assert_eq!(back.tokens.len(), profile.tokens.len());
         assert_eq!(back, profile);
     }
+    // The pipeline target reads the compact encoding too.
+    let bytes = gpuscope_trace::compact::encode(&fixture::small()).unwrap();
+    check_seed(&corpus("profile_pipeline", "small.bin"), &bytes);
+    let back = gpuscope_trace::io::profile_from_bytes(bytes, Path::new("<seed>")).unwrap();
+    assert_eq!(back, fixture::small());
+}
+
+/// The recording seed is a real one: `gpuscope attach` on `examples/vk_counted.rs`
+/// (2 steps, named), refreshed by hand; it must still read into a consistent profile.
+#[test]
+fn the_recording_fuzz_seed_reads_into_a_profile() {
+    let bytes = std::fs::read(corpus("recording_pipeline", "vk_counted.jsonl")).unwrap();
+    let r = gpuscope_trace::recording::read_records(&bytes[..], Path::new("<seed>")).unwrap();
+    let p = r.to_profile();
+    gpuscope_trace::consistency::check(&p).unwrap();
+    assert_eq!(p.tokens.len(), 2);
+    assert_eq!(
+        p.dispatches
+            .iter()
+            .filter(|d| d.op == "counted_add")
+            .count(),
+        6
+    );
 }

@@ -220,6 +220,7 @@ pub fn large_profile(dispatches: usize) -> Profile {
             index: token,
             position: token,
             token_id: (rng.next() % 49_152) as u32,
+            other_counters: Default::default(),
             wall_ns: cpu_ns - step_start,
             gpu_busy_ns: Some(busy),
             counters: Counters {

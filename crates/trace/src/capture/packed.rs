@@ -1,4 +1,4 @@
-//! A capture's files packed into one byte string: the input of the `capture_reader` fuzz
+//! A capture's files packed into one byte string: the input of the `capture_pipeline` fuzz
 //! target, and how its seed corpus is made from a real capture (one way to pack and
 //! unpack, so the seeds and the target always agree).
 //!
