@@ -350,3 +350,77 @@ fn renderings_show_the_same_rows() {
     assert_eq!(v["labels"].as_array().unwrap().len(), 4, "every label");
     assert_eq!(v["gate"]["checks"][0]["outcome"], "fail");
 }
+
+/// `run`'s profile with one op per layer (`op0`..`op3`), every time (wall, GPU busy,
+/// every dispatch) `factor` times longer when `uniform`, else only layer 2's dispatch
+/// and the wall.
+fn four_ops(seed: u64, factor: f64, uniform: bool) -> Profile {
+    let mut p = run(seed, 1.0);
+    let mut j = Jitter(seed + 100);
+    for t in &mut p.tokens {
+        t.wall_ns = j.scale((t.wall_ns as f64 * factor) as u64, 0.01);
+        if uniform {
+            t.gpu_busy_ns = t.gpu_busy_ns.map(|b| (b as f64 * factor) as u64);
+        }
+    }
+    for d in &mut p.dispatches {
+        d.op = format!("op{}", d.layer.unwrap());
+        if uniform || d.layer == Some(2) {
+            let span = d.gpu.as_mut().unwrap();
+            span.end_ns = span.start_ns + ((span.end_ns - span.start_ns) as f64 * factor) as u64;
+        }
+    }
+    p
+}
+
+/// Regression: an A/A diff of two identical builds, one run on a loaded machine, said
+/// "wall -28.8%, faster" with every op shifted the same way and no warning.
+#[test]
+fn a_uniform_slowdown_is_a_machine_change_the_gate_cannot_judge() {
+    let d = diff(
+        &four_ops(1, 1.0, true),
+        &four_ops(2, 1.3, true),
+        &DiffOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(d.headline.wall.verdict, Verdict::Slower);
+    let m = d.machine_change.expect("everything moved together");
+    assert!((1.25..1.35).contains(&m.factor), "{m:?}");
+    assert_eq!((m.ops, m.ops_moved), (4, 4));
+    let g = gate(&d, &limits(0.05)).unwrap();
+    assert!(g.passed(), "no timing check fails: {g:?}");
+    assert!(g
+        .checks
+        .iter()
+        .any(|c| c.outcome == CheckOutcome::Inconclusive));
+    let text = render_diff_text(&d, Some(&g));
+    assert!(text.contains("machine or its load changed"), "{text}");
+    // A code change that moves one op is not the machine's.
+    let d = diff(
+        &four_ops(1, 1.0, false),
+        &four_ops(2, 1.3, false),
+        &DiffOptions::default(),
+    )
+    .unwrap();
+    assert!(d.machine_change.is_none(), "{:?}", d.machine_change);
+    assert!(!gate(&d, &limits(0.05)).unwrap().passed());
+}
+
+/// Regression: the change column showed the Hodges-Lehmann shift over the base median,
+/// which can disagree with the medians printed beside it (`1.504 -> 0.054 -16.9%`).
+#[test]
+fn the_change_column_is_the_ratio_of_the_medians_shown() {
+    let d = diff(
+        &four_ops(1, 1.0, true),
+        &four_ops(2, 1.3, true),
+        &DiffOptions::default(),
+    )
+    .unwrap();
+    for t in d.ops.iter().map(|o| o.time).chain([d.headline.wall]) {
+        let (b, n) = (
+            t.base.unwrap().median_ns as f64,
+            t.new.unwrap().median_ns as f64,
+        );
+        assert!((t.change.unwrap() - (n / b - 1.0)).abs() < 1e-12, "{t:?}");
+    }
+}

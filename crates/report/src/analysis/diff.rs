@@ -115,9 +115,11 @@ pub struct TimeDiff {
     pub unit: SampleUnit,
     pub base: Option<Samples>,
     pub new: Option<Samples>,
-    /// Hodges-Lehmann estimate of `new - base`, in ns.
+    /// Hodges-Lehmann estimate of `new - base`, in ns (the test's effect size).
     pub shift_ns: Option<i64>,
-    /// `shift_ns` over the base median: +0.10 is 10% slower.
+    /// The new median over the base median, less one: +0.10 is 10% slower. The same
+    /// figures the row shows, so the column never disagrees with the values beside it
+    /// (the Hodges-Lehmann shift can, when a side's samples are bimodal).
     pub change: Option<f64>,
     pub p_value: Option<f64>,
     pub verdict: Verdict,
@@ -134,8 +136,10 @@ impl TimeDiff {
         };
         let (b, n) = (summary(base), summary(new));
         let test = shift_test(base, new);
-        let change = match (b, test) {
-            (Some(b), Some(t)) if b.median_ns > 0 => Some(t.shift_ns as f64 / b.median_ns as f64),
+        let change = match (b, n, test) {
+            (Some(b), Some(n), Some(_)) if b.median_ns > 0 => {
+                Some(n.median_ns as f64 / b.median_ns as f64 - 1.0)
+            }
             _ => None,
         };
         let verdict = match (change, test) {
@@ -335,6 +339,62 @@ pub struct Diff {
     pub layers: Vec<LayerDiff>,
     /// Setup, first-token and steady-max counters, every field of each.
     pub counters: Vec<CounterDiff>,
+    /// Set when the wall time and nearly every op moved together by about the same
+    /// factor: the machine or its load changed, not the code (see [`machine_change`]).
+    pub machine_change: Option<MachineChange>,
+}
+
+/// Everything moved together: what a different machine, clock or load does, and what a
+/// code change rarely does (it moves the ops it touches).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MachineChange {
+    /// The wall time's factor, new median over base.
+    pub factor: f64,
+    /// Ops timed in both runs, and those that moved with the wall time.
+    pub ops: usize,
+    pub ops_moved: usize,
+    /// The base GPU time of the ops that moved, as a share of all compared ops'.
+    pub share_moved: f64,
+}
+
+/// Share of the compared ops' base time that must move with the wall time for the
+/// diff to call the change the machine's.
+pub const MACHINE_SHARE: f64 = 0.75;
+
+/// Whether the change between the runs is the machine's: the wall time changed
+/// significantly, and ops carrying at least [`MACHINE_SHARE`] of the base GPU time
+/// moved the same way by about the same factor (within half the wall's change, in log
+/// scale). Needs per-op times in both runs and three ops at least.
+pub fn machine_change(headline: &Headline, ops: &[OpDiff]) -> Option<MachineChange> {
+    let w = &headline.wall;
+    if !matches!(w.verdict, Verdict::Slower | Verdict::Faster) {
+        return None;
+    }
+    let factor = w.change? + 1.0;
+    let log_f = factor.ln();
+    let compared: Vec<(f64, f64)> = ops
+        .iter()
+        .filter_map(|r| {
+            let (b, n) = (r.time.base?, r.time.new?);
+            (b.median_ns > 0 && n.median_ns > 0 && b.count >= 3 && n.count >= 3)
+                .then(|| (b.median_ns as f64, n.median_ns as f64 / b.median_ns as f64))
+        })
+        .collect();
+    if compared.len() < 3 {
+        return None;
+    }
+    let total: f64 = compared.iter().map(|(t, _)| t).sum();
+    let moved: Vec<&(f64, f64)> = compared
+        .iter()
+        .filter(|(_, r)| (r.ln() - log_f).abs() <= 0.5 * log_f.abs())
+        .collect();
+    let share_moved = moved.iter().map(|(t, _)| t).sum::<f64>() / total;
+    (share_moved >= MACHINE_SHARE).then_some(MachineChange {
+        factor,
+        ops: compared.len(),
+        ops_moved: moved.len(),
+        share_moved,
+    })
 }
 
 impl Diff {
@@ -355,7 +415,10 @@ pub fn diff(base: &Profile, new: &Profile, options: &DiffOptions) -> Result<Diff
         return Err(DiffError::NoTokens(Side::New));
     }
     let (gb, gn) = (group_dispatches(base), group_dispatches(new));
+    let headline = headline(base, new, options);
+    let ops = ops(&gb, &gn, options);
     Ok(Diff {
+        machine_change: machine_change(&headline, &ops),
         options: *options,
         runs: Pair {
             base: run_summary(base),
@@ -367,8 +430,8 @@ pub fn diff(base: &Profile, new: &Profile, options: &DiffOptions) -> Result<Diff
             .chain(notes(new, Side::New))
             .collect(),
         settings: settings(base, new),
-        headline: headline(base, new, options),
-        ops: ops(&gb, &gn, options),
+        headline,
+        ops,
         labels: labels(&gb, &gn, options),
         layers: layers(base, new, options),
         counters: counters(base, new),

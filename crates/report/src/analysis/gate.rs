@@ -7,7 +7,9 @@
 //! checked. A counter check fails when any per-token counter (the steady tokens'
 //! maximum) grew by more than the allowed increase: counters are exact, so no
 //! statistics are needed. Setup counters are shown by the diff but not gated: a new
-//! kernel variant legitimately adds a pipeline at setup.
+//! kernel variant legitimately adds a pipeline at setup. When the diff finds that the
+//! machine or its load changed (everything moved together), no timing check can be
+//! judged: each is inconclusive and none fails; counter checks still apply.
 
 use serde::Serialize;
 
@@ -43,6 +45,9 @@ pub enum CheckOutcome {
     Fail,
     /// The row has no timed samples in one run (timing off, an added op): not checked.
     NotChecked,
+    /// A timing limit the gate cannot judge: everything moved together, so the machine
+    /// or its load changed ([`super::diff::MachineChange`]); rerun both on one machine.
+    Inconclusive,
 }
 
 /// What a check looked at.
@@ -120,6 +125,14 @@ pub enum GateError {
 /// Applies the limits to a diff.
 pub fn gate(d: &Diff, o: &GateOptions) -> Result<GateResult, GateError> {
     let mut checks = Vec::new();
+    let machine = d.machine_change.is_some();
+    let time_check = |subject, presence, t: &TimeDiff, limit| {
+        let mut c = time_check(subject, presence, t, limit);
+        if machine && c.outcome != CheckOutcome::NotChecked {
+            c.outcome = CheckOutcome::Inconclusive;
+        }
+        c
+    };
     if let Some(limit) = o.max_regress {
         checks.push(time_check(
             Subject::TimePerToken,

@@ -103,6 +103,15 @@ fn runs(out: &mut Vec<Block>, d: &Diff) {
     for m in &d.mismatches {
         out.push(Block::Warning(mismatch(m)));
     }
+    if let Some(m) = &d.machine_change {
+        out.push(Block::Warning(format!(
+            "WARNING: everything moved together: wall x{:.3} and {} of {} ops ({:.0}% of the base GPU time) by about the same factor. The machine or its load changed between the runs, not the code; the gate cannot judge time limits. Rerun both builds on one quiet machine, alternating",
+            m.factor,
+            m.ops_moved,
+            m.ops,
+            m.share_moved * 100.0
+        )));
+    }
     for n in &d.notes {
         out.push(Block::Line(format!("note: {n}")));
     }
@@ -430,6 +439,7 @@ fn gate_section(out: &mut Vec<Block>, g: &GateResult) {
                         CheckOutcome::Fail => "FAIL",
                         CheckOutcome::Pass => "ok",
                         CheckOutcome::NotChecked => "not checked",
+                        CheckOutcome::Inconclusive => "inconclusive (machine change)",
                     }
                     .into(),
                     match &c.subject {
