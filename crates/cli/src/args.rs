@@ -422,9 +422,11 @@ pub struct ProfileArgs {
     #[arg(long, default_value_t = 1)]
     pub first_token: u32,
     /// Tokens decoded and discarded before the recorded ones (lazy pipeline compiles,
-    /// GPU clock ramp-up).
-    #[arg(long, default_value_t = 3, value_parser = limits::tokens_or_none())]
-    pub warmup: u32,
+    /// GPU clock ramp-up): `auto` decodes until the step time settles (two 8-step
+    /// medians within 5%, at most 10 s and 256 steps; the report says how it ended), or
+    /// a number of tokens.
+    #[arg(long, default_value = "auto", value_parser = parse_warmup)]
+    pub warmup: gpuscope_model::Warmup,
     /// Tokens in flight: 2 encodes the next token while the GPU runs this one; 1 waits
     /// for each token first (per-token latency instead of throughput).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
@@ -666,6 +668,16 @@ fn output_dir(s: &str) -> Result<PathBuf, String> {
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
     limits::finite_in(s, 0.0..=limits::MAX_SECONDS, "a number of seconds")
+}
+
+fn parse_warmup(s: &str) -> Result<gpuscope_model::Warmup, String> {
+    let w: gpuscope_model::Warmup = s.parse()?;
+    match w {
+        gpuscope_model::Warmup::Steps(n) if n > MAX_TOKENS => {
+            Err(format!("`{s}` is more than {MAX_TOKENS} tokens"))
+        }
+        w => Ok(w),
+    }
 }
 
 fn parse_tolerance(s: &str) -> Result<f32, String> {

@@ -164,7 +164,7 @@ fn a_program_killed_mid_run_leaves_a_profile_of_what_completed() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (rec, json) = (dir.path().join("rec"), dir.path().join("p.json"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+    let child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
         .args([
             "attach",
             "--output",

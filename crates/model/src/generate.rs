@@ -20,6 +20,38 @@ use crate::error::ModelError;
 use crate::gpu::{DecoderOptions, GpuDecoder};
 use crate::weights::ModelWeights;
 
+/// Steps per window of the warm-up's settling test.
+pub const SETTLE_WINDOW: usize = 8;
+/// How close two windows' medians must be for the step time to count as settled.
+pub const SETTLE_TOLERANCE: f64 = 0.05;
+
+/// Whether the last two windows of `walls` have medians within [`SETTLE_TOLERANCE`].
+fn settled(walls: &[u64]) -> bool {
+    let w = SETTLE_WINDOW;
+    if walls.len() < 2 * w {
+        return false;
+    }
+    let median = |v: &[u64]| {
+        let mut v = v.to_vec();
+        v.sort_unstable();
+        v[v.len() / 2] as f64
+    };
+    let (prev, last) = (
+        median(&walls[walls.len() - 2 * w..walls.len() - w]),
+        median(&walls[walls.len() - w..]),
+    );
+    prev > 0.0 && (last - prev).abs() <= SETTLE_TOLERANCE * prev
+}
+
+/// How an automatic warm-up ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WarmupDone {
+    pub steps: u32,
+    /// Whether the step time settled (else the time or step limit ended it).
+    pub settled: bool,
+    pub wall_ns: u64,
+}
+
 /// How the loop runs.
 #[derive(Debug, Clone)]
 pub struct GenerateOptions {
@@ -185,20 +217,59 @@ impl<'g> Generator<'g> {
     /// same one-time costs: on lavapipe a 32-token prompt took 1.5x as long the first
     /// time), then clears the position.
     pub fn warm_up(&mut self, n: u32, first_token: u32) -> Result<(), ModelError> {
+        self.warm_up_until(first_token, |walls| walls.len() >= n as usize)
+            .map(drop)
+    }
+
+    /// [`Generator::warm_up`] until the step time settles: the median of the last
+    /// [`SETTLE_WINDOW`] steps within [`SETTLE_TOLERANCE`] of the median of the window
+    /// before, or until `limit` of wall time or `max_steps` steps (the KV cache's size),
+    /// as llama-bench and criterion warm up. Says how it ended.
+    pub fn warm_up_until_settled(
+        &mut self,
+        first_token: u32,
+        limit: std::time::Duration,
+        max_steps: u32,
+    ) -> Result<WarmupDone, ModelError> {
+        let start = std::time::Instant::now();
+        let walls = self.warm_up_until(first_token, |walls| {
+            settled(walls) || start.elapsed() >= limit || walls.len() >= max_steps as usize
+        })?;
+        Ok(WarmupDone {
+            steps: walls.len() as u32,
+            settled: settled(&walls),
+            wall_ns: start.elapsed().as_nanos() as u64,
+        })
+    }
+
+    /// Unrecorded decode steps from position 0 until `done` (given the walls so far)
+    /// says stop, then the prefill graph once; returns the steps' walls.
+    fn warm_up_until(
+        &mut self,
+        first_token: u32,
+        mut done: impl FnMut(&[u64]) -> bool,
+    ) -> Result<Vec<u64>, ModelError> {
         self.finish_queued();
         self.decoder.set_recorded(false);
-        let mut result = (0..n).try_for_each(|i| {
-            self.decoder
-                .step(self.gpu, (i == 0).then_some(first_token))
-                .map(drop)
-        });
-        if result.is_ok() && n > 0 && self.decoder.prefill_graph().is_some() {
+        let mut walls = Vec::new();
+        let mut result = Ok(());
+        while !done(&walls) {
+            let input = walls.is_empty().then_some(first_token);
+            match self.decoder.step(self.gpu, input) {
+                Ok(out) => walls.push(out.output.wall_ns),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if result.is_ok() && !walls.is_empty() && self.decoder.prefill_graph().is_some() {
             self.decoder.reset();
             result = self.decoder.prefill(self.gpu, &[first_token]).map(drop);
         }
         self.decoder.set_recorded(true);
         self.decoder.reset();
-        result
+        result.map(|()| walls)
     }
 
     /// Feeds `prompt` at the current position: through batched prefill when it is

@@ -48,7 +48,7 @@ pub use planted::PlantedSlowdown;
 pub use prefill::PendingPrefill;
 pub use profile::{
     profile_decode, profile_decode_captured, CaptureRequest, CapturedRun, ProfileOptions,
-    ProfileRun, PREFILL_BATCH,
+    ProfileRun, Warmup, PREFILL_BATCH,
 };
 pub use synthetic::synthetic_weights;
 pub use tokenizer::{Tokenizer, TokenizerError};

@@ -9,7 +9,7 @@ use gpuscope_runtime::{Gpu, StepOutput, TimingRequest};
 use gpuscope_trace::{Overhead, Profile, PromptRecord, TimingMode, WorkloadDesc, PROFILE_FORMAT};
 
 use crate::error::ModelError;
-use crate::generate::{Ended, Flow, GenerateOptions, Generator};
+use crate::generate::{Ended, Flow, GenerateOptions, Generator, SETTLE_TOLERANCE, SETTLE_WINDOW};
 use crate::gpu::{DecoderOptions, GpuDecoder};
 use crate::plan::KernelPlan;
 use crate::weights::ModelWeights;
@@ -24,7 +24,7 @@ pub struct ProfileOptions {
     pub overhead: bool,
     /// Tokens decoded (and thrown away) before the recorded ones: pipelines compile
     /// lazily on some drivers and GPU clocks ramp up over the first tokens.
-    pub warmup: u32,
+    pub warmup: Warmup,
     /// Tokens in flight at once: 1 waits for each token before encoding the next; 2
     /// encodes token N+1 while the GPU runs token N.
     pub in_flight: usize,
@@ -43,6 +43,43 @@ pub struct ProfileOptions {
     /// Kernel variants and fusions; `None`: the adapter's ([`KernelPlan::for_adapter`]).
     pub plan: Option<KernelPlan>,
 }
+
+/// How many tokens the warm-up decodes before the recorded ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warmup {
+    /// Exactly this many.
+    Steps(u32),
+    /// Until the step time settles ([`crate::generate::SETTLE_WINDOW`] steps' medians
+    /// within [`crate::generate::SETTLE_TOLERANCE`]), for at most [`AUTO_WARMUP_LIMIT`]
+    /// and [`AUTO_WARMUP_MAX_STEPS`] steps: H100 runs showed 13 to 45 slow tokens that a
+    /// fixed warm-up of 8 left in the recorded run.
+    Auto,
+}
+
+impl Default for Warmup {
+    fn default() -> Self {
+        Warmup::Steps(0)
+    }
+}
+
+impl std::str::FromStr for Warmup {
+    type Err = String;
+    /// `auto` or a number of tokens.
+    fn from_str(s: &str) -> Result<Warmup, String> {
+        match s.trim() {
+            "auto" => Ok(Warmup::Auto),
+            n => n
+                .parse()
+                .map(Warmup::Steps)
+                .map_err(|_| format!("`{s}`: expected auto or a number of tokens")),
+        }
+    }
+}
+
+/// The longest automatic warm-up, in wall time.
+pub const AUTO_WARMUP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The most steps an automatic warm-up decodes (the KV cache is sized for them).
+pub const AUTO_WARMUP_MAX_STEPS: u32 = 256;
 
 /// Most prompt rows one prefill submit takes (the prefill graph's buffers are sized so),
 /// for `run`, `profile --prompt` and `bench`: llama-bench's default micro-batch. H100,
@@ -137,9 +174,13 @@ pub fn profile_decode_captured(
     rec.restart_profile();
     let setup_start = Instant::now();
     let before_setup = gpu.counters();
+    let warmup_steps = match opts.warmup {
+        Warmup::Steps(n) => n,
+        Warmup::Auto => AUTO_WARMUP_MAX_STEPS,
+    };
     let max_ctx = (opts.prompt.len() as u32)
         .saturating_add(opts.tokens)
-        .max(opts.warmup)
+        .max(warmup_steps)
         .max(1);
     let decoder = GpuDecoder::with_planted_slowdown(
         gpu,
@@ -183,7 +224,12 @@ pub fn profile_decode_captured(
             )
             .collect(),
     };
-    let mut error = gen.warm_up(opts.warmup, opts.first_token).err();
+    let mut error = None;
+    let (mut warmed, mut warmup_note) = (0, None);
+    match warm_up(&mut gen, opts, max_ctx) {
+        Ok((steps, note)) => (warmed, warmup_note) = (steps, note),
+        Err(e) => error = Some(e),
+    }
     let mut prompt = None;
     if error.is_none() && !opts.prompt.is_empty() {
         match gen.prompt(&opts.prompt, |_| Ok(())) {
@@ -235,7 +281,8 @@ pub fn profile_decode_captured(
     profile.setup_wall_ns = setup_wall_ns;
     profile.prompt = prompt;
     profile.graph = Some(gpuscope_runtime::graph_desc(gen.decoder().graph()));
-    profile.warmup_tokens = Some(opts.warmup);
+    profile.warmup_tokens = Some(warmed);
+    profile.notes.extend(warmup_note);
     if let Some(Ok(r)) = &mut recorder {
         let steps: Vec<StepRecord> = recorded
             .iter()
@@ -253,12 +300,15 @@ pub fn profile_decode_captured(
     if opts.overhead && error.is_none() && !interrupted && profile.timing.mode != TimingMode::Off {
         let walls: Vec<u64> = profile.tokens.iter().map(|t| t.wall_ns).collect();
         match measure_untimed(gpu, &mut gen, opts) {
-            Ok(off_wall) => {
+            Ok(off_walls) => {
+                // The rates here skip only each run's first token; the report compares
+                // the steady tokens of both (off_wall_ns).
                 let rate = |ns: Option<u64>| ns.map(|n| 1e9 / n as f64).unwrap_or(0.0);
                 profile.overhead = Some(Overhead {
                     mode: profile.timing.mode,
                     tok_per_s_profiled: rate(steady_median_wall(&walls)),
-                    tok_per_s_off: rate(off_wall),
+                    tok_per_s_off: rate(steady_median_wall(&off_walls)),
+                    off_wall_ns: off_walls,
                 });
             }
             Err(e) => error = Some(e),
@@ -291,13 +341,46 @@ pub fn profile_decode_captured(
     })
 }
 
-/// Decodes the same tokens again with timing off (not recorded); returns the steady
-/// median wall.
+/// The warm-up `opts` asks for; returns the steps decoded and, for `auto`, a note that
+/// says how it ended.
+fn warm_up(
+    gen: &mut Generator,
+    opts: &ProfileOptions,
+    max_ctx: u32,
+) -> Result<(u32, Option<String>), ModelError> {
+    if let Warmup::Steps(n) = opts.warmup {
+        return gen.warm_up(n, opts.first_token).map(|()| (n, None));
+    }
+    let max_steps = max_ctx.min(AUTO_WARMUP_MAX_STEPS);
+    let d = gen.warm_up_until_settled(opts.first_token, AUTO_WARMUP_LIMIT, max_steps)?;
+    let how = if d.settled {
+        format!(
+            "until the step time settled (two {SETTLE_WINDOW}-step medians within {:.0}%)",
+            SETTLE_TOLERANCE * 100.0
+        )
+    } else {
+        let limit = if d.steps >= max_steps {
+            format!("its {max_steps}-step limit")
+        } else {
+            format!("its {} s limit", AUTO_WARMUP_LIMIT.as_secs())
+        };
+        format!("stopped at {limit} before the step time settled: the first recorded tokens may still be slow (the steady-state analysis finds where they settle)")
+    };
+    let note = format!(
+        "warm-up: auto, {} steps in {:.2} s, {how}",
+        d.steps,
+        d.wall_ns as f64 / 1e9
+    );
+    Ok((d.steps, Some(note)))
+}
+
+/// Decodes the same tokens again with timing off (not recorded), after the same
+/// warm-up; returns each token's wall time.
 fn measure_untimed(
     gpu: &Gpu,
     gen: &mut Generator,
     opts: &ProfileOptions,
-) -> Result<Option<u64>, ModelError> {
+) -> Result<Vec<u64>, ModelError> {
     let restore: TimingRequest = gpu.timing_request();
     gpu.set_timing(TimingRequest::Exactly(TimingMode::Off))?;
     let result = (|| {
@@ -313,7 +396,7 @@ fn measure_untimed(
             }
             Ok(Flow::Continue)
         })?;
-        Ok(steady_median_wall(&walls))
+        Ok(walls)
     })();
     gen.decoder_mut().set_recorded(true);
     gpu.set_timing(restore)?;

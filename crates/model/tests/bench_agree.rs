@@ -68,7 +68,7 @@ fn bench_and_profile_agree_on_tg_and_pp() {
             tokens: TOKENS,
             first_token: 1,
             overhead: false,
-            warmup: 1,
+            warmup: gpuscope_model::Warmup::Steps(1),
             in_flight: 2,
             prompt: (0..TOKENS).map(|i| (i * 7 + 1) % 512).collect(),
             ..Default::default()

@@ -72,7 +72,7 @@ fn interleaved(gpu: &Gpu, conditions: &[Option<&PlantedSlowdown>]) -> Vec<Profil
                 tokens: TOKENS_PER_CHUNK,
                 first_token: 1,
                 overhead: false,
-                warmup: 1,
+                warmup: gpuscope_model::Warmup::Steps(1),
                 // One step in flight: the planted GPU work then adds to the wall time in full,
                 // instead of overlapping the next step's encoding by a varying amount
                 // (with 2 in flight on lavapipe, planted trials spread from +4% to +19%).

@@ -22,7 +22,7 @@ fn profile_records_every_dispatch_and_round_trips() {
         tokens: 4,
         first_token: 9,
         overhead: true,
-        warmup: 2,
+        warmup: gpuscope_model::Warmup::Steps(2),
         in_flight: 2,
         prompt: Vec::new(),
         ..Default::default()
@@ -109,7 +109,7 @@ fn a_prompt_is_timed_apart_and_generation_continues_from_its_cache() {
         tokens: 3,
         first_token: 1,
         overhead: false,
-        warmup: 1,
+        warmup: gpuscope_model::Warmup::Steps(1),
         in_flight: 2,
         prompt: prompt.clone(),
         ..Default::default()

@@ -64,7 +64,7 @@ fn interleaved(chunks: u32, chunk: u32) -> [BTreeMap<String, (u64, Vec<u64>)>; 2
     let opts = ProfileOptions {
         tokens: chunk,
         first_token: 1,
-        warmup: 2,
+        warmup: gpuscope_model::Warmup::Steps(2),
         in_flight: 2,
         ..Default::default()
     };

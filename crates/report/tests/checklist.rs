@@ -41,6 +41,7 @@ fn syncs_creation_and_overhead() {
         mode: TimingMode::Dispatch,
         tok_per_s_profiled: 75.0,
         tok_per_s_off: 100.0,
+        off_wall_ns: Vec::new(),
     });
     let a = analyze(&p);
     let s = item(&a, "syncs");

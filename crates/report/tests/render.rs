@@ -142,15 +142,19 @@ fn failed_check_overhead_and_red_flag() {
         mode: TimingMode::Dispatch,
         tok_per_s_profiled: 90.0,
         tok_per_s_off: 100.0,
+        off_wall_ns: Vec::new(),
     });
     let r = render_text(&p);
     assert!(
         r.contains("FAIL  syncs per token: expected <= 1, observed 1-2"),
         "{r}"
     );
-    assert!(r.contains(
-        "Overhead: timing dispatch costs 10.0% throughput (90.0 tok/s profiled, 100.0 tok/s with timing off)"
-    ));
+    assert!(
+        r.contains(
+            "Overhead: timing dispatch costs 10.0% throughput (90.0 tok/s over 2 tokens profiled, 100.0 over 2 with timing off)"
+        ),
+        "{r}"
+    );
     assert!(line_with(&r, "Bottleneck:").starts_with("Bottleneck: RED FLAG: 2 syncs in token 2"));
 }
 
@@ -291,4 +295,37 @@ fn header_says_what_limits_the_run() {
         ..Default::default()
     });
     assert!(!render_text(&p).contains("Instrumentation:"));
+}
+
+/// Regression: `--overhead` said 57.4% on an H100 while the headline said 2%: the
+/// profiled side's median took in a 45-token slow start, the untimed side's did not.
+/// Both sides are now their steady tokens, and the report names both counts.
+#[test]
+fn overhead_compares_steady_tokens_with_steady_tokens() {
+    let walls: Vec<(u64, Option<u64>)> = (0..64)
+        .map(|i| {
+            (
+                if i < 45 {
+                    5_200_000
+                } else {
+                    2_270_000 + (i % 3) * 1000
+                },
+                None,
+            )
+        })
+        .collect();
+    let mut p = fixture::tokens_only(&walls);
+    p.timing.mode = TimingMode::Dispatch;
+    p.overhead = Some(Overhead {
+        mode: TimingMode::Dispatch,
+        tok_per_s_profiled: 0.0,
+        tok_per_s_off: 0.0,
+        off_wall_ns: (0..64).map(|i| 2_250_000 + (i % 3) * 1000).collect(),
+    });
+    let o = gpuscope_report::analysis::overhead::overhead(&p).unwrap();
+    assert!(o.steady_vs_steady);
+    assert!((0.5..1.5).contains(&o.cost_percent), "{o:?}");
+    assert!(o.profiled_tokens < 20 && o.off_tokens > 40, "{o:?}");
+    let r = render_text(&p);
+    assert!(r.contains("steady tokens profiled"), "{r}");
 }

@@ -19,7 +19,8 @@
 //!   per token graph, see [`crate::graph`]) and `Profile::warmup_tokens` (tokens decoded
 //!   and discarded before the recorded ones). A CPU span named `cpu_fallback` marks
 //!   work done on the CPU on the GPU path (its detail names the op).
-//! - 1.4: `TokenRecord::other_counters` (counters beyond [`Counters`], e.g. the Vulkan
+//! - 1.4: `Overhead::off_wall_ns` (every token of the run with timing off);
+//!   `TokenRecord::other_counters` (counters beyond [`Counters`], e.g. the Vulkan
 //!   layer's barriers by kind, copies and allocations); profiles made by the Vulkan layer
 //!   (`gpuscope attach`) name their source in `workload.settings.source`.
 //!
@@ -444,6 +445,10 @@ pub struct Overhead {
     pub mode: TimingMode,
     pub tok_per_s_profiled: f64,
     pub tok_per_s_off: f64,
+    /// The wall time of each token of the run with timing off (format 1.4), so the
+    /// report compares steady tokens with steady tokens, naming both counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub off_wall_ns: Vec<u64>,
 }
 
 impl Overhead {

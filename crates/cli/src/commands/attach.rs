@@ -48,7 +48,7 @@ pub fn run(args: &AttachArgs) -> Result<(), Exit> {
         eprintln!("gpuscope: attach --overhead: first a run with timing off");
         let off = launch(args, manifest_dir.path(), "off", None)?;
         match off.recording.as_ref().map(|d| read_recording(d.path())) {
-            Some(Ok(r)) => Some(steady_rate(&r.to_profile())),
+            Some(Ok(r)) => Some(r.to_profile()),
             _ => None,
         }
     } else {
@@ -98,12 +98,12 @@ pub fn run(args: &AttachArgs) -> Result<(), Exit> {
     } else if let Some(why) = layer_error {
         profile.incomplete = Some(format!("the layer stopped recording: {why}"));
     }
-    if let Some(Some(off)) = baseline {
-        let on = steady_rate(&profile).unwrap_or(0.0);
+    if let Some(off) = baseline {
         profile.overhead = Some(Overhead {
             mode: profile.timing.mode,
-            tok_per_s_profiled: on,
-            tok_per_s_off: off,
+            tok_per_s_profiled: steady_rate(&profile).unwrap_or(0.0),
+            tok_per_s_off: steady_rate(&off).unwrap_or(0.0),
+            off_wall_ns: off.tokens.iter().map(|t| t.wall_ns).collect(),
         });
     }
     write_outputs(args, &profile)?;

@@ -600,17 +600,14 @@ fn flagged_timestamps(p: &Profile, h: &TimestampHealth) -> Item {
 
 fn overhead(p: &Profile) -> Item {
     let mut it = item("overhead", "timing costs at most 10% throughput");
-    let Some(o) = &p.overhead else {
+    let Some(o) = super::overhead::overhead(p) else {
         it.status = ItemStatus::Unknown;
         it.summary = "not measured".into();
         it.next = Some("gpuscope profile <same options> --overhead".into());
         return it;
     };
-    let cost = o.cost_percent();
-    it.summary = format!(
-        "timing {} costs {cost:.1}% ({:.1} tok/s profiled, {:.1} tok/s with timing off)",
-        o.mode, o.tok_per_s_profiled, o.tok_per_s_off
-    );
+    let cost = o.cost_percent;
+    it.summary = o.sentence();
     if cost > OVERHEAD_PERCENT {
         it.status = ItemStatus::Warn;
         it.next = Some(

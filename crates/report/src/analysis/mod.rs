@@ -21,6 +21,7 @@ pub mod layers;
 pub mod memory;
 pub mod opportunities;
 pub mod ops;
+pub mod overhead;
 pub mod overview;
 pub mod per_token;
 pub mod roofline;

@@ -482,15 +482,8 @@ fn counters(out: &mut String, p: &Profile, a: &Analysis) {
         );
     }
     timestamps(out, p, a);
-    if let Some(o) = &p.overhead {
-        emit!(
-            out,
-            "Overhead: timing {} costs {:.1}% throughput ({:.1} tok/s profiled, {:.1} tok/s with timing off)",
-            o.mode,
-            o.cost_percent(),
-            o.tok_per_s_profiled,
-            o.tok_per_s_off
-        );
+    if let Some(o) = crate::analysis::overhead::overhead(p) {
+        emit!(out, "Overhead: {}", o.sentence());
     }
 }
 
