@@ -200,3 +200,62 @@ fn the_first_token_of_a_pipelined_run_is_the_pipeline_filling_not_a_warm_up() {
     assert!(!s.slow_start.as_ref().unwrap().pipeline_fill);
     assert_eq!(s.suggested_warmup, Some(2));
 }
+
+/// Regression: `profile --preset tiny --tokens 20000` said "still drifting: the steady
+/// tokens' first half has median 5.593 ms, the second half 13.464 ms": attention reading
+/// a longer KV cache, linear in position and expected. The line is taken out, its slope
+/// reported with the op that carries it, and the run is settled.
+#[test]
+fn time_growing_with_position_is_growth_not_drift() {
+    let mut p = fixture::long(2000, 2);
+    for d in &mut p.dispatches {
+        let span = d.gpu.as_mut().unwrap();
+        let pos = u64::from(d.token);
+        if d.layer == Some(1) {
+            d.op = "attention".into();
+            // 2 µs + 0.4 µs per position.
+            span.end_ns = span.start_ns + 2_000 + 400 * pos;
+        }
+    }
+    for t in &mut p.tokens {
+        // 5 ms + 0.4 µs per position, ±0.5% of jitter.
+        let jitter = 1.0 + 0.005 * (((t.index * 7919) % 100) as f64 / 50.0 - 1.0);
+        t.wall_ns = ((5_000_000 + 400 * u64::from(t.position)) as f64 * jitter) as u64;
+    }
+    let s = steady_state(&p);
+    assert!(s.settled, "{:?} {:?}", s.drift, s.growth);
+    assert!(s.drift.is_none());
+    let g = s.growth.expect("growth found");
+    assert!((380.0..420.0).contains(&g.us_per_1k()), "{g:?}");
+    assert_eq!(g.by_op[0].0, "attention");
+    assert!((380.0..420.0).contains(&g.by_op[0].1), "{g:?}");
+    assert!(
+        s.steady.len() > 1800,
+        "growth is not an outlier: {}",
+        s.steady.len()
+    );
+    let r = gpuscope_report::render::render_text(&p);
+    assert!(
+        r.contains("grows with context: +4") && r.contains("carried by attention"),
+        "{}",
+        r.lines()
+            .filter(|l| l.contains("grows"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// A flat run has no growth to take out; `fixture::long`'s 1 µs per token is one.
+#[test]
+fn a_flat_run_has_no_growth() {
+    let mut p = fixture::long(200, 2);
+    let g = steady_state(&p)
+        .growth
+        .expect("1 µs per position over 150 is a 15% rise");
+    assert!((g.us_per_1k() - 1000.0).abs() < 1e-6, "{g:?}");
+    for t in &mut p.tokens {
+        t.wall_ns = 1_000_000 + u64::from(t.index % 7) * 1000;
+    }
+    let s = steady_state(&p);
+    assert!(s.growth.is_none(), "{:?}", s.growth);
+}

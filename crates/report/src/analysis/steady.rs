@@ -24,6 +24,14 @@
 //! Below [`MIN_TOKENS`] tokens the method is not applied (a robust spread needs a
 //! sample): every token but the first is used, and the result says so.
 //!
+//! Time that grows with the token's position (attention reading a longer KV cache) is
+//! expected, not instability: a least-squares line of wall time against position, over
+//! the last three quarters of the tokens, is taken out before the steps above when it
+//! explains the growth (R² at least [`GROWTH_R2`] and a rise over the run of at least
+//! 10% of the level), and [`SteadyState::growth`] reports its slope. Only what the line
+//! does not explain can make a run unsettled. [`growth_by_op`] says which ops carry the
+//! slope.
+//!
 //! A slow start of the first token alone, in a run whose steps overlap (a token's `step`
 //! span begins before the previous one's ends: several steps in flight), is the
 //! pipeline filling: a token's wall time runs from the later of its own start and the
@@ -44,6 +52,8 @@ pub const MIN_RELATIVE: f64 = 0.10;
 pub const SPREAD_FLOOR_RELATIVE: f64 = 0.01;
 /// Consecutive in-band tokens that mark the start of the steady state.
 pub const SETTLE_RUN: usize = 3;
+/// A line of time against position explains the growth from this R² on.
+pub const GROWTH_R2: f64 = 0.5;
 /// MAD to standard deviation for normally distributed values.
 const MAD_TO_SIGMA: f64 = 1.4826;
 
@@ -144,6 +154,100 @@ pub struct Drift {
     pub second_half_median_ns: u64,
 }
 
+/// Time per token growing with the token's position, as a line fitted by least squares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Growth {
+    /// Slope, ns per position.
+    pub ns_per_position: f64,
+    /// Share of the variance the line explains.
+    pub r2: f64,
+    /// Positions the fit covered.
+    pub first_position: u32,
+    pub last_position: u32,
+    /// The ops' own slopes (ns per position), largest first ([`growth_by_op`]).
+    pub by_op: Vec<(String, f64)>,
+}
+
+impl Growth {
+    /// µs per 1,000 positions, as the report prints it (ns per position × 1,000 / 1,000).
+    pub fn us_per_1k(&self) -> f64 {
+        self.ns_per_position
+    }
+}
+
+/// Least-squares slope and R² of `y` against `x`; `None` for fewer than 3 points or no
+/// spread in `x`.
+pub fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = points.len() as f64;
+    if points.len() < 3 {
+        return None;
+    }
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let (mut sxx, mut sxy, mut syy) = (0.0, 0.0, 0.0);
+    for (x, y) in points {
+        sxx += (x - mx) * (x - mx);
+        sxy += (x - mx) * (y - my);
+        syy += (y - my) * (y - my);
+    }
+    if sxx <= 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let r2 = if syy > 0.0 {
+        sxy * sxy / (sxx * syy)
+    } else {
+        0.0
+    };
+    Some((slope, r2))
+}
+
+/// The growth of wall time with position over the last three quarters of the tokens,
+/// when a line explains it (see the module docs).
+fn growth(p: &Profile, x: &[u64], level: u64) -> Option<Growth> {
+    let from = x.len() / 4;
+    let points: Vec<(f64, f64)> = (from..x.len())
+        .map(|i| (f64::from(p.tokens[i].position), x[i] as f64))
+        .collect();
+    let (slope, r2) = fit_line(&points)?;
+    let (first, last) = (p.tokens[from].position, p.tokens[x.len() - 1].position);
+    let rise = slope * f64::from(last.saturating_sub(first));
+    (slope > 0.0 && r2 >= GROWTH_R2 && rise >= MIN_RELATIVE * level as f64).then(|| Growth {
+        ns_per_position: slope,
+        r2,
+        first_position: first,
+        last_position: last,
+        by_op: growth_by_op(p, &(from..x.len()).collect::<Vec<_>>()),
+    })
+}
+
+/// Per op, the slope of its time per token against position over `tokens` (positions
+/// in `Profile::tokens`), largest first: which ops carry [`SteadyState::growth`].
+pub fn growth_by_op(p: &Profile, tokens: &[usize]) -> Vec<(String, f64)> {
+    use std::collections::BTreeMap;
+    let index: std::collections::HashMap<u32, usize> =
+        tokens.iter().map(|&i| (p.tokens[i].index, i)).collect();
+    let mut per_op: BTreeMap<&str, BTreeMap<usize, u64>> = BTreeMap::new();
+    for d in &p.dispatches {
+        if let (Some(&i), Some(ns)) = (index.get(&d.token), d.valid_gpu_ns()) {
+            *per_op.entry(&d.op).or_default().entry(i).or_default() += ns;
+        }
+    }
+    let mut out: Vec<(String, f64)> = per_op
+        .into_iter()
+        .filter_map(|(op, times)| {
+            let points: Vec<(f64, f64)> = times
+                .iter()
+                .map(|(&i, &ns)| (f64::from(p.tokens[i].position), ns as f64))
+                .collect();
+            fit_line(&points).map(|(slope, _)| (op.to_string(), slope))
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
+}
+
 /// How the steady tokens were chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SteadyMethod {
@@ -170,6 +274,9 @@ pub struct SteadyState {
     /// When the slow start ran into the recorded tokens: the `--warmup` that would
     /// have covered it (the profile's warm-up plus the phase's length).
     pub suggested_warmup: Option<u32>,
+    /// Time growing with position, taken out before the detection (see the module
+    /// docs); `None` when no line explains a growth.
+    pub growth: Option<Growth>,
 }
 
 impl SteadyState {
@@ -194,8 +301,25 @@ pub fn steady_state(p: &Profile) -> SteadyState {
             settled: false,
             steady: (usize::from(n > 1)..n).collect(),
             suggested_warmup: None,
+            growth: None,
         };
     }
+    // Growth with position is taken out first: what is left is what the method judges.
+    let level = median(x[n / 2..].iter().copied()).unwrap_or(0);
+    let growth = growth(p, &x, level);
+    let x: Vec<u64> = match &growth {
+        Some(g) => {
+            let last = f64::from(p.tokens[n - 1].position);
+            x.iter()
+                .zip(&p.tokens)
+                .map(|(&v, t)| {
+                    let shift = g.ns_per_position * (last - f64::from(t.position));
+                    (v as f64 + shift).max(0.0) as u64
+                })
+                .collect()
+        }
+        None => x,
+    };
     let reference = reference(&x[n / 2..]);
     let settle = (0..n)
         .find(|&i| {
@@ -253,6 +377,7 @@ pub fn steady_state(p: &Profile) -> SteadyState {
         settled,
         steady,
         suggested_warmup,
+        growth,
     }
 }
 

@@ -59,6 +59,28 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
             duration(r.band_ns)
         );
     }
+    if let Some(g) = &s.growth {
+        let carried: Vec<String> = g
+            .by_op
+            .iter()
+            .filter(|(_, slope)| *slope > 0.1 * g.ns_per_position)
+            .take(3)
+            .map(|(op, slope)| format!("{op} +{slope:.2}"))
+            .collect();
+        emit!(
+            out,
+            "  grows with context: +{:.2} µs per 1,000 positions (least squares over positions {}-{}, R² {:.2}), taken out before judging the run{}",
+            g.us_per_1k(),
+            g.first_position,
+            g.last_position,
+            g.r2,
+            if carried.is_empty() {
+                String::new()
+            } else {
+                format!("; carried by {} (µs per 1,000 positions)", carried.join(", "))
+            }
+        );
+    }
     match &s.slow_start {
         Some(slow) => {
             let gpu = match slow.gpu {
