@@ -130,11 +130,11 @@ fn kernels_under_their_ceiling_and_small_grids() {
     // Time above t*: 39 µs (output) + 2 x 19 µs = 77 µs over 2 tokens.
     assert_eq!(
         u.summary,
-        "3 dispatches per token run under 10% of their ceiling, 0.038 ms per token above the ceiling's time"
+        "3 dispatches per token run under 10% of their ceiling (median call), 0.038 ms per token above the ceiling's time"
     );
     // The most time lost first: output (gemv_f16, 2.5%), then the two ffn_down.
     assert!(
-        u.evidence[0].starts_with("#5 output (gemv_f16): 2.5% of ceiling, 20.0 µs per call"),
+        u.evidence[0].starts_with("#5 output (gemv_f16): 2.5% of ceiling, median 20.0 µs per call"),
         "{:?}",
         u.evidence
     );
@@ -143,11 +143,12 @@ fn kernels_under_their_ceiling_and_small_grids() {
         "{:?}",
         u.evidence
     );
-    assert!(u
-        .next
-        .as_ref()
-        .unwrap()
-        .contains("replay DIR --per-command"));
+    // A gemv far from its bandwidth ceiling: the sweep is the next step, with why.
+    let next = u.next.as_ref().unwrap();
+    assert!(
+        next.contains("bench --sweep") && next.contains("why: output is a gemv"),
+        "{next}"
+    );
     // Every dispatch has 4 workgroups, fewer than the 64 that fill the device.
     let g = item(&a, "small_grids");
     assert_eq!(g.status, ItemStatus::Warn);
@@ -320,4 +321,31 @@ fn element_wise_families() {
     ] {
         assert!(!is_elementwise(op), "{op}");
     }
+}
+
+/// Regression: the checklist's only WARN on lavapipe was `#0 token_embd 2.4% of ceiling,
+/// 649.5 µs per call`: a mean over per-token times from 54 to 1601 µs. Calls are judged
+/// by their median now, with the spread shown.
+#[test]
+fn a_site_is_judged_by_its_median_call_not_a_mean_one_slow_call_moves() {
+    let mut p = fixture::small_with_ceilings();
+    let c = p.ceilings.as_mut().unwrap();
+    let copy = c.copy_gbps.as_mut().unwrap();
+    (copy.p10, copy.median, copy.p90) = (900.0, 1000.0, 1100.0);
+    let d = c.dispatch_ns.as_mut().unwrap();
+    (d.p10, d.median, d.p90) = (450.0, 500.0, 550.0);
+    // Three more tokens copying token 1; then token 0's output call 100 times slower.
+    let a = analyze(&p);
+    let before = item(&a, "under_ceiling").evidence.clone();
+    let slow = p
+        .dispatches
+        .iter_mut()
+        .find(|d| d.token == 1 && d.label == "output")
+        .unwrap();
+    let g = slow.gpu.as_mut().unwrap();
+    g.end_ns = g.start_ns + 2_000_000;
+    let a = analyze(&p);
+    let after = &item(&a, "under_ceiling").evidence;
+    assert!(after[0].contains("p10-p90"), "{after:?}");
+    assert_ne!(before, *after, "the slow call shows in the spread");
 }
