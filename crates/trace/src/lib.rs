@@ -16,6 +16,7 @@
 //! - [`opstest`]: results of `gpuscope ops test | perf`; [`bench`]: benchmark results
 //!   with llama-bench's field names; [`tensors`]: tensor traces (`.npy` files).
 //! - [`stats`]: the order statistics every layer shares (median, percentiles).
+//! - [`version`]: the format-version check every versioned file goes through.
 //!
 //! ```
 //! use gpuscope_trace::io;
@@ -58,6 +59,7 @@ pub mod opstest;
 pub mod profile;
 pub mod stats;
 pub mod tensors;
+pub mod version;
 
 pub use ceilings::{Ceilings, CeilingsIdentity, Measured};
 pub use counters::Counters;

@@ -11,7 +11,7 @@
 
 use crate::capture::blob::fnv1a64;
 use crate::capture::files;
-use crate::capture::read::MemSource;
+use crate::capture::source::MemSource;
 
 /// The path of the one shader a packed capture holds.
 pub const SHADER: &str = "shaders/s.wgsl";

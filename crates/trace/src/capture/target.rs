@@ -228,7 +228,7 @@ pub(crate) fn commit(
 /// which are then empty (a stray file makes `remove_dir` fail instead of losing it).
 fn remove_capture(dir: &Path, manifest: &Manifest) -> std::io::Result<()> {
     for f in &manifest.files {
-        if crate::capture::read::is_inside(&f.path) {
+        if crate::capture::source::is_inside(&f.path) {
             let _ = std::fs::remove_file(dir.join(&f.path));
         }
     }
