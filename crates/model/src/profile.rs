@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use gpuscope_runtime::capture::{CaptureRecorder, RecordError, StepRecord};
+use gpuscope_runtime::capture::{CaptureRecordError, CaptureRecorder, StepRecord};
 use gpuscope_runtime::{Gpu, StepOutput, TimingRequest};
 use gpuscope_trace::{Overhead, Profile, PromptRecord, TimingMode, WorkloadDesc, PROFILE_FORMAT};
 
@@ -105,7 +105,7 @@ pub struct CaptureRequest {
 /// A profile run and, when asked for, its capture (or why recording it failed).
 pub struct CapturedRun {
     pub run: ProfileRun,
-    pub capture: Option<Result<CaptureRecorder, RecordError>>,
+    pub capture: Option<Result<CaptureRecorder, CaptureRecordError>>,
 }
 
 /// Builds the GPU decoder for `weights`, decodes `opts.tokens` tokens and records them.

@@ -88,7 +88,7 @@ pub mod timing;
 pub mod walk;
 
 pub use capture::{Capture, CaptureOptions};
-pub use error::RecordError;
+pub use error::RecorderError;
 pub use names::Name;
 pub use pass::{DispatchInfo, RecordingPass};
 pub use recorder::{Recorder, RecorderOptions};

@@ -27,7 +27,7 @@ mod trace;
 use std::path::PathBuf;
 
 use gpuscope_ops::exec::ExecError;
-use gpuscope_runtime::capture::RecordError;
+use gpuscope_runtime::capture::CaptureRecordError;
 use gpuscope_runtime::{GpuError, GpuOptions};
 use gpuscope_trace::check::CheckReport;
 use gpuscope_trace::compare::Thresholds;
@@ -111,7 +111,7 @@ pub enum CheckError {
     #[error("CPU reference: {0}")]
     Exec(#[from] ExecError),
     #[error("writing the breakpoint's capture: {0}")]
-    Capture(#[from] RecordError),
+    Capture(#[from] CaptureRecordError),
     #[error("{what} {path}: {message}")]
     Io {
         what: &'static str,
