@@ -8,9 +8,9 @@ use gpuscope_runtime::capture::{CaptureRecordError, CaptureRecorder, StepRecord}
 use gpuscope_runtime::{Gpu, StepOutput, TimingRequest};
 use gpuscope_trace::{Overhead, Profile, PromptRecord, TimingMode, WorkloadDesc, PROFILE_FORMAT};
 
+use crate::decoder::{DecoderOptions, GpuDecoder};
 use crate::error::ModelError;
 use crate::generate::{Ended, Flow, GenerateOptions, Generator};
-use crate::gpu::{DecoderOptions, GpuDecoder};
 use crate::plan::KernelPlan;
 use crate::weights::ModelWeights;
 
