@@ -1,5 +1,5 @@
-//! The GPU decoder: weights uploaded once ([`crate::gpu_weights`]), one graph built once
-//! ([`crate::decode_graph`]), one step per token.
+//! The GPU decoder: weights uploaded once (`gpu_weights`), one graph built once
+//! (`decode_graph`), one step per token.
 //!
 //! Per token: upload the 16-byte step buffer (and the input token when one is given),
 //! one submit, one readback (the argmax token, optionally the logits, and timestamps).
@@ -7,7 +7,7 @@
 //! so greedy decoding never waits on the CPU to feed the next token.
 //!
 //! Prompts can instead go through a second, batched graph ([`GpuDecoder::enable_prefill`],
-//! [`GpuDecoder::prefill`]; built by [`crate::prefill_graph`]) that shares these weights
+//! [`GpuDecoder::prefill`]; built by `prefill_graph`) that shares these weights
 //! and KV cache.
 
 use std::collections::BTreeMap;

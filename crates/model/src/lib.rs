@@ -16,7 +16,7 @@
 //! - [`check`]: every dispatch of the GPU graph compared with a reference path
 //!   (`gpuscope check`).
 //! - [`profile`]: a decode run recorded into a [`gpuscope_trace::Profile`].
-//! - [`bench`]: llama-bench's pp / tg / pg tests, timed on the wall clock.
+//! - [`bench`](mod@bench): llama-bench's pp / tg / pg tests, timed on the wall clock.
 
 mod activations;
 pub mod bench;

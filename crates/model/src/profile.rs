@@ -123,7 +123,7 @@ type Recorded = Vec<(u32, u32, u32, StepOutput)>;
 /// [`profile_decode`], also recording a capture of the recorded tokens (not of the
 /// warm-up or `--overhead` ones).
 ///
-/// The profile is the recorder's ([`gpuscope_record::Recorder::take_profile`]): the
+/// The profile is the recorder's (`gpuscope_record::Recorder::take_profile`): the
 /// decoder's steps go through the same public instrumentation API as any program's.
 /// This adds what only the model knows: the workload, setup counters and time, the
 /// prompt, the timing-off comparison.

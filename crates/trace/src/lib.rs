@@ -13,7 +13,7 @@
 //!   writer, views and the replay budget.
 //! - [`check`]: the result of `gpuscope check` (every dispatch compared with a
 //!   reference), with [`compare`] (the error measures and their limits).
-//! - [`opstest`]: results of `gpuscope ops test | perf`; [`bench`]: benchmark results
+//! - [`opstest`]: results of `gpuscope ops test | perf`; [`bench`](mod@bench): benchmark results
 //!   with llama-bench's field names; [`tensors`]: tensor traces (`.npy` files).
 //! - [`stats`]: the order statistics every layer shares (median, percentiles).
 //! - [`version`]: the format-version check every versioned file goes through.

@@ -113,7 +113,7 @@ const GROUPS_WG: [u32; 5] = [1024, 512, 256, 128, 64];
 /// Workgroup memory of `groups.wgsl`: per thread (m, l) and a vec4 accumulator.
 const GROUPS_BYTES_PER_THREAD: u32 = 8 + 16;
 
-/// `groups.wgsl` for `wg` threads a workgroup (one of [`GROUPS_WG`]), named
+/// `groups.wgsl` for `wg` threads a workgroup (one of `GROUPS_WG`), named
 /// `attention.groups<wg>`: built once per size.
 pub fn groups_shader(wg: u32) -> &'static ShaderSource {
     static SHADERS: std::sync::OnceLock<Vec<ShaderSource>> = std::sync::OnceLock::new();
@@ -420,8 +420,8 @@ impl AttnFused {
     }
 
     /// Positions per workgroup of the `split` variant: the context over about
-    /// [`SPLIT_TARGET`] workgroups per head, a power of two from [`MIN_SPLIT_CHUNK`] to
-    /// [`SPLIT_CHUNK`].
+    /// `SPLIT_TARGET` workgroups per head, a power of two from `MIN_SPLIT_CHUNK` to
+    /// `SPLIT_CHUNK`.
     pub fn split_chunk(&self) -> u32 {
         self.max_ctx
             .div_ceil(SPLIT_TARGET)

@@ -1,4 +1,4 @@
-//! `gemv`: y[out_offset + r] = Σ_c W[r, c]·x[c], with W in any [`WeightFormat`], stored
+//! `gemv`: `y[out_offset + r] = Σ_c W[r, c]·x[c]`, with W in any [`WeightFormat`], stored
 //! row-major in GGUF block layout and uploaded as the file's raw bytes; and its fused
 //! forms ([`GemvFused`]: rms_norm folded into the input, rope + KV-cache store or
 //! silu·mul as the epilogue).

@@ -9,7 +9,7 @@ use crate::slots::{Slot, RESOLVE_ALIGN_QUERIES};
 
 impl Recorder {
     /// Makes room for `n` timestamps per step (setup-time; avoids growing a slot later).
-    /// Slots too small for it are replaced when next taken ([`Self::take_queries`]), in
+    /// Slots too small for it are replaced when next taken (`take_queries`), in
     /// place: live steps hold slot indices, so the list never shrinks or shifts (removing
     /// them here once let another thread's step unmap a slot it did not map).
     pub fn reserve_timestamps(&self, n: u32) {

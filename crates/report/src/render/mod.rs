@@ -9,7 +9,7 @@
 //! - [`html`]: the profile as one self-contained page (`report --format html`);
 //! - [`perfetto`]: the profile as a Perfetto trace (`report --format perfetto`);
 //! - [`diff`]: `gpuscope diff` as text, Markdown or JSON;
-//! - [`bench`]: `gpuscope bench` in llama-bench's formats;
+//! - [`bench`](mod@bench): `gpuscope bench` in llama-bench's formats;
 //! - [`ceilings`]: what `gpuscope peak` measured;
 //! - [`capture`]: `gpuscope inspect` and `replay`;
 //! - [`check`]: `gpuscope check`'s verdict;

@@ -15,7 +15,7 @@
 //!   [`gpuscope_trace::Profile`] with the same counters as the live run.
 //! - [`compare_outputs`]: the recorded steps run again from the captured contents, each
 //!   output compared with the recorded one.
-//! - [`bench_commands`] ([`bench`]): each unique command timed alone.
+//! - [`bench_commands`] ([`bench`](mod@bench)): each unique command timed alone.
 
 pub mod bench;
 mod error;

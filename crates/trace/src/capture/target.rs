@@ -2,7 +2,7 @@
 //!
 //! A capture is a directory, so it cannot be renamed over an old one the way a file is.
 //! [`crate::capture::CaptureWriter`] writes every file into a hidden temporary sibling
-//! (`.NAME.gpuscope-XXXXXX`, same parent, so the same file system) and [`commit`] renames
+//! (`.NAME.gpuscope-XXXXXX`, same parent, so the same file system) and `commit` renames
 //! it into place at the end:
 //!
 //! - the target does not exist, or is an empty directory: one rename;
