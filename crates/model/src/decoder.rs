@@ -295,8 +295,9 @@ impl GpuDecoder {
     /// graph multiplies through the wide rows frame's batched form
     /// ([`gpuscope_ops::gemv::GemvBatched::dispatch_wide`]) where every quantized matrix
     /// of the layers runs it; where not, no graph is built: the lanes frame's batched
-    /// gemv is slow there (measured: BENCHMARKS.md). [`Self::prefill`] then runs the
-    /// decode graph once per token, and [`Self::prefill_method`] says so.
+    /// gemv is slow there (measured: BENCHMARKS.md, "2026-11-23 — lavapipe").
+    /// [`Self::prefill`] then runs the decode graph once per token, and
+    /// [`Self::prefill_method`] says so.
     pub fn enable_prefill(&mut self, gpu: &Gpu, max_batch: u32) -> Result<(), ModelError> {
         let _span = tracing::info_span!("gpu_prefill_new").entered();
         if max_batch == 0 {

@@ -176,7 +176,7 @@ impl KernelPlan {
     /// attention kernel beats scores, softmax and values apart). Packed weights on CPU
     /// adapters (one 16-byte load per block instead of five 4-byte ones: faster there);
     /// GGUF bytes on GPUs for the float variants (no difference measured there).
-    /// Measured: BENCHMARKS.md.
+    /// Measured: BENCHMARKS.md (run 9; "2026-11-23 — packed weights on lavapipe").
     pub fn for_adapter(gpu: &Gpu) -> KernelPlan {
         let cpu = gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu;
         let dp4a = !cpu && GemvVariant::Dp4a.supported(gpu).is_ok();

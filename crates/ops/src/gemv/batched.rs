@@ -121,7 +121,7 @@ pub const COOPMAT_TILES: [u32; 2] = [64, 128];
 /// Weight rows from which the coopmat gemm takes 128-wide tiles (where the device gives
 /// a workgroup their memory): faster for Llama-8B's 4096- and 14336-row matrices, slower
 /// for SmolLM2's 576-1536 rows, where 128-wide tiles leave SMs idle (measured:
-/// BENCHMARKS.md).
+/// BENCHMARKS.md, run 11).
 pub const COOPMAT_WIDE_ROWS: u32 = 4096;
 
 /// The tiled prompt-processing kernels over q4_0 / q4_1 / q8_0 weights (either layout).
