@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 
+use crate::decoder::{DecoderOptions, GpuDecoder};
 use crate::error::ModelError;
 use crate::generate::{Flow, GenerateOptions, Generator};
-use crate::gpu::{DecoderOptions, GpuDecoder};
 use crate::plan::KernelPlan;
 use crate::weights::ModelWeights;
 use gpuscope_runtime::Gpu;

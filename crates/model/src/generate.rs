@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use gpuscope_runtime::{Gpu, PendingStep, StepOutput, MAX_IN_FLIGHT};
 
+use crate::decoder::{DecoderOptions, GpuDecoder};
 use crate::error::ModelError;
-use crate::gpu::{DecoderOptions, GpuDecoder};
 use crate::weights::ModelWeights;
 
 /// Steps per window of the warm-up's settling test.

@@ -6,29 +6,34 @@
 //!   model the tests fetch.
 //! - [`synthetic`]: seeded random weights of a preset's shape, in any weight format;
 //!   [`synth`] saves them as a GGUF file other engines load.
-//! - [`gpu`]: the GPU decoder (one graph, one submit and one readback per token); [`plan`]:
-//!   its kernel variants and fusions, per adapter and overridable.
+//! - [`decoder`]: the GPU decoder (one graph, one submit and one readback per token),
+//!   built from its weights on the GPU (`gpu_weights`), its activations
+//!   (`activations`), the decode graph (`decode_graph`) and, for prompts, the prefill
+//!   graph (`prefill_graph`); [`plan`]: its kernel variants and fusions, per adapter and
+//!   overridable.
 //! - [`cpu`]: the CPU reference decoder, built from the ops' oracles.
 //! - [`generate`]: the generation loop (prompt, steps in flight, end of text,
 //!   interrupts) that `run`, `profile`, `check` and `bench` share.
 //! - [`check`]: every dispatch of the GPU graph compared with a reference path
 //!   (`gpuscope check`).
 //! - [`profile`]: a decode run recorded into a [`gpuscope_trace::Profile`].
-//! - [`bench`]: llama-bench's pp / tg / pg tests, timed on the wall clock.
+//! - [`bench`](mod@bench): llama-bench's pp / tg / pg tests, timed on the wall clock.
 
+mod activations;
 pub mod bench;
 pub mod check;
 pub mod config;
 pub mod cpu;
+mod decode_graph;
+pub mod decoder;
 pub mod error;
 pub mod generate;
 pub mod gguf;
-pub mod gpu;
-mod graph;
+mod gpu_weights;
 pub mod load;
 pub mod plan;
 mod planted;
-mod prefill;
+mod prefill_graph;
 pub mod profile;
 pub mod synth;
 pub mod synthetic;
@@ -39,13 +44,12 @@ pub mod weights;
 pub use bench::{bench_decoder, run_bench_test, BenchTest};
 pub use config::{LlamaConfig, Preset};
 pub use cpu::CpuDecoder;
+pub use decoder::{DecoderOptions, GpuDecoder, PendingPrefill};
 pub use error::ModelError;
 pub use generate::{Ended, Flow, GenerateOptions, Generator, PromptDone, Step};
-pub use gpu::{DecoderOptions, GpuDecoder};
 pub use load::{load_gguf, load_model, LoadError, LoadedModel, ModelInfo};
 pub use plan::{Fusion, Fusions, GemvTuning, KernelPlan, LARGE_GEMV_WEIGHTS};
 pub use planted::PlantedSlowdown;
-pub use prefill::PendingPrefill;
 pub use profile::{
     profile_decode, profile_decode_captured, CaptureRequest, CapturedRun, ProfileOptions,
     ProfileRun, Warmup, PREFILL_BATCH,

@@ -216,6 +216,54 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
         gguf: &gguf,
         arch: &arch,
     };
+    let FileConfig {
+        config,
+        context_length,
+    } = file_config(&m)?;
+    let warnings = ignored_features(&m);
+    let layers = (0..config.n_layers)
+        .map(|i| layer_weights(&gguf, &config, i))
+        .collect::<Result<Vec<_>, LoadError>>()?;
+    let (dim, vocab) = (config.dim, config.vocab);
+    let token_embd = matrix(&gguf, "token_embd.weight", vocab, dim)?;
+    let output = if config.tied_embeddings {
+        None
+    } else {
+        Some(matrix(&gguf, "output.weight", vocab, dim)?)
+    };
+    let output_norm = vector(&gguf, "output_norm.weight", dim)?;
+    let info = ModelInfo {
+        name: model_name(&gguf),
+        architecture: arch,
+        context_length,
+        formats: tensor_formats(&gguf),
+        file_bytes: gguf.file.file_size,
+        warnings,
+    };
+    let weights = ModelWeights {
+        config,
+        name: info.name.clone(),
+        token_embd,
+        output,
+        output_norm,
+        layers,
+    };
+    Ok(LoadedModel {
+        gguf,
+        weights,
+        info,
+    })
+}
+
+/// The model's shape as the file's metadata gives it, and its training context.
+struct FileConfig {
+    config: LlamaConfig,
+    context_length: u32,
+}
+
+/// The shape from the architecture's metadata keys and the embedding table's size,
+/// checked (head sizes that do not divide, widths that overflow, a bad table).
+fn file_config(m: &Meta) -> Result<FileConfig, LoadError> {
     let n_layers = m.u32("block_count")?;
     let dim = m.u32("embedding_length")?;
     let n_heads = m.u32("attention.head_count")?;
@@ -255,7 +303,7 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
     }
     let ffn_dim = m.u32("feed_forward_length")?;
     let context_length = m.u32_opt("context_length")?.unwrap_or(2048);
-    let embd = info(&gguf, "token_embd.weight")?;
+    let embd = info(m.gguf, "token_embd.weight")?;
     let vocab = match embd.dims.as_slice() {
         [d, v] if *d == dim as u64 && *v > 0 && *v <= u32::MAX as u64 => *v as u32,
         _ => {
@@ -266,7 +314,6 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
             })
         }
     };
-    let tied = gguf.file.tensor("output.weight").is_none();
     let config = LlamaConfig {
         n_layers,
         dim,
@@ -278,15 +325,25 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
         rope_base: m.f32_or("rope.freq_base", 10000.0)?,
         rope_dims: m.u32_opt("rope.dimension_count")?.unwrap_or(head_dim),
         rms_eps: m.f32_or("attention.layer_norm_rms_epsilon", 1e-5)?,
-        tied_embeddings: tied,
+        tied_embeddings: m.gguf.file.tensor("output.weight").is_none(),
     };
     config.validate().map_err(LoadError::Config)?;
+    Ok(FileConfig {
+        config,
+        context_length,
+    })
+}
 
+/// Warnings for what the file asks that the decoder does not do (rope scaling).
+fn ignored_features(m: &Meta) -> Vec<String> {
     let mut warnings = Vec::new();
-    if gguf.file.tensor("rope_freqs.weight").is_some() {
+    if m.gguf.file.tensor("rope_freqs.weight").is_some() {
         warnings.push("rope_freqs.weight (Llama 3.1-style rope frequency scaling) is ignored: long-range positions will be off".into());
     }
-    if let Some(s) = md
+    if let Some(s) = m
+        .gguf
+        .file
+        .metadata
         .get_str(&m.key("rope.scaling.type"))
         .filter(|s| *s != "none")
     {
@@ -294,33 +351,31 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
             "rope scaling {s:?} is ignored: positions beyond the original context will be off"
         ));
     }
+    warnings
+}
 
+/// Layer `i`'s norms and matrices, each checked against the shape.
+fn layer_weights(gguf: &Gguf, config: &LlamaConfig, i: u32) -> Result<LayerWeights, LoadError> {
+    let (dim, ffn_dim) = (config.dim, config.ffn_dim);
     let (q, kv) = (config.q_dim(), config.kv_dim());
-    let layers = (0..n_layers)
-        .map(|i| {
-            let b = |n: &str| format!("blk.{i}.{n}.weight");
-            Ok(LayerWeights {
-                attn_norm: vector(&gguf, &b("attn_norm"), dim)?,
-                wq: matrix(&gguf, &b("attn_q"), q, dim)?,
-                wk: matrix(&gguf, &b("attn_k"), kv, dim)?,
-                wv: matrix(&gguf, &b("attn_v"), kv, dim)?,
-                wo: matrix(&gguf, &b("attn_output"), dim, q)?,
-                ffn_norm: vector(&gguf, &b("ffn_norm"), dim)?,
-                w_gate: matrix(&gguf, &b("ffn_gate"), ffn_dim, dim)?,
-                w_up: matrix(&gguf, &b("ffn_up"), ffn_dim, dim)?,
-                w_down: matrix(&gguf, &b("ffn_down"), dim, ffn_dim)?,
-            })
-        })
-        .collect::<Result<Vec<_>, LoadError>>()?;
-    let token_embd = matrix(&gguf, "token_embd.weight", vocab, dim)?;
-    let output = if tied {
-        None
-    } else {
-        Some(matrix(&gguf, "output.weight", vocab, dim)?)
-    };
-    let output_norm = vector(&gguf, "output_norm.weight", dim)?;
+    let b = |n: &str| format!("blk.{i}.{n}.weight");
+    Ok(LayerWeights {
+        attn_norm: vector(gguf, &b("attn_norm"), dim)?,
+        wq: matrix(gguf, &b("attn_q"), q, dim)?,
+        wk: matrix(gguf, &b("attn_k"), kv, dim)?,
+        wv: matrix(gguf, &b("attn_v"), kv, dim)?,
+        wo: matrix(gguf, &b("attn_output"), dim, q)?,
+        ffn_norm: vector(gguf, &b("ffn_norm"), dim)?,
+        w_gate: matrix(gguf, &b("ffn_gate"), ffn_dim, dim)?,
+        w_up: matrix(gguf, &b("ffn_up"), ffn_dim, dim)?,
+        w_down: matrix(gguf, &b("ffn_down"), dim, ffn_dim)?,
+    })
+}
 
-    let name = md
+/// `general.name`, else the file's stem.
+fn model_name(gguf: &Gguf) -> String {
+    gguf.file
+        .metadata
         .get_str("general.name")
         .map(str::to_string)
         .or_else(|| {
@@ -329,37 +384,20 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
                 .and_then(|p| p.file_stem())
                 .map(|s| s.to_string_lossy().into_owned())
         })
-        .unwrap_or_else(|| "unnamed model".into());
+        .unwrap_or_else(|| "unnamed model".into())
+}
+
+/// The tensors' formats with their counts, most used first: `q4_1 ×169, f32 ×61`.
+fn tensor_formats(gguf: &Gguf) -> String {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for t in &gguf.file.tensors {
         *counts.entry(t.ggml_type.name).or_default() += 1;
     }
     let mut counts: Vec<_> = counts.into_iter().collect();
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
-    let formats = counts
+    counts.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    counts
         .iter()
         .map(|(f, n)| format!("{f} ×{n}"))
         .collect::<Vec<_>>()
-        .join(", ");
-    let info = ModelInfo {
-        name: name.clone(),
-        architecture: arch,
-        context_length,
-        formats,
-        file_bytes: gguf.file.file_size,
-        warnings,
-    };
-    let weights = ModelWeights {
-        config,
-        name,
-        token_embd,
-        output,
-        output_norm,
-        layers,
-    };
-    Ok(LoadedModel {
-        gguf,
-        weights,
-        info,
-    })
+        .join(", ")
 }

@@ -129,12 +129,10 @@ pub struct KernelPlan {
     pub gemv: GemvVariant,
     /// The variant of matrices of at least [`LARGE_GEMV_WEIGHTS`] weights, where it has a
     /// kernel for them (`None`: [`Self::gemv`] for every matrix). `dp4a` on GPUs that run
-    /// it: on an H100 (Vulkan) it took Llama-8B q4_0 from 202 to 283 tok/s (BENCHMARKS.md
-    /// run 9); at SmolLM2's 576-wide layers it was 3-5% slower than `subgroup` then, and
-    /// after run 12's loads and with 16 lanes a row the real SmolLM2 file's `run` went
-    /// from 1121-1133 to 1240-1247 tok/s (run 12), hence 2^18 since run 13. Int8
-    /// activations are not the float decoder's function: `check` gives them chained
-    /// limits of their own, and `--kernel gemv_large=none` is the float path.
+    /// it: faster for Llama-8B's matrices and, since its loads were reworked, for
+    /// SmolLM2's too, hence the 2^18 threshold (measured: BENCHMARKS.md, runs 9, 12 and
+    /// 13). Int8 activations are not the float decoder's function: `check` gives them
+    /// chained limits of their own, and `--kernel gemv_large=none` is the float path.
     pub gemv_large: Option<GemvVariant>,
     /// `Some((lanes per row, rows per lane))`: that spread for every gemv instead of the
     /// per-shape rule (sweeps: `--kernel gemv=blocks:16x4`).
@@ -174,13 +172,11 @@ pub struct GemvTuning {
 impl KernelPlan {
     /// What runs best on this adapter as far as measured: gemv and attention variants by
     /// device type and features (see [`GemvVariant::for_adapter`]), `dp4a` for large
-    /// matrices on GPUs that run it ([`Self::gemv_large`]); every fusion (H100, SmolLM2
-    /// q4_1, 128 tokens: 905 tok/s with the fused attention kernel, 782 with scores,
-    /// softmax and values apart; before its vec4 rewrite the fused kernel was the slower).
-    /// Packed weights on CPU adapters (lavapipe, SmolLM2 q4_1 `run`, 32 tokens, load 10 on
-    /// 2 cores: CPU time 2.0-2.5 s against 3.2-3.5 s, generation 8-16 against 4-7 tok/s:
-    /// one 16-byte load per block instead of five 4-byte ones); GGUF bytes on GPUs for
-    /// the float variants (no difference measured there).
+    /// matrices on GPUs that run it ([`Self::gemv_large`]); every fusion (the fused
+    /// attention kernel beats scores, softmax and values apart). Packed weights on CPU
+    /// adapters (one 16-byte load per block instead of five 4-byte ones: faster there);
+    /// GGUF bytes on GPUs for the float variants (no difference measured there).
+    /// Measured: BENCHMARKS.md (run 9; "2026-11-23 — packed weights on lavapipe").
     pub fn for_adapter(gpu: &Gpu) -> KernelPlan {
         let cpu = gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu;
         let dp4a = !cpu && GemvVariant::Dp4a.supported(gpu).is_ok();

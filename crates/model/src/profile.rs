@@ -4,13 +4,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use gpuscope_runtime::capture::{CaptureRecorder, RecordError, StepRecord};
+use gpuscope_runtime::capture::{CaptureRecordError, CaptureRecorder, StepRecord};
 use gpuscope_runtime::{Gpu, StepOutput, TimingRequest};
 use gpuscope_trace::{Overhead, Profile, PromptRecord, TimingMode, WorkloadDesc, PROFILE_FORMAT};
 
+use crate::decoder::{DecoderOptions, GpuDecoder};
 use crate::error::ModelError;
 use crate::generate::{Ended, Flow, GenerateOptions, Generator, SETTLE_TOLERANCE, SETTLE_WINDOW};
-use crate::gpu::{DecoderOptions, GpuDecoder};
 use crate::plan::KernelPlan;
 use crate::weights::ModelWeights;
 
@@ -142,7 +142,7 @@ pub struct CaptureRequest {
 /// A profile run and, when asked for, its capture (or why recording it failed).
 pub struct CapturedRun {
     pub run: ProfileRun,
-    pub capture: Option<Result<CaptureRecorder, RecordError>>,
+    pub capture: Option<Result<CaptureRecorder, CaptureRecordError>>,
 }
 
 /// Builds the GPU decoder for `weights`, decodes `opts.tokens` tokens and records them.
@@ -160,7 +160,7 @@ type Recorded = Vec<(u32, u32, u32, StepOutput)>;
 /// [`profile_decode`], also recording a capture of the recorded tokens (not of the
 /// warm-up or `--overhead` ones).
 ///
-/// The profile is the recorder's ([`gpuscope_record::Recorder::take_profile`]): the
+/// The profile is the recorder's (`gpuscope_record::Recorder::take_profile`): the
 /// decoder's steps go through the same public instrumentation API as any program's.
 /// This adds what only the model knows: the workload, setup counters and time, the
 /// prompt, the timing-off comparison.

@@ -154,19 +154,7 @@ impl Tokenizer {
             .ok_or(TokenizerError::MissingKey {
                 key: "tokenizer.ggml.model",
             })?;
-        let tokens: Vec<String> = md
-            .get_array("tokenizer.ggml.tokens")
-            .ok_or(TokenizerError::MissingKey {
-                key: "tokenizer.ggml.tokens",
-            })?
-            .as_strings()
-            .ok_or(TokenizerError::BadKey {
-                key: "tokenizer.ggml.tokens",
-                expected: "an array of strings",
-            })?
-            .iter()
-            .map(str::to_string)
-            .collect();
+        let tokens = token_strings(md)?;
         let n = tokens.len();
         let types = match md.get_array("tokenizer.ggml.token_type") {
             Some(a) => a
@@ -200,86 +188,17 @@ impl Tokenizer {
             ids.entry(t.as_str()).or_insert(i as u32);
         }
         let vocab: Vocab = ids.iter().map(|(t, &i)| (t.to_string(), i)).collect();
-
-        let (kind, pre, mut inner, add_bos_default) = match model {
-            "gpt2" => {
-                let merges = md
-                    .get_array("tokenizer.ggml.merges")
-                    .ok_or(TokenizerError::MissingKey {
-                        key: "tokenizer.ggml.merges",
-                    })?
-                    .as_strings()
-                    .ok_or(TokenizerError::BadKey {
-                        key: "tokenizer.ggml.merges",
-                        expected: "an array of strings",
-                    })?
-                    .iter()
-                    .map(|m| {
-                        m.split_once(' ')
-                            .map(|(a, b)| (a.to_string(), b.to_string()))
-                            .ok_or(TokenizerError::BadKey {
-                                key: "tokenizer.ggml.merges",
-                                expected: "\"left right\" pairs",
-                            })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                let bpe = BPE::builder()
-                    .vocab_and_merges(vocab, merges)
-                    .build()
-                    .map_err(build_err)?;
-                let pre = md
-                    .get_str("tokenizer.ggml.pre")
-                    .unwrap_or("default")
-                    .to_string();
-                let mut tk = tokenizers::Tokenizer::new(bpe);
-                tk.with_pre_tokenizer(Some(byte_level_pre_tokenizer(&pre)?));
-                tk.with_decoder(Some(ByteLevelDecoder::default()));
-                (TokenizerKind::ByteLevelBpe, Some(pre), tk, false)
-            }
+        let mut built = match model {
+            "gpt2" => byte_level_bpe(md, vocab)?,
             "llama" => {
-                let scores = md
-                    .get_array("tokenizer.ggml.scores")
-                    .and_then(MetaArray::to_f32s)
-                    .filter(|s| s.len() == n)
-                    .ok_or(TokenizerError::BadKey {
-                        key: "tokenizer.ggml.scores",
-                        expected: "one f32 per token",
-                    })?;
-                let merges = merges_from_scores(&tokens, &scores, &ids);
+                // The unknown token: the file's, else the first of type UNKNOWN.
                 let unk = unk.or_else(|| {
                     types
                         .iter()
                         .position(|&t| t == token_type::UNKNOWN)
                         .map(|i| i as u32)
                 });
-                let mut b = BPE::builder()
-                    .vocab_and_merges(vocab, merges)
-                    .byte_fallback(true)
-                    .fuse_unk(true);
-                if let Some(u) = unk {
-                    b = b.unk_token(tokens[u as usize].clone());
-                }
-                let bpe = b.build().map_err(build_err)?;
-                let add_space_prefix = md
-                    .get_bool("tokenizer.ggml.add_space_prefix")
-                    .unwrap_or(true);
-                let mut tk = tokenizers::Tokenizer::new(bpe);
-                let mut norms: Vec<NormalizerWrapper> = Vec::new();
-                if add_space_prefix {
-                    norms.push(Prepend::new("▁".into()).into());
-                }
-                norms.push(Replace::new(" ", "▁").map_err(build_err)?.into());
-                tk.with_normalizer(Some(NormalizerSequence::new(norms)));
-                let mut decs: Vec<DecoderWrapper> = vec![
-                    Replace::new("▁", " ").map_err(build_err)?.into(),
-                    ByteFallback::new().into(),
-                    Fuse::new().into(),
-                ];
-                if add_space_prefix {
-                    decs.push(Strip::new(' ', 1, 0).into());
-                }
-                tk.with_decoder(Some(DecoderSequence::new(decs)));
-                (TokenizerKind::SentencePiece, None, tk, true)
+                sentencepiece(md, &tokens, &ids, vocab, unk)?
             }
             other => {
                 return Err(TokenizerError::UnknownModel {
@@ -287,28 +206,17 @@ impl Tokenizer {
                 })
             }
         };
-        let added: Vec<AddedToken> = tokens
-            .iter()
-            .zip(&types)
-            .filter_map(|(t, &ty)| match ty {
-                token_type::CONTROL => Some(AddedToken::from(t.clone(), true)),
-                token_type::USER_DEFINED => {
-                    Some(AddedToken::from(t.clone(), false).normalized(false))
-                }
-                _ => None,
-            })
-            .collect();
-        inner.add_special_tokens(&added);
+        add_special_tokens(&mut built.inner, &tokens, &types);
         Ok(Tokenizer {
-            inner,
-            kind,
-            pre,
+            inner: built.inner,
+            kind: built.kind,
+            pre: built.pre,
             bos,
             eos,
             eot,
             add_bos: md
                 .get_bool("tokenizer.ggml.add_bos_token")
-                .unwrap_or(add_bos_default),
+                .unwrap_or(built.add_bos_default),
             add_eos: md.get_bool("tokenizer.ggml.add_eos_token").unwrap_or(false),
             chat_template: md.get_str("tokenizer.chat_template").map(str::to_string),
             tokens,
@@ -473,4 +381,140 @@ fn byte_level_pre_tokenizer(pre: &str) -> Result<PreTokenizerWrapper, TokenizerE
             known: known.join(", "),
         });
     })
+}
+
+/// A tokenizer model built from the file, before its special tokens are added.
+struct BuiltModel {
+    inner: tokenizers::Tokenizer,
+    kind: TokenizerKind,
+    /// The byte-level pre-tokenizer's name (`tokenizer.ggml.pre`).
+    pre: Option<String>,
+    /// Whether a BOS is added when the file does not say.
+    add_bos_default: bool,
+}
+
+/// `tokenizer.ggml.tokens`: the vocabulary, by id.
+fn token_strings(md: &Metadata) -> Result<Vec<String>, TokenizerError> {
+    Ok(md
+        .get_array("tokenizer.ggml.tokens")
+        .ok_or(TokenizerError::MissingKey {
+            key: "tokenizer.ggml.tokens",
+        })?
+        .as_strings()
+        .ok_or(TokenizerError::BadKey {
+            key: "tokenizer.ggml.tokens",
+            expected: "an array of strings",
+        })?
+        .iter()
+        .map(str::to_string)
+        .collect())
+}
+
+/// `gpt2`: byte-level BPE from the file's merges, with the pre-tokenizer it names.
+fn byte_level_bpe(md: &Metadata, vocab: Vocab) -> Result<BuiltModel, TokenizerError> {
+    let merges = md
+        .get_array("tokenizer.ggml.merges")
+        .ok_or(TokenizerError::MissingKey {
+            key: "tokenizer.ggml.merges",
+        })?
+        .as_strings()
+        .ok_or(TokenizerError::BadKey {
+            key: "tokenizer.ggml.merges",
+            expected: "an array of strings",
+        })?
+        .iter()
+        .map(|m| {
+            m.split_once(' ')
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .ok_or(TokenizerError::BadKey {
+                    key: "tokenizer.ggml.merges",
+                    expected: "\"left right\" pairs",
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .build()
+        .map_err(build_err)?;
+    let pre = md
+        .get_str("tokenizer.ggml.pre")
+        .unwrap_or("default")
+        .to_string();
+    let mut tk = tokenizers::Tokenizer::new(bpe);
+    tk.with_pre_tokenizer(Some(byte_level_pre_tokenizer(&pre)?));
+    tk.with_decoder(Some(ByteLevelDecoder::default()));
+    Ok(BuiltModel {
+        inner: tk,
+        kind: TokenizerKind::ByteLevelBpe,
+        pre: Some(pre),
+        add_bos_default: false,
+    })
+}
+
+/// `llama`: SentencePiece as BPE with merges from the scores, byte fallback, the `▁`
+/// space and (by default) a space prefix.
+fn sentencepiece(
+    md: &Metadata,
+    tokens: &[String],
+    ids: &HashMap<&str, u32>,
+    vocab: Vocab,
+    unk: Option<u32>,
+) -> Result<BuiltModel, TokenizerError> {
+    let scores = md
+        .get_array("tokenizer.ggml.scores")
+        .and_then(MetaArray::to_f32s)
+        .filter(|s| s.len() == tokens.len())
+        .ok_or(TokenizerError::BadKey {
+            key: "tokenizer.ggml.scores",
+            expected: "one f32 per token",
+        })?;
+    let merges = merges_from_scores(tokens, &scores, ids);
+    let mut b = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .byte_fallback(true)
+        .fuse_unk(true);
+    if let Some(u) = unk {
+        b = b.unk_token(tokens[u as usize].clone());
+    }
+    let bpe = b.build().map_err(build_err)?;
+    let add_space_prefix = md
+        .get_bool("tokenizer.ggml.add_space_prefix")
+        .unwrap_or(true);
+    let mut tk = tokenizers::Tokenizer::new(bpe);
+    let mut norms: Vec<NormalizerWrapper> = Vec::new();
+    if add_space_prefix {
+        norms.push(Prepend::new("▁".into()).into());
+    }
+    norms.push(Replace::new(" ", "▁").map_err(build_err)?.into());
+    tk.with_normalizer(Some(NormalizerSequence::new(norms)));
+    let mut decs: Vec<DecoderWrapper> = vec![
+        Replace::new("▁", " ").map_err(build_err)?.into(),
+        ByteFallback::new().into(),
+        Fuse::new().into(),
+    ];
+    if add_space_prefix {
+        decs.push(Strip::new(' ', 1, 0).into());
+    }
+    tk.with_decoder(Some(DecoderSequence::new(decs)));
+    Ok(BuiltModel {
+        inner: tk,
+        kind: TokenizerKind::SentencePiece,
+        pre: None,
+        add_bos_default: true,
+    })
+}
+
+/// Control tokens (special) and user-defined ones (matched as written, not normalized)
+/// become added tokens, so text that spells them encodes to their ids.
+fn add_special_tokens(inner: &mut tokenizers::Tokenizer, tokens: &[String], types: &[i64]) {
+    let added: Vec<AddedToken> = tokens
+        .iter()
+        .zip(types)
+        .filter_map(|(t, &ty)| match ty {
+            token_type::CONTROL => Some(AddedToken::from(t.clone(), true)),
+            token_type::USER_DEFINED => Some(AddedToken::from(t.clone(), false).normalized(false)),
+            _ => None,
+        })
+        .collect();
+    inner.add_special_tokens(&added);
 }

@@ -162,7 +162,7 @@ impl ModelWeights {
                 add(t.format);
             }
         }
-        counts.sort_by(|a, b| b.1.cmp(&a.1));
+        counts.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
         if counts.len() == 1 {
             return counts[0].0.name().to_string();
         }

@@ -3,7 +3,7 @@
 use thiserror::Error;
 
 #[derive(Debug, Error, Clone, PartialEq)]
-pub enum RecordError {
+pub enum RecorderError {
     /// A timing mode was asked for that the device was not created with.
     #[error(
         "timing mode `{mode}` needs the device feature {feature}, which this device was not created with{offered}; \

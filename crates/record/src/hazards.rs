@@ -11,6 +11,14 @@ use std::collections::HashMap;
 
 use gpuscope_trace::capture::Access;
 
+/// A buffer a dispatch binds, and the access its shader declares for the binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BufferAccess {
+    /// Recorder buffer id.
+    pub(crate) buffer: u64,
+    pub(crate) access: Access,
+}
+
 /// Per-pass usage state. `clear` keeps the map's capacity: no allocation per pass.
 #[derive(Default)]
 pub(crate) struct Hazards {
@@ -25,12 +33,15 @@ impl Hazards {
     /// Records one dispatch's bound buffers (several views of one buffer merge: any
     /// read-write makes the dispatch's usage read-write); returns whether it waits on a
     /// barrier.
-    pub(crate) fn dispatch<'a>(&mut self, bound: impl Iterator<Item = &'a (u64, Access)>) -> bool {
+    pub(crate) fn dispatch<'a>(&mut self, bound: impl Iterator<Item = &'a BufferAccess>) -> bool {
         // Merged per buffer without allocating for the usual handful of bindings.
-        let mut merged = [(0u64, Access::Read); 16];
+        let mut merged = [BufferAccess {
+            buffer: 0,
+            access: Access::Read,
+        }; 16];
         let mut n = 0;
-        let mut spill: Vec<(u64, Access)> = Vec::new();
-        for &(buffer, access) in bound {
+        let mut spill: Vec<BufferAccess> = Vec::new();
+        for &BufferAccess { buffer, access } in bound {
             let slots = if n < merged.len() {
                 &mut merged[..n]
             } else {
@@ -39,20 +50,20 @@ impl Hazards {
             if let Some(e) = slots
                 .iter_mut()
                 .chain(spill.iter_mut())
-                .find(|e| e.0 == buffer)
+                .find(|e| e.buffer == buffer)
             {
                 if access == Access::ReadWrite {
-                    e.1 = Access::ReadWrite;
+                    e.access = Access::ReadWrite;
                 }
             } else if n < merged.len() {
-                merged[n] = (buffer, access);
+                merged[n] = BufferAccess { buffer, access };
                 n += 1;
             } else {
-                spill.push((buffer, access));
+                spill.push(BufferAccess { buffer, access });
             }
         }
         let mut barrier = false;
-        for &(buffer, access) in merged[..n].iter().chain(&spill) {
+        for &BufferAccess { buffer, access } in merged[..n].iter().chain(&spill) {
             // After this dispatch (and its barrier, if any) the buffer is in this usage.
             if let Some(prev) = self.last.insert(buffer, access) {
                 barrier |= prev == Access::ReadWrite || access == Access::ReadWrite;
@@ -67,32 +78,53 @@ mod tests {
     use super::*;
     use Access::{Read as R, ReadWrite as W};
 
+    fn bound(list: &[(u64, Access)]) -> Vec<BufferAccess> {
+        list.iter()
+            .map(|&(buffer, access)| BufferAccess { buffer, access })
+            .collect()
+    }
+
     #[test]
     fn read_after_write_and_write_after_read_wait_read_after_read_does_not() {
         let mut h = Hazards::default();
         assert!(
-            !h.dispatch([(1, R), (2, W)].iter()),
+            !h.dispatch(bound(&[(1, R), (2, W)]).iter()),
             "first dispatch of a pass"
         );
         assert!(
-            h.dispatch([(2, R), (3, W)].iter()),
+            h.dispatch(bound(&[(2, R), (3, W)]).iter()),
             "reads what the last one wrote"
         );
-        assert!(!h.dispatch([(1, R), (4, W)].iter()), "independent");
-        assert!(h.dispatch([(1, W)].iter()), "writes what others read");
-        h.clear();
-        assert!(!h.dispatch([(1, W)].iter()), "a new pass starts clean");
+        assert!(!h.dispatch(bound(&[(1, R), (4, W)]).iter()), "independent");
         assert!(
-            h.dispatch([(1, W)].iter()),
+            h.dispatch(bound(&[(1, W)]).iter()),
+            "writes what others read"
+        );
+        h.clear();
+        assert!(
+            !h.dispatch(bound(&[(1, W)]).iter()),
+            "a new pass starts clean"
+        );
+        assert!(
+            h.dispatch(bound(&[(1, W)]).iter()),
             "read-write after read-write waits"
         );
-        assert!(h.dispatch([(1, R)].iter()), "read after write waits");
-        assert!(!h.dispatch([(1, R)].iter()), "then reading again does not");
+        assert!(
+            h.dispatch(bound(&[(1, R)]).iter()),
+            "read after write waits"
+        );
+        assert!(
+            !h.dispatch(bound(&[(1, R)]).iter()),
+            "then reading again does not"
+        );
         h.clear();
         assert!(
-            !h.dispatch([(5, R), (5, W)].iter()),
+            !h.dispatch(bound(&[(5, R), (5, W)]).iter()),
             "views of one buffer in one dispatch merge"
         );
-        assert!(h.dispatch([(5, R)].iter()), "merged usage was read-write");
+        assert!(
+            h.dispatch(bound(&[(5, R)]).iter()),
+            "merged usage was read-write"
+        );
     }
 }

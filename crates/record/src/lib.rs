@@ -67,7 +67,7 @@
 //! Modules: [`recorder`] (the device and queue wrapped, steps), [`pass`] (the
 //! instrumented compute pass), [`timing`] (which timestamps a device allows and how
 //! ticks become spans), `hazards` (barrier inference), [`capture`] (writing what was
-//! recorded as a capture), [`reflect`] (shader interfaces with naga).
+//! recorded as a capture), [`reflect`](mod@reflect) (shader interfaces with naga).
 //!
 //! Versions: this crate builds on wgpu 30 (the workspace's `wgpu`); each gpuscope
 //! release names the one wgpu version it supports, as wgpu-profiler does. Its public
@@ -88,7 +88,7 @@ pub mod timing;
 pub mod walk;
 
 pub use capture::{Capture, CaptureOptions};
-pub use error::RecordError;
+pub use error::RecorderError;
 pub use names::Name;
 pub use pass::{DispatchInfo, RecordingPass};
 pub use recorder::{Recorder, RecorderOptions};

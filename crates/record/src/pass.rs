@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use gpuscope_trace::TimingMode;
 
+use crate::hazards::BufferAccess;
 use crate::names::Name;
 use crate::recorder::{field, Recorder, State};
 use crate::step::{Cost, DispatchRec, PassRec};
@@ -308,10 +309,11 @@ impl<'e> RecordingPass<'e> {
         if self.pipeline != UNSET {
             // Shared lists from the registry's cache: no allocation per dispatch.
             let (pipeline, groups) = (self.pipeline, self.groups);
-            let bound: [Option<std::sync::Arc<[(u64, gpuscope_trace::capture::Access)]>>;
-                MAX_BIND_GROUPS] = std::array::from_fn(|g| {
-                (groups[g] != UNSET).then(|| st.registry.accesses(pipeline, g as u32, groups[g]))
-            });
+            let bound: [Option<std::sync::Arc<[BufferAccess]>>; MAX_BIND_GROUPS] =
+                std::array::from_fn(|g| {
+                    (groups[g] != UNSET)
+                        .then(|| st.registry.accesses(pipeline, g as u32, groups[g]))
+                });
             barrier = st
                 .hazards
                 .dispatch(bound.iter().flatten().flat_map(|l| l.iter()));

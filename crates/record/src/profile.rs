@@ -5,29 +5,31 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use gpuscope_trace::{
-    AdapterDesc, BufferRecord, DispatchEvent, PassEvent, Profile, TimingInfo, TokenRecord,
+    AdapterDesc, BufferRecord, CpuSpan, DispatchEvent, PassEvent, Profile, TimingInfo, TokenRecord,
     PROFILE_FORMAT,
 };
 
-use crate::error::RecordError;
+use crate::error::RecorderError;
 use crate::recorder::{Recorder, State};
+use crate::registry::Registry;
+use crate::step::DoneStep;
 
 impl Recorder {
     /// The profile of the steps recorded since the last one was taken (waiting for
     /// their timestamps), leaving the recorder ready to record the next. Misuse the
     /// recorder could not attribute, or a step still open, is an error rather than a
     /// wrong profile.
-    pub fn take_profile(&self) -> Result<Profile, RecordError> {
+    pub fn take_profile(&self) -> Result<Profile, RecorderError> {
         let mut st = self.state();
         if st.open {
             let id = st.live.back().map(|s| s.id).unwrap_or(0);
-            return Err(RecordError::Step(format!(
+            return Err(RecorderError::Step(format!(
                 "step {id} is still open: call end_step before taking the profile"
             )));
         }
         self.finalize(&mut st, Some(u32::MAX))?;
         if !st.misuse.is_empty() {
-            return Err(RecordError::Misuse(format!(
+            return Err(RecorderError::Misuse(format!(
                 "the profile would be wrong: {}",
                 st.misuse.join("; ")
             )));
@@ -58,16 +60,16 @@ impl Recorder {
 
     /// Ends recording: the profile of everything recorded (see
     /// [`Recorder::take_profile`]).
-    pub fn finish(self) -> Result<Profile, RecordError> {
+    pub fn finish(self) -> Result<Profile, RecorderError> {
         self.take_profile()
     }
 
     /// Ends recording and writes what was recorded into `dir`: `profile.json` (read by
     /// `gpuscope report`, `diff`...) and, when a capture was being made, `capture/`
     /// (read by `gpuscope inspect` and `replay`). Returns the profile.
-    pub fn finish_into(self, dir: &std::path::Path) -> Result<Profile, RecordError> {
+    pub fn finish_into(self, dir: &std::path::Path) -> Result<Profile, RecorderError> {
         let io =
-            |what: &str, e: &dyn std::fmt::Display| RecordError::Capture(format!("{what}: {e}"));
+            |what: &str, e: &dyn std::fmt::Display| RecorderError::Capture(format!("{what}: {e}"));
         std::fs::create_dir_all(dir).map_err(|e| io(&format!("creating {}", dir.display()), &e))?;
         let (capturing, last) = {
             let st = self.state();
@@ -114,97 +116,10 @@ impl Recorder {
 
     fn assemble(&self, st: &mut State) -> Profile {
         let done: Vec<_> = std::mem::take(&mut st.done).into_iter().collect();
-        // Step ids to token indices.
-        let token_of: HashMap<u32, u32> = done
-            .iter()
-            .enumerate()
-            .map(|(k, d)| (d.rec.id, k as u32))
-            .collect();
-        let first_recorded = done.first().map(|d| d.rec.id);
-        let map_step = |s: Option<u32>| s.and_then(|id| token_of.get(&id).copied());
-        let mut tokens = Vec::with_capacity(done.len());
-        let n_dispatches = done.iter().map(|d| d.rec.dispatches.len()).sum();
-        let mut dispatches = Vec::with_capacity(n_dispatches);
-        let mut passes = Vec::new();
-        let mut op_names: HashMap<u32, String> = HashMap::new();
-        for (k, d) in done.iter().enumerate() {
-            let k = k as u32;
-            let (position, token_id) = d.rec.token.unwrap_or((k, 0));
-            tokens.push(TokenRecord {
-                other_counters: Default::default(),
-                index: k,
-                position,
-                token_id,
-                wall_ns: d.wall_ns,
-                gpu_busy_ns: d.gpu_busy_ns,
-                counters: d.rec.counters,
-                cpu: d.rec.cpu,
-                name: d.rec.name.clone(),
-            });
-            for (j, (p, t)) in d.rec.passes.iter().zip(&d.pass_times).enumerate() {
-                passes.push(PassEvent {
-                    token: k,
-                    index: j as u32,
-                    name: st.names.get(p.name).to_string(),
-                    layer: p.layer,
-                    dispatches: p.dispatches,
-                    gpu: t.gpu,
-                    timestamp_issue: t.issue,
-                });
-            }
-            for (i, (r, t)) in d.rec.dispatches.iter().zip(&d.dispatch_times).enumerate() {
-                let name = |n: crate::Name, cache: &mut HashMap<u32, String>| {
-                    cache
-                        .entry(n.0)
-                        .or_insert_with(|| st.names.get(n).to_string())
-                        .clone()
-                };
-                dispatches.push(DispatchEvent {
-                    token: k,
-                    index: i as u32,
-                    op: name(r.op, &mut op_names),
-                    label: name(r.label, &mut op_names),
-                    layer: r.layer,
-                    pass: r.pass,
-                    pipeline: st
-                        .registry
-                        .pipelines
-                        .get(r.pipeline as usize)
-                        .map(|p| p.name.clone())
-                        .unwrap_or_else(|| "unknown".into()),
-                    workgroups: r.workgroups,
-                    bytes: r.cost.bytes,
-                    flops: r.cost.flops,
-                    cpu_encode_ns: r.cpu_encode_ns,
-                    gpu: t.gpu,
-                    timestamp_issue: t.issue,
-                });
-            }
-        }
-        let cpu_spans = std::mem::take(&mut st.spans)
-            .into_iter()
-            .filter_map(|mut s| match s.token {
-                None => Some(s),
-                Some(id) => token_of.get(&id).map(|&k| {
-                    s.token = Some(k);
-                    s
-                }),
-            })
-            .collect();
-        // A buffer made during an unrecorded step (a warm-up) counts as setup.
-        let buffers = st
-            .registry
-            .buffers
-            .iter()
-            .map(|b| BufferRecord {
-                label: b.label.clone(),
-                kind: b.kind,
-                bytes: b.raw.size(),
-                created_token: map_step(b.created_step)
-                    .filter(|_| first_recorded.is_some_and(|f| b.created_step >= Some(f))),
-                dropped_token: map_step(b.dropped_step),
-            })
-            .collect();
+        let tokens = TokenIndex::of(&done);
+        let events = events(st, &done);
+        let cpu_spans = tokens.cpu_spans(std::mem::take(&mut st.spans));
+        let buffers = tokens.buffers(&st.registry);
         let timing = &st.timing;
         Profile {
             format: PROFILE_FORMAT,
@@ -219,9 +134,9 @@ impl Recorder {
             workload: Default::default(),
             setup: st.setup.unwrap_or_else(|| self.counters()),
             setup_wall_ns: st.setup_wall_ns.unwrap_or(0),
-            tokens,
-            dispatches,
-            passes,
+            tokens: events.tokens,
+            dispatches: events.dispatches,
+            passes: events.passes,
             overhead: None,
             prompt: None,
             commit: None,
@@ -237,5 +152,139 @@ impl Recorder {
             graph: None,
             warmup_tokens: None,
         }
+    }
+}
+
+/// The profile's per-token records and events.
+struct Events {
+    tokens: Vec<TokenRecord>,
+    dispatches: Vec<DispatchEvent>,
+    passes: Vec<PassEvent>,
+}
+
+/// The closed steps as the profile's tokens, in order, with their passes and dispatches.
+fn events(st: &State, done: &[DoneStep]) -> Events {
+    let mut tokens = Vec::with_capacity(done.len());
+    let n_dispatches = done.iter().map(|d| d.rec.dispatches.len()).sum();
+    let mut dispatches = Vec::with_capacity(n_dispatches);
+    let mut passes = Vec::new();
+    let mut op_names: HashMap<u32, String> = HashMap::new();
+    for (k, d) in done.iter().enumerate() {
+        let k = k as u32;
+        let (position, token_id) = match d.rec.token {
+            Some(t) => (t.position, t.token_id),
+            None => (k, 0),
+        };
+        tokens.push(TokenRecord {
+            index: k,
+            position,
+            token_id,
+            wall_ns: d.wall_ns,
+            gpu_busy_ns: d.gpu_busy_ns,
+            counters: d.rec.counters,
+            cpu: d.rec.cpu,
+            name: d.rec.name.clone(),
+            other_counters: Default::default(),
+        });
+        for (j, (p, t)) in d.rec.passes.iter().zip(&d.pass_times).enumerate() {
+            passes.push(PassEvent {
+                token: k,
+                index: j as u32,
+                name: st.names.get(p.name).to_string(),
+                layer: p.layer,
+                dispatches: p.dispatches,
+                gpu: t.gpu,
+                timestamp_issue: t.issue,
+            });
+        }
+        for (i, (r, t)) in d.rec.dispatches.iter().zip(&d.dispatch_times).enumerate() {
+            let name = |n: crate::Name, cache: &mut HashMap<u32, String>| {
+                cache
+                    .entry(n.0)
+                    .or_insert_with(|| st.names.get(n).to_string())
+                    .clone()
+            };
+            dispatches.push(DispatchEvent {
+                token: k,
+                index: i as u32,
+                op: name(r.op, &mut op_names),
+                label: name(r.label, &mut op_names),
+                layer: r.layer,
+                pass: r.pass,
+                pipeline: st
+                    .registry
+                    .pipelines
+                    .get(r.pipeline as usize)
+                    .map(|p| p.name.clone())
+                    .unwrap_or_else(|| "unknown".into()),
+                workgroups: r.workgroups,
+                bytes: r.cost.bytes,
+                flops: r.cost.flops,
+                cpu_encode_ns: r.cpu_encode_ns,
+                gpu: t.gpu,
+                timestamp_issue: t.issue,
+            });
+        }
+    }
+    Events {
+        tokens,
+        dispatches,
+        passes,
+    }
+}
+
+/// Step ids to token indices: the profile numbers its tokens from 0.
+struct TokenIndex {
+    token_of: HashMap<u32, u32>,
+    first_recorded: Option<u32>,
+}
+
+impl TokenIndex {
+    fn of(done: &[DoneStep]) -> TokenIndex {
+        TokenIndex {
+            token_of: done
+                .iter()
+                .enumerate()
+                .map(|(k, d)| (d.rec.id, k as u32))
+                .collect(),
+            first_recorded: done.first().map(|d| d.rec.id),
+        }
+    }
+
+    fn token(&self, step: Option<u32>) -> Option<u32> {
+        step.and_then(|id| self.token_of.get(&id).copied())
+    }
+
+    /// The spans outside steps, and those of recorded steps with their token index.
+    fn cpu_spans(&self, spans: Vec<CpuSpan>) -> Vec<CpuSpan> {
+        spans
+            .into_iter()
+            .filter_map(|mut s| match s.token {
+                None => Some(s),
+                Some(id) => self.token_of.get(&id).map(|&k| {
+                    s.token = Some(k);
+                    s
+                }),
+            })
+            .collect()
+    }
+
+    /// Every buffer with the tokens it was made and dropped in. A buffer made during an
+    /// unrecorded step (a warm-up) counts as setup.
+    fn buffers(&self, registry: &Registry) -> Vec<BufferRecord> {
+        registry
+            .buffers
+            .iter()
+            .map(|b| BufferRecord {
+                label: b.label.clone(),
+                kind: b.kind,
+                bytes: b.raw.size(),
+                created_token: self.token(b.created_step).filter(|_| {
+                    self.first_recorded
+                        .is_some_and(|f| b.created_step >= Some(f))
+                }),
+                dropped_token: self.token(b.dropped_step),
+            })
+            .collect()
     }
 }

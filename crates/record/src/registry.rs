@@ -12,6 +12,7 @@ use std::sync::Arc;
 use gpuscope_trace::capture::Access;
 use gpuscope_trace::MemoryKind;
 
+use crate::hazards::BufferAccess;
 use crate::names::Name;
 use crate::reflect::{reflect, ShaderInterface};
 
@@ -58,7 +59,7 @@ pub(crate) struct BufferRecord {
 }
 
 /// One buffer binding of a bind group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct BoundBuffer {
     pub(crate) binding: u32,
     /// Recorder buffer id.
@@ -74,6 +75,14 @@ pub(crate) struct BindGroupRecord {
     pub(crate) other_bindings: u32,
 }
 
+/// A bind group used at a group index of a pipeline (registry indices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct AccessKey {
+    pub(crate) pipeline: u32,
+    pub(crate) group: u32,
+    pub(crate) bind_group: u32,
+}
+
 #[derive(Default)]
 pub(crate) struct Registry {
     pub(crate) shaders: Vec<ShaderRecord>,
@@ -84,9 +93,9 @@ pub(crate) struct Registry {
     pub(crate) buffer_index: HashMap<wgpu::Buffer, u32>,
     pub(crate) bind_groups: Vec<BindGroupRecord>,
     pub(crate) bind_group_index: HashMap<wgpu::BindGroup, u32>,
-    /// Per (pipeline, group index, bind group): each bound buffer with its access; made
-    /// once per combination, so a dispatch only looks it up.
-    pub(crate) access_cache: HashMap<(u32, u32, u32), Arc<[(u64, Access)]>>,
+    /// Each bound buffer with its access, made once per combination, so a dispatch only
+    /// looks it up.
+    pub(crate) access_cache: HashMap<AccessKey, Arc<[BufferAccess]>>,
     next_buffer_id: u64,
 }
 
@@ -176,18 +185,25 @@ impl Registry {
     }
 
     /// The buffers `group` binds for `pipeline`, with the access the shader declares.
-    pub(crate) fn accesses(&mut self, pipeline: u32, group: u32, bg: u32) -> Arc<[(u64, Access)]> {
-        if let Some(a) = self.access_cache.get(&(pipeline, group, bg)) {
+    pub(crate) fn accesses(&mut self, pipeline: u32, group: u32, bg: u32) -> Arc<[BufferAccess]> {
+        let key = AccessKey {
+            pipeline,
+            group,
+            bind_group: bg,
+        };
+        if let Some(a) = self.access_cache.get(&key) {
             return a.clone();
         }
         let p = &self.pipelines[pipeline as usize];
-        let list: Arc<[(u64, Access)]> = self.bind_groups[bg as usize]
+        let list: Arc<[BufferAccess]> = self.bind_groups[bg as usize]
             .entries
             .iter()
-            .map(|e| (e.buffer, p.access(&self.shaders, group, e.binding)))
+            .map(|e| BufferAccess {
+                buffer: e.buffer,
+                access: p.access(&self.shaders, group, e.binding),
+            })
             .collect();
-        self.access_cache
-            .insert((pipeline, group, bg), list.clone());
+        self.access_cache.insert(key, list.clone());
         list
     }
 }

@@ -16,6 +16,7 @@
 
 use std::time::Instant;
 
+use gpuscope_trace::capture::BufferRange;
 use gpuscope_trace::{Counters, CpuTimes, GpuSpan, TimestampIssue};
 
 use crate::names::Name;
@@ -110,12 +111,19 @@ pub(crate) struct UploadRec {
     pub(crate) data: Vec<u8>,
 }
 
+/// What a token decoder's step decoded ([`crate::Recorder::set_step_token`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StepToken {
+    pub(crate) position: u32,
+    pub(crate) token_id: u32,
+}
+
 /// A step from its begin until its results are taken.
 pub(crate) struct StepRec {
     pub(crate) id: u32,
     pub(crate) name: Option<String>,
-    /// (position, token id) for token decoders.
-    pub(crate) token: Option<(u32, u32)>,
+    /// For token decoders: the position decoded and the token produced.
+    pub(crate) token: Option<StepToken>,
     pub(crate) recorded: bool,
     /// The program will take the result with `step_result` (kept until then).
     pub(crate) keep_result: bool,
@@ -135,7 +143,8 @@ pub(crate) struct StepRec {
     /// The step's timestamp ticks once read back.
     pub(crate) readback_ticks: Option<Vec<u64>>,
     pub(crate) uploads: Vec<UploadRec>,
-    pub(crate) readbacks: Vec<(u64, u64, u64)>,
+    /// Ranges copied into mappable buffers (the program's readbacks).
+    pub(crate) readbacks: Vec<BufferRange>,
 }
 
 impl StepRec {

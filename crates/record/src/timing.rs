@@ -16,7 +16,7 @@
 
 use gpuscope_trace::{GpuSpan, Sampling, TimestampIssue, TimingMode};
 
-use crate::error::RecordError;
+use crate::error::RecorderError;
 
 /// Which timing the program wants. `Auto` takes the finest the device allows, sampled on
 /// adapters where a timestamp per dispatch is known to be expensive.
@@ -98,7 +98,7 @@ pub fn choose_timing(
     request: TimingRequest,
     features: wgpu::Features,
     info: &wgpu::AdapterInfo,
-) -> Result<Timing, RecordError> {
+) -> Result<Timing, RecorderError> {
     let has_ts = features.contains(wgpu::Features::TIMESTAMP_QUERY);
     let has_inside = has_ts && features.contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
     let timing = |mode, sampling: Option<Sampling>, reason: String| Timing {
@@ -107,7 +107,7 @@ pub fn choose_timing(
         sampling,
         reason,
     };
-    let missing = |mode: &str, feature, instead| RecordError::MissingFeature {
+    let missing = |mode: &str, feature, instead| RecorderError::MissingFeature {
         mode: mode.to_string(),
         feature,
         offered: String::new(),

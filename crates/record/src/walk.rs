@@ -11,7 +11,7 @@
 
 use std::ops::Range;
 
-use crate::error::RecordError;
+use crate::error::RecorderError;
 
 /// One dispatch to run again.
 pub struct WalkDispatch<'a> {
@@ -37,9 +37,9 @@ pub fn walk(
     contents: &[(&wgpu::Buffer, &[u8])],
     uploads: &[Vec<(&wgpu::Buffer, u64, &[u8])>],
     range: Range<usize>,
-) -> Result<Vec<(usize, StepOutputsBytes)>, RecordError> {
+) -> Result<Vec<(usize, StepOutputsBytes)>, RecorderError> {
     if range.end > steps.len() || range.end > uploads.len() {
-        return Err(RecordError::Capture(format!(
+        return Err(RecorderError::Capture(format!(
             "steps {range:?} asked of {} steps",
             uploads.len().min(steps.len())
         )));
@@ -114,8 +114,8 @@ pub fn walk(
     Ok(out)
 }
 
-fn gpu_error(what: &str, e: impl std::fmt::Display) -> RecordError {
-    RecordError::Gpu {
+fn gpu_error(what: &str, e: impl std::fmt::Display) -> RecorderError {
+    RecorderError::Gpu {
         what: what.to_string(),
         message: e.to_string(),
     }
@@ -126,7 +126,7 @@ pub(crate) fn map_read(
     device: &wgpu::Device,
     staging: &wgpu::Buffer,
     size: u64,
-) -> Result<Vec<u8>, RecordError> {
+) -> Result<Vec<u8>, RecorderError> {
     let slice = staging.slice(..size);
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -160,7 +160,7 @@ pub(crate) fn read_back(
     buffer: &wgpu::Buffer,
     offset: u64,
     size: u64,
-) -> Result<Vec<u8>, RecordError> {
+) -> Result<Vec<u8>, RecorderError> {
     let padded = size.div_ceil(4) * 4;
     let staging = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("gpuscope.capture_readback"),

@@ -102,6 +102,10 @@ impl CacheKey {
 }
 
 /// What looking up the cache found.
+// `Found` carries the ceilings by value (~500 bytes, the others ~50): a lookup is made
+// once per command and matched at once, never stored, so boxing them would only add an
+// allocation and a dereference at every use.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lookup {
     Found {

@@ -1,5 +1,5 @@
 //! Results of `gpuscope bench --sweep` / `--experiment`: one row per gemv configuration
-//! timed, with its roofline columns ([`crate::analysis::roofline`], from measured
+//! timed, with its roofline columns ([`crate::analysis::roofline`](mod@crate::analysis::roofline), from measured
 //! ceilings when the machine has them) and the fastest configuration of each shape.
 //! Rendered by [`crate::render::sweep`].
 

@@ -124,6 +124,143 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// The adapter [`Gpu::new`] opens: the best of those matching `--adapter` and
+/// `--backend` (or their environment variables), or an error listing them all.
+fn choose_adapter(opts: &GpuOptions) -> Result<wgpu::Adapter, GpuError> {
+    let adapter_filter = opts
+        .adapter
+        .clone()
+        .or_else(|| env_nonempty("GPUSCOPE_ADAPTER"));
+    let backend_name = opts
+        .backend
+        .clone()
+        .or_else(|| env_nonempty("GPUSCOPE_BACKEND"));
+    let backends = match &backend_name {
+        Some(name) => parse_backend(name)?,
+        None => wgpu::Backends::all(),
+    };
+    if opts.validate {
+        crate::validation::install();
+    }
+    let adapters = enumerate(backends, opts.validate);
+    let describe = |a: &wgpu::Adapter| {
+        let i = a.get_info();
+        format!("\"{}\" ({:?}, {:?})", i.name, i.backend, i.device_type)
+    };
+    let available: Vec<String> = adapters.iter().map(describe).collect();
+    let adapter = adapters
+        .into_iter()
+        .filter(|a| match &adapter_filter {
+            Some(f) => a.get_info().name.to_lowercase().contains(&f.to_lowercase()),
+            None => true,
+        })
+        .min_by_key(|a| {
+            let i = a.get_info();
+            (device_rank(i.device_type), backend_rank(i.backend))
+        });
+    adapter.ok_or_else(|| {
+        let mut filter = String::new();
+        if let Some(f) = &adapter_filter {
+            filter.push_str(&format!(" matching \"{f}\""));
+        }
+        if let Some(b) = &backend_name {
+            filter.push_str(&format!(" on {b}"));
+        }
+        GpuError::NoAdapter {
+            filter,
+            available: if available.is_empty() {
+                "none".into()
+            } else {
+                available.join(", ")
+            },
+            hint: "On a machine without a GPU install a software Vulkan driver \
+                   (Debian/Ubuntu: `apt-get install mesa-vulkan-drivers`); \
+                   otherwise check --adapter / --backend."
+                .into(),
+        }
+    })
+}
+
+/// The device features [`Gpu::new`] asks for.
+struct WantedFeatures {
+    features: wgpu::Features,
+    /// Enabled only for cooperative matrices.
+    experimental: wgpu::ExperimentalFeatures,
+}
+
+/// The timestamp features timing `mode` needs, and the optional features kernel
+/// variants use where `adapter` offers them.
+fn features(adapter: &wgpu::Adapter, mode: TimingMode) -> WantedFeatures {
+    let offered = adapter.features();
+    let mut features = match mode {
+        TimingMode::Off => wgpu::Features::empty(),
+        TimingMode::Pass => wgpu::Features::TIMESTAMP_QUERY,
+        TimingMode::Dispatch => {
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
+        }
+    };
+    if mode != TimingMode::Off {
+        features |= offered & wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+    }
+    // f16 arithmetic where offered (`peak` measures its FMA rate); subgroups and 64-bit
+    // integers where offered: kernels pick subgroup variants, and on CPU adapters the
+    // gemv frame over 32-byte `vec4<u64>` loads, where the device has them (the ops
+    // crate reads `Gpu::features`); asking costs nothing when they go unused.
+    features |= offered
+        & (wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::SHADER_INT64);
+    // Cooperative matrices (tensor cores) for the prompt gemm, where the adapter has
+    // the one configuration its kernel uses: 16x16x16, f16 inputs, f32 accumulators.
+    // wgpu marks the feature experimental; GPUSCOPE_NO_COOPMAT=1 leaves it off.
+    let coopmat = offered.contains(wgpu::Features::SHADER_F16)
+        && offered.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        && env_nonempty("GPUSCOPE_NO_COOPMAT").is_none()
+        && adapter
+            .cooperative_matrix_properties()
+            .iter()
+            .any(is_coopmat_f16_16x16);
+    let mut experimental = wgpu::ExperimentalFeatures::disabled();
+    if coopmat {
+        features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        // SAFETY: wgpu asks callers of experimental features to accept that its
+        // implementation may have bugs. The feature is used by one kernel family
+        // (`gemm_coopmat_*`), whose results the tests and `check` compare with the
+        // CPU oracle on the adapters that run it; GPUSCOPE_NO_COOPMAT turns it off.
+        experimental = unsafe { wgpu::ExperimentalFeatures::enabled() };
+    }
+    WantedFeatures {
+        features,
+        experimental,
+    }
+}
+
+/// Error callbacks: the first error wgpu reports outside any error scope, or the
+/// device's loss, lands in the slot returned; the next step fails with it.
+fn watch_errors(device: &wgpu::Device) -> Arc<Mutex<Option<String>>> {
+    let uncaptured: Arc<Mutex<Option<String>>> = Arc::default();
+    let sink = uncaptured.clone();
+    device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+        let mut slot = sink.lock().unwrap();
+        if slot.is_none() {
+            *slot = Some(match e {
+                wgpu::Error::OutOfMemory { .. } => format!("{OUT_OF_MEMORY}: {e}"),
+                e => e.to_string(),
+            });
+        }
+    }));
+    let lost = uncaptured.clone();
+    // `Destroyed` counts too: a device destroyed while the Gpu still uses it (the
+    // `--fault device-lost-after` test hook) fails the next step like any loss.
+    device.set_device_lost_callback(move |reason, message| {
+        let message = if message.is_empty() {
+            String::new()
+        } else {
+            format!(": {message}")
+        };
+        *lost.lock().unwrap() = Some(format!("device lost ({reason:?}){message}"));
+    });
+    uncaptured
+}
+
 impl Gpu {
     /// Picks the best adapter matching `opts` (discrete before integrated before
     /// software; Vulkan before Metal, DX12, GL) and opens it with the adapter's own limits
@@ -131,107 +268,19 @@ impl Gpu {
     /// SUBGROUP and SHADER_F16 when offered (kernel variants use them).
     pub fn new(opts: &GpuOptions) -> Result<Gpu, GpuError> {
         let _span = tracing::info_span!("gpu_open").entered();
-        let adapter_filter = opts
-            .adapter
-            .clone()
-            .or_else(|| env_nonempty("GPUSCOPE_ADAPTER"));
-        let backend_name = opts
-            .backend
-            .clone()
-            .or_else(|| env_nonempty("GPUSCOPE_BACKEND"));
-        let backends = match &backend_name {
-            Some(name) => parse_backend(name)?,
-            None => wgpu::Backends::all(),
-        };
-        if opts.validate {
-            crate::validation::install();
-        }
-        let adapters = enumerate(backends, opts.validate);
-        let describe = |a: &wgpu::Adapter| {
-            let i = a.get_info();
-            format!("\"{}\" ({:?}, {:?})", i.name, i.backend, i.device_type)
-        };
-        let available: Vec<String> = adapters.iter().map(describe).collect();
-        let adapter = adapters
-            .into_iter()
-            .filter(|a| match &adapter_filter {
-                Some(f) => a.get_info().name.to_lowercase().contains(&f.to_lowercase()),
-                None => true,
-            })
-            .min_by_key(|a| {
-                let i = a.get_info();
-                (device_rank(i.device_type), backend_rank(i.backend))
-            });
-        let Some(adapter) = adapter else {
-            let mut filter = String::new();
-            if let Some(f) = &adapter_filter {
-                filter.push_str(&format!(" matching \"{f}\""));
-            }
-            if let Some(b) = &backend_name {
-                filter.push_str(&format!(" on {b}"));
-            }
-            return Err(GpuError::NoAdapter {
-                filter,
-                available: if available.is_empty() {
-                    "none".into()
-                } else {
-                    available.join(", ")
-                },
-                hint: "On a machine without a GPU install a software Vulkan driver \
-                       (Debian/Ubuntu: `apt-get install mesa-vulkan-drivers`); \
-                       otherwise check --adapter / --backend."
-                    .into(),
-            });
-        };
+        let adapter = choose_adapter(opts)?;
         let info = adapter.get_info();
-        let offered = adapter.features();
         // The mode is checked against what the adapter offers first, so a missing feature
         // names the adapter; the recorder then picks the same mode on the device.
-        let timing = gpuscope_record::choose_timing(opts.timing, offered, &info)
+        let timing = gpuscope_record::choose_timing(opts.timing, adapter.features(), &info)
             .map_err(|e| missing_feature(e, &info.name))?;
-        let mut features = match timing.mode {
-            TimingMode::Off => wgpu::Features::empty(),
-            TimingMode::Pass => wgpu::Features::TIMESTAMP_QUERY,
-            TimingMode::Dispatch => {
-                wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
-            }
-        };
-        if timing.mode != TimingMode::Off {
-            features |= offered & wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
-        }
-        // f16 arithmetic where offered (`peak` measures its FMA rate); subgroups and 64-bit
-        // integers where offered: kernels pick subgroup variants, and on CPU adapters the
-        // gemv frame over 32-byte `vec4<u64>` loads, where the device has them (the ops
-        // crate reads `Gpu::features`); asking costs nothing when they go unused.
-        features |= offered
-            & (wgpu::Features::SHADER_F16
-                | wgpu::Features::SUBGROUP
-                | wgpu::Features::SHADER_INT64);
-        // Cooperative matrices (tensor cores) for the prompt gemm, where the adapter has
-        // the one configuration its kernel uses: 16x16x16, f16 inputs, f32 accumulators.
-        // wgpu marks the feature experimental; GPUSCOPE_NO_COOPMAT=1 leaves it off.
-        let coopmat = offered.contains(wgpu::Features::SHADER_F16)
-            && offered.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
-            && env_nonempty("GPUSCOPE_NO_COOPMAT").is_none()
-            && adapter
-                .cooperative_matrix_properties()
-                .iter()
-                .any(is_coopmat_f16_16x16);
-        let mut experimental_features = wgpu::ExperimentalFeatures::disabled();
-        if coopmat {
-            features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
-            // SAFETY: wgpu asks callers of experimental features to accept that its
-            // implementation may have bugs. The feature is used by one kernel family
-            // (`gemm_coopmat_*`), whose results the tests and `check` compare with the
-            // CPU oracle on the adapters that run it; GPUSCOPE_NO_COOPMAT turns it off.
-            experimental_features = unsafe { wgpu::ExperimentalFeatures::enabled() };
-        }
+        let wanted = features(&adapter, timing.mode);
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("gpuscope"),
-            required_features: features,
+            required_features: wanted.features,
             required_limits: limits.clone(),
-            experimental_features,
+            experimental_features: wanted.experimental,
             ..Default::default()
         }))
         .map_err(|e| GpuError::RequestDevice {
@@ -247,33 +296,12 @@ impl Gpu {
             },
         )
         .map_err(|e| missing_feature(e, &info.name))?;
-        let uncaptured: Arc<Mutex<Option<String>>> = Arc::default();
-        let sink = uncaptured.clone();
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            let mut slot = sink.lock().unwrap();
-            if slot.is_none() {
-                *slot = Some(match e {
-                    wgpu::Error::OutOfMemory { .. } => format!("{OUT_OF_MEMORY}: {e}"),
-                    e => e.to_string(),
-                });
-            }
-        }));
-        let lost = uncaptured.clone();
-        // `Destroyed` counts too: a device destroyed while the Gpu still uses it (the
-        // `--fault device-lost-after` test hook) fails the next step like any loss.
-        device.set_device_lost_callback(move |reason, message| {
-            let message = if message.is_empty() {
-                String::new()
-            } else {
-                format!(": {message}")
-            };
-            *lost.lock().unwrap() = Some(format!("device lost ({reason:?}){message}"));
-        });
+        let uncaptured = watch_errors(&device);
         Ok(Gpu {
             device,
             queue,
             info,
-            features,
+            features: wanted.features,
             limits,
             rec,
             counters: AtomicCounters::default(),
@@ -421,9 +449,9 @@ impl Gpu {
 const OUT_OF_MEMORY: &str = "out of memory";
 
 /// The recorder's timing error as the runtime's, naming the adapter.
-fn missing_feature(e: gpuscope_record::RecordError, adapter: &str) -> GpuError {
+fn missing_feature(e: gpuscope_record::RecorderError, adapter: &str) -> GpuError {
     match e {
-        gpuscope_record::RecordError::MissingFeature {
+        gpuscope_record::RecorderError::MissingFeature {
             mode,
             feature,
             instead,

@@ -48,5 +48,5 @@ pub enum GpuError {
     Invalid(String),
     /// The recorder refused (a step left open, a timing mode the device cannot do).
     #[error(transparent)]
-    Record(#[from] gpuscope_record::RecordError),
+    Record(#[from] gpuscope_record::RecorderError),
 }

@@ -20,6 +20,7 @@
 //! benchmarks them on any adapter.
 
 pub mod capture;
+mod create;
 mod device;
 mod dispatch;
 mod error;

@@ -274,8 +274,6 @@ fn one(name: &str, d: Dispatch) -> Graph {
     }
 }
 
-/// Measures every ceiling (see the module docs); `progress` hears what is being
-/// measured, for a status line.
 /// The read-only bandwidth kernel over the first `bytes` (rounded down to 16) of `src`,
 /// and the bytes one run moves (the reads plus its one f32 per invocation). Also the
 /// "read-only" variant of `bench --experiment memory-vs-compute`.
@@ -309,148 +307,28 @@ pub fn read_only_dispatch(
     ))
 }
 
+/// Measures every ceiling (see the module docs); `progress` hears what is being
+/// measured, for a status line.
 pub fn measure_ceilings(
     gpu: &Gpu,
     opts: &PeakOptions,
     mut progress: impl FnMut(&str),
 ) -> Result<Ceilings, GpuError> {
-    let reps = opts.repetitions.max(1);
-    let mut settings = BTreeMap::new();
+    let mut m = Measuring {
+        gpu,
+        opts,
+        reps: opts.repetitions.max(1),
+        settings: BTreeMap::new(),
+    };
     progress("bandwidth");
-    let limits = gpu.limits();
-    let bytes = opts
-        .bytes
-        .min(limits.max_storage_buffer_binding_size)
-        .min(limits.max_buffer_size)
-        / 16
-        * 16;
-    let bytes = bytes.max(16);
-    let n = (bytes / 16) as u32;
-    settings.insert("bandwidth_bytes".into(), bytes.to_string());
-    settings.insert("repetitions".into(), reps.to_string());
-    let src = gpu.create_buffer("peak.src", bytes)?;
-    let dst = gpu.create_buffer("peak.dst", bytes)?;
-    // Never benchmark on zeros: fill the source with a pattern.
-    let pattern: Vec<u8> = (0..(1u64 << 20).min(bytes))
-        .map(|i| (i * 31 % 251) as u8)
-        .collect();
-    let mut off = 0;
-    while off < bytes {
-        let len = pattern.len().min((bytes - off) as usize);
-        gpu.write_buffer(&src, off, &pattern[..len]);
-        off += len as u64;
-    }
-    let grid = n.div_ceil(256).clamp(1, 65535);
-    let copy = {
-        let p = gpu.pipeline(&COPY, "main", &[("N", n as f64)])?;
-        let b = gpu.bind_group(&p, &[&src, &dst])?;
-        one(
-            "copy",
-            Dispatch::new(
-                "peak_copy",
-                p,
-                b,
-                [grid, 1, 1],
-                Cost::default(),
-                &[&src],
-                &[&dst],
-            ),
-        )
-    };
-    let mut timer = Timer::new(gpu, &copy)?;
-    let copy_gbps = timer.rates(gpu, &copy, &[], reps, 2.0 * bytes as f64)?;
-    let (read_dispatch, read_bytes) = read_only_dispatch(gpu, &src, bytes)?;
-    let read = one("read", read_dispatch);
-    let read_gbps = timer.rates(gpu, &read, &[], reps, read_bytes)?;
-    let write = {
-        let p = gpu.pipeline(&WRITE, "main", &[("N", n as f64)])?;
-        let b = gpu.bind_group(&p, &[&dst])?;
-        one(
-            "write",
-            Dispatch::new(
-                "peak_write",
-                p,
-                b,
-                [grid, 1, 1],
-                Cost::default(),
-                &[],
-                &[&dst],
-            ),
-        )
-    };
-    let write_gbps = timer.rates(gpu, &write, &[], reps, bytes as f64)?;
-
+    let bandwidth = m.bandwidth()?;
+    let mut timer = bandwidth.timer;
     progress("FMA rate");
     let params = gpu.create_buffer("peak.params", 16)?;
     let out = gpu.create_buffer("peak.out", FMA_WORKGROUPS as u64 * FMA_WORKGROUP as u64 * 4)?;
-    let fma = |source: &ShaderSource| -> Result<Graph, GpuError> {
-        let p = gpu.pipeline(source, "main", &[])?;
-        let b = gpu.bind_group(&p, &[&params, &out])?;
-        Ok(one(
-            source.name,
-            Dispatch::new(
-                source.name,
-                p,
-                b,
-                [FMA_WORKGROUPS, 1, 1],
-                Cost::default(),
-                &[&params],
-                &[&out],
-            ),
-        ))
-    };
-    let invocations = FMA_WORKGROUPS as u64 * FMA_WORKGROUP as u64;
-    let f32_gflops = fma_rate(gpu, &mut timer, &fma(&FMA_F32)?, &params, opts, reps)?;
-    settings.insert("fma_invocations".into(), invocations.to_string());
-    let f16_gflops = if gpu.features().contains(wgpu::Features::SHADER_F16) {
-        fma_rate(gpu, &mut timer, &fma(&FMA_F16)?, &params, opts, reps)?
-    } else {
-        settings.insert(
-            "f16".into(),
-            "not measured: the device was not opened with SHADER_F16".into(),
-        );
-        None
-    };
-
+    let fma = m.fma(&mut timer, &params, &out)?;
     progress("dispatch cost");
-    let chain = opts.chain.max(1);
-    settings.insert("chain".into(), chain.to_string());
-    let tiny = gpu.create_buffer("peak.tiny", 16)?;
-    let chain_graph = {
-        let p = gpu.pipeline(&TINY, "main", &[])?;
-        let b = gpu.bind_group(&p, &[&tiny])?;
-        Graph {
-            sections: vec![Section::new(
-                "tiny",
-                None,
-                (0..chain)
-                    .map(|_| {
-                        Dispatch::new(
-                            "peak_tiny",
-                            p.clone(),
-                            b.clone(),
-                            [1, 1, 1],
-                            Cost::default(),
-                            &[&tiny],
-                            &[&tiny],
-                        )
-                    })
-                    .collect(),
-            )],
-        }
-    };
-    let mut chain_timer = Timer::new(gpu, &chain_graph)?;
-    let per_dispatch = chain_timer
-        .rates(gpu, &chain_graph, &[], reps, chain as f64)?
-        .map(invert);
-    let mut cpu = StepRunner::with_timing(gpu, &chain_graph, &[], TimingMode::Off)?;
-    let mut cpu_ns = Vec::with_capacity(reps);
-    for i in 0..reps + 2 {
-        let o = cpu.step(gpu, &chain_graph, &[])?;
-        if i >= 2 {
-            cpu_ns.push((o.cpu.encode_ns + o.cpu.submit_ns) as f64 / chain as f64);
-        }
-    }
+    let cost = m.dispatch_cost()?;
     progress("workgroups that fill the device");
     let fill_graph = {
         let p = gpu.pipeline(&FILL, "main", &[])?;
@@ -468,7 +346,7 @@ pub fn measure_ceilings(
             ),
         )
     };
-    let floor_ns = per_dispatch.map_or(0.0, |m| m.median);
+    let floor_ns = cost.gpu_ns.map_or(0.0, |m| m.median);
     let fill = fill_workgroups(gpu, &mut timer, fill_graph, &params, opts, floor_ns)?;
 
     let method = if timer.timed {
@@ -480,16 +358,212 @@ pub fn measure_ceilings(
         format: CEILINGS_FORMAT,
         identity: CeilingsIdentity::now(&gpu.adapter_desc(), &opts.tool),
         method: method.into(),
-        copy_gbps,
-        read_gbps,
-        write_gbps,
-        f32_gflops,
-        f16_gflops,
-        dispatch_ns: per_dispatch,
-        cpu_dispatch_ns: Measured::of(&cpu_ns),
+        copy_gbps: bandwidth.copy_gbps,
+        read_gbps: bandwidth.read_gbps,
+        write_gbps: bandwidth.write_gbps,
+        f32_gflops: fma.f32_gflops,
+        f16_gflops: fma.f16_gflops,
+        dispatch_ns: cost.gpu_ns,
+        cpu_dispatch_ns: Measured::of(&cost.cpu_ns),
         fill,
-        settings,
+        settings: m.settings,
     })
+}
+
+/// What every measurement reads, and the settings they note for the ceilings file.
+struct Measuring<'a> {
+    gpu: &'a Gpu,
+    opts: &'a PeakOptions,
+    reps: usize,
+    settings: BTreeMap<String, String>,
+}
+
+/// Copy, read-only and write-only bandwidth, and the timer they were measured with
+/// (the later measurements reuse it).
+struct Bandwidth {
+    copy_gbps: Option<Measured>,
+    read_gbps: Option<Measured>,
+    write_gbps: Option<Measured>,
+    timer: Timer,
+}
+
+struct FmaRates {
+    f32_gflops: Option<Measured>,
+    /// `None` without SHADER_F16.
+    f16_gflops: Option<Measured>,
+}
+
+/// What one dispatch costs: GPU time in a chain of tiny dispatches, and the CPU's
+/// encode and submit time per dispatch of that chain.
+struct DispatchCost {
+    gpu_ns: Option<Measured>,
+    cpu_ns: Vec<f64>,
+}
+
+impl Measuring<'_> {
+    /// Copy, read and write kernels over one buffer pair of `--bytes` (within the
+    /// device's binding limits), the source filled with a pattern.
+    fn bandwidth(&mut self) -> Result<Bandwidth, GpuError> {
+        let (gpu, reps) = (self.gpu, self.reps);
+        let limits = gpu.limits();
+        let bytes = self
+            .opts
+            .bytes
+            .min(limits.max_storage_buffer_binding_size)
+            .min(limits.max_buffer_size)
+            / 16
+            * 16;
+        let bytes = bytes.max(16);
+        let n = (bytes / 16) as u32;
+        self.settings
+            .insert("bandwidth_bytes".into(), bytes.to_string());
+        self.settings.insert("repetitions".into(), reps.to_string());
+        let src = gpu.create_buffer("peak.src", bytes)?;
+        let dst = gpu.create_buffer("peak.dst", bytes)?;
+        // Never benchmark on zeros: fill the source with a pattern.
+        let pattern: Vec<u8> = (0..(1u64 << 20).min(bytes))
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        let mut off = 0;
+        while off < bytes {
+            let len = pattern.len().min((bytes - off) as usize);
+            gpu.write_buffer(&src, off, &pattern[..len]);
+            off += len as u64;
+        }
+        let grid = n.div_ceil(256).clamp(1, 65535);
+        let copy = {
+            let p = gpu.pipeline(&COPY, "main", &[("N", n as f64)])?;
+            let b = gpu.bind_group(&p, &[&src, &dst])?;
+            one(
+                "copy",
+                Dispatch::new(
+                    "peak_copy",
+                    p,
+                    b,
+                    [grid, 1, 1],
+                    Cost::default(),
+                    &[&src],
+                    &[&dst],
+                ),
+            )
+        };
+        let mut timer = Timer::new(gpu, &copy)?;
+        let copy_gbps = timer.rates(gpu, &copy, &[], reps, 2.0 * bytes as f64)?;
+        let (read_dispatch, read_bytes) = read_only_dispatch(gpu, &src, bytes)?;
+        let read = one("read", read_dispatch);
+        let read_gbps = timer.rates(gpu, &read, &[], reps, read_bytes)?;
+        let write = {
+            let p = gpu.pipeline(&WRITE, "main", &[("N", n as f64)])?;
+            let b = gpu.bind_group(&p, &[&dst])?;
+            one(
+                "write",
+                Dispatch::new(
+                    "peak_write",
+                    p,
+                    b,
+                    [grid, 1, 1],
+                    Cost::default(),
+                    &[],
+                    &[&dst],
+                ),
+            )
+        };
+        let write_gbps = timer.rates(gpu, &write, &[], reps, bytes as f64)?;
+        Ok(Bandwidth {
+            copy_gbps,
+            read_gbps,
+            write_gbps,
+            timer,
+        })
+    }
+
+    /// f32 and (where the device has SHADER_F16) f16 FMA rates.
+    fn fma(
+        &mut self,
+        timer: &mut Timer,
+        params: &GpuBuffer,
+        out: &GpuBuffer,
+    ) -> Result<FmaRates, GpuError> {
+        let (gpu, opts, reps) = (self.gpu, self.opts, self.reps);
+        let fma = |source: &ShaderSource| -> Result<Graph, GpuError> {
+            let p = gpu.pipeline(source, "main", &[])?;
+            let b = gpu.bind_group(&p, &[params, out])?;
+            Ok(one(
+                source.name,
+                Dispatch::new(
+                    source.name,
+                    p,
+                    b,
+                    [FMA_WORKGROUPS, 1, 1],
+                    Cost::default(),
+                    &[params],
+                    &[out],
+                ),
+            ))
+        };
+        let invocations = FMA_WORKGROUPS as u64 * FMA_WORKGROUP as u64;
+        let f32_gflops = fma_rate(gpu, timer, &fma(&FMA_F32)?, params, opts, reps)?;
+        self.settings
+            .insert("fma_invocations".into(), invocations.to_string());
+        let f16_gflops = if gpu.features().contains(wgpu::Features::SHADER_F16) {
+            fma_rate(gpu, timer, &fma(&FMA_F16)?, params, opts, reps)?
+        } else {
+            self.settings.insert(
+                "f16".into(),
+                "not measured: the device was not opened with SHADER_F16".into(),
+            );
+            None
+        };
+        Ok(FmaRates {
+            f32_gflops,
+            f16_gflops,
+        })
+    }
+
+    /// A chain of `--chain` tiny dispatches in one pass: GPU time per dispatch, and
+    /// (untimed) the CPU's encode and submit time per dispatch.
+    fn dispatch_cost(&mut self) -> Result<DispatchCost, GpuError> {
+        let (gpu, reps) = (self.gpu, self.reps);
+        let chain = self.opts.chain.max(1);
+        self.settings.insert("chain".into(), chain.to_string());
+        let tiny = gpu.create_buffer("peak.tiny", 16)?;
+        let chain_graph = {
+            let p = gpu.pipeline(&TINY, "main", &[])?;
+            let b = gpu.bind_group(&p, &[&tiny])?;
+            Graph {
+                sections: vec![Section::new(
+                    "tiny",
+                    None,
+                    (0..chain)
+                        .map(|_| {
+                            Dispatch::new(
+                                "peak_tiny",
+                                p.clone(),
+                                b.clone(),
+                                [1, 1, 1],
+                                Cost::default(),
+                                &[&tiny],
+                                &[&tiny],
+                            )
+                        })
+                        .collect(),
+                )],
+            }
+        };
+        let mut chain_timer = Timer::new(gpu, &chain_graph)?;
+        let gpu_ns = chain_timer
+            .rates(gpu, &chain_graph, &[], reps, chain as f64)?
+            .map(invert);
+        let mut cpu = StepRunner::with_timing(gpu, &chain_graph, &[], TimingMode::Off)?;
+        let mut cpu_ns = Vec::with_capacity(reps);
+        for i in 0..reps + 2 {
+            let o = cpu.step(gpu, &chain_graph, &[])?;
+            if i >= 2 {
+                cpu_ns.push((o.cpu.encode_ns + o.cpu.submit_ns) as f64 / chain as f64);
+            }
+        }
+        Ok(DispatchCost { gpu_ns, cpu_ns })
+    }
 }
 
 /// A rate measured as work per ns turned into ns per unit of work.

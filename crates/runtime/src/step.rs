@@ -50,8 +50,8 @@ pub const MAX_IN_FLIGHT: usize = 2;
 /// Whether a step is encoded as one compute pass rather than one per section: always but
 /// with pass timing, which needs a pass per section for its per-layer spans. Each pass
 /// costs CPU time to begin and end, which SmolLM2's decode on an H100 was bound by
-/// (encoding 0.83 ms per token for 153 dispatches in 32 passes, 0.33 ms in one pass:
-/// 907 -> 1113 tok/s). Dispatch spans are placed in layers by their dispatch's layer.
+/// (measured: BENCHMARKS.md, run 9). Dispatch spans are placed in layers by their
+/// dispatch's layer.
 pub fn one_pass_per_step(timing: TimingMode) -> bool {
     timing != TimingMode::Pass
 }

@@ -13,7 +13,7 @@
 //! |---|---|
 //! | 8 | magic `GPUPROF\0` |
 //! | 2 + 2 | encoding version major, minor ([`COMPACT_FORMAT`]) |
-//! | 8 + n | header: length, then the profile as JSON with `dispatches` and `passes` empty (it carries the profile format version) |
+//! | 8 + n | header: length, then the profile as JSON with `dispatches` and `passes` empty (it carries the profile format version, checked as the JSON reader checks it) |
 //! | 4 + … | string table: count, then per string its length (4) and UTF-8 bytes |
 //! | 8 + … | dispatches: count `n`, then the columns `token`, `index`, `op`, `label`, `layer`, `pass`, `pipeline`, `wg_x`, `wg_y`, `wg_z` (u32 × n each; names are string-table indices, `layer` is `u32::MAX` for none), `bytes`, `flops`, `cpu_encode_ns`, `gpu_start_ns`, `gpu_end_ns` (u64 × n each), `flags` (u8 × n) |
 //! | 8 + … | passes: count `m`, then `token`, `index`, `name`, `layer`, `dispatches` (u32 × m), `gpu_start_ns`, `gpu_end_ns` (u64 × m), `flags` (u8 × m) |
@@ -27,7 +27,8 @@
 //! - 1.0: first version.
 //!
 //! A reader accepts the same major version (a newer minor may append sections, which
-//! it ignores) and refuses another with a message naming both.
+//! it ignores) and refuses another with a message naming both. The same holds for the
+//! profile format version in the header ([`crate::version`]).
 
 use std::collections::HashMap;
 use std::hash::Hasher;
@@ -35,7 +36,8 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::profile::{DispatchEvent, GpuSpan, PassEvent, Profile, TimestampIssue};
+use crate::profile::{DispatchEvent, GpuSpan, PassEvent, Profile, TimestampIssue, PROFILE_FORMAT};
+use crate::version::{FormatHeader, VersionError};
 use crate::FormatVersion;
 
 /// The first bytes of every compact profile.
@@ -72,6 +74,10 @@ pub enum CompactError {
     Flags { what: String, flags: u8 },
     #[error("header: {0}")]
     Header(serde_json::Error),
+    /// The profile inside has a format version this build does not read (the encoding
+    /// around it may be fine).
+    #[error("header: profile {0}")]
+    ProfileVersion(VersionError),
 }
 
 /// Encodes `p` (see the module docs).
@@ -156,6 +162,17 @@ pub fn is_compact(bytes: &[u8]) -> bool {
 
 /// Decodes a compact profile (see the module docs).
 pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
+    let mut r = open(bytes)?;
+    let mut p = read_header(&mut r)?;
+    let strings = read_strings(&mut r)?;
+    p.dispatches = read_dispatches(&mut r, &strings)?;
+    p.passes = read_passes(&mut r, &strings)?;
+    Ok(p)
+}
+
+/// Checks the magic bytes, the encoding version and the checksum, in that order, and
+/// returns a reader of the body just past the version.
+fn open(bytes: &[u8]) -> Result<Reader<'_>, CompactError> {
     if !is_compact(bytes) {
         return Err(CompactError::NotCompact);
     }
@@ -187,9 +204,22 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
     if stored != computed {
         return Err(CompactError::Checksum { stored, computed });
     }
+    Ok(r)
+}
+
+/// The profile without its events. Its own format version is checked first, as the
+/// JSON reader checks it ([`crate::version`]).
+fn read_header(r: &mut Reader<'_>) -> Result<Profile, CompactError> {
     let header_len = r.u64("the header length")? as usize;
     let header = r.take(header_len, "the header")?;
-    let mut p: Profile = serde_json::from_slice(header).map_err(CompactError::Header)?;
+    let version: FormatHeader = serde_json::from_slice(header).map_err(CompactError::Header)?;
+    version
+        .check(PROFILE_FORMAT)
+        .map_err(CompactError::ProfileVersion)?;
+    serde_json::from_slice(header).map_err(CompactError::Header)
+}
+
+fn read_strings(r: &mut Reader<'_>) -> Result<Vec<String>, CompactError> {
     let count = r.u32("the string table")? as usize;
     let mut strings = Vec::with_capacity(count.min(r.remaining() / 4));
     for index in 0..count {
@@ -198,17 +228,13 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
             .map_err(|_| CompactError::Utf8 { index })?;
         strings.push(s.to_string());
     }
-    // `what` is only formatted for an error: a million events must not format names.
-    let name = |what: &dyn Fn() -> String, id: u32| -> Result<String, CompactError> {
-        strings
-            .get(id as usize)
-            .cloned()
-            .ok_or_else(|| CompactError::StringId {
-                what: what(),
-                id,
-                count: strings.len(),
-            })
-    };
+    Ok(strings)
+}
+
+fn read_dispatches(
+    r: &mut Reader<'_>,
+    strings: &[String],
+) -> Result<Vec<DispatchEvent>, CompactError> {
     let n = r.u64("the dispatch count")? as usize;
     // Every dispatch takes 81 bytes: a count beyond what the file holds is truncation,
     // found before any allocation sized by it. Columns are read in place.
@@ -247,6 +273,7 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
         unflags(flag, 0, 0, || format!("dispatches[{i}]"))?;
     }
     let s = |id: u32| strings[id as usize].clone();
+    let mut dispatches = Vec::new();
     (0..n)
         .into_par_iter()
         .map(|i| {
@@ -269,7 +296,22 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
                 timestamp_issue,
             }
         })
-        .collect_into_vec(&mut p.dispatches);
+        .collect_into_vec(&mut dispatches);
+    Ok(dispatches)
+}
+
+fn read_passes(r: &mut Reader<'_>, strings: &[String]) -> Result<Vec<PassEvent>, CompactError> {
+    // `what` is only formatted for an error: a million events must not format names.
+    let name = |what: &dyn Fn() -> String, id: u32| -> Result<String, CompactError> {
+        strings
+            .get(id as usize)
+            .cloned()
+            .ok_or_else(|| CompactError::StringId {
+                what: what(),
+                id,
+                count: strings.len(),
+            })
+    };
     let m = r.u64("the pass count")? as usize;
     r.need(m.saturating_mul(37), "the pass columns")?;
     let token = r.u32s(m, "passes.token")?;
@@ -280,12 +322,12 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
     let start = r.u64s(m, "passes.gpu_start_ns")?;
     let end = r.u64s(m, "passes.gpu_end_ns")?;
     let fl = r.take(m, "passes.flags")?;
-    p.passes = Vec::with_capacity(m);
+    let mut passes = Vec::with_capacity(m);
     for (i, &flag) in fl.iter().enumerate().take(m) {
         let (gpu, timestamp_issue) =
             unflags(flag, start.get(i), end.get(i), || format!("passes[{i}]"))?;
         let layer = layer.get(i);
-        p.passes.push(PassEvent {
+        passes.push(PassEvent {
             token: token.get(i),
             index: index.get(i),
             name: name(&|| format!("passes[{i}].name"), names.get(i))?,
@@ -295,7 +337,7 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, CompactError> {
             timestamp_issue,
         });
     }
-    Ok(p)
+    Ok(passes)
 }
 
 /// Why a compact profile could not be written.

@@ -501,6 +501,32 @@ mod captures {
     /// A capture of one shader built with `variants` constant sets, one dispatch each, run
     /// for `steps` steps with a 16-byte upload each.
     pub fn write_capture(dir: &Path, variants: usize, steps: u32) {
+        let c = commands(variants);
+        let stream = stream(variants, steps);
+        let mut w = CaptureWriter::create(dir, OnExisting::Refuse).unwrap();
+        w.write_file("shaders/copy.wgsl", "shader", COPY_WGSL.as_bytes())
+            .unwrap();
+        w.write_file("blobs/uploads.bin", "blob", &vec![7u8; 16 * steps as usize])
+            .unwrap();
+        w.write_file("blobs/buffer-1.bin", "blob", &[1u8; 256])
+            .unwrap();
+        let data = CapturedData {
+            initial: vec![BufferContents {
+                buffer: 1,
+                data: BlobSlice {
+                    blob: "blobs/buffer-1.bin".into(),
+                    start: 0,
+                    len: 256,
+                },
+            }],
+            outputs: vec![],
+        };
+        w.finish(manifest(), &c, &stream, Some(&data)).unwrap();
+    }
+
+    /// The shader, its layout, buffers `x` (id 1) and `y` (id 2), and per variant `v` a
+    /// constant set `N = v + 1`, its pipeline and its bind group.
+    fn commands(variants: usize) -> Commands {
         let mut c = Commands {
             shaders: vec![ShaderDesc {
                 name: "copy".into(),
@@ -535,7 +561,6 @@ mod captures {
             ],
             ..Commands::default()
         };
-        let mut dispatches = Vec::new();
         for v in 0..variants {
             c.constant_sets.push(ConstantSet {
                 values: vec![("N".into(), (v + 1) as f64)],
@@ -566,7 +591,15 @@ mod captures {
                     },
                 ],
             });
-            dispatches.push(DispatchDesc {
+        }
+        c
+    }
+
+    /// One graph (a dispatch per variant, in one pass), a 4-byte readback of `y`, and
+    /// `steps` measured steps.
+    fn stream(variants: usize, steps: u32) -> Stream {
+        let dispatches: Vec<DispatchDesc> = (0..variants)
+            .map(|v| DispatchDesc {
                 pipeline: v,
                 bind_group: v,
                 workgroups: [1, 1, 1],
@@ -575,10 +608,9 @@ mod captures {
                 layer: None,
                 reads: vec![1],
                 writes: vec![2],
-            });
-        }
-        let n = dispatches.len();
-        let stream = Stream {
+            })
+            .collect();
+        Stream {
             graphs: vec![GraphDesc {
                 passes: vec![PassDesc {
                     name: "all".into(),
@@ -591,60 +623,49 @@ mod captures {
                 offset: 0,
                 size: 4,
             }],
-            steps: (0..steps)
-                .map(|i| StepDesc {
-                    index: i,
-                    position: i,
-                    token_id: 0,
-                    graph: 0,
-                    uploads: vec![Upload {
-                        buffer: 1,
-                        offset: 0,
-                        data: BlobSlice {
-                            blob: "blobs/uploads.bin".into(),
-                            start: 16 * i as u64,
-                            len: 16,
-                        },
-                    }],
-                    measured: Some(StepMeasurement {
-                        wall_ns: 1000,
-                        gpu_busy_ns: Some(500),
-                        counters: Default::default(),
-                        dispatches: (0..n)
-                            .map(|d| DispatchMeasurement {
-                                gpu: Some(crate::GpuSpan {
-                                    start_ns: 0,
-                                    end_ns: 100 * (d as u64 + 1),
-                                }),
-                                issue: None,
-                                cpu_encode_ns: 10,
-                                bytes: 512,
-                                flops: 0,
-                            })
-                            .collect(),
-                    }),
-                })
-                .collect(),
-        };
-        let mut w = CaptureWriter::create(dir, OnExisting::Refuse).unwrap();
-        w.write_file("shaders/copy.wgsl", "shader", COPY_WGSL.as_bytes())
-            .unwrap();
-        w.write_file("blobs/uploads.bin", "blob", &vec![7u8; 16 * steps as usize])
-            .unwrap();
-        w.write_file("blobs/buffer-1.bin", "blob", &[1u8; 256])
-            .unwrap();
-        let data = CapturedData {
-            initial: vec![BufferContents {
+            steps: (0..steps).map(|i| step(i, variants)).collect(),
+        }
+    }
+
+    /// Step `i`: its 16 bytes of `blobs/uploads.bin` into `x`, and a measurement of each
+    /// of its `dispatches` (dispatch `d` took `100 * (d + 1)` ns).
+    fn step(i: u32, dispatches: usize) -> StepDesc {
+        StepDesc {
+            index: i,
+            position: i,
+            token_id: 0,
+            graph: 0,
+            uploads: vec![Upload {
                 buffer: 1,
+                offset: 0,
                 data: BlobSlice {
-                    blob: "blobs/buffer-1.bin".into(),
-                    start: 0,
-                    len: 256,
+                    blob: "blobs/uploads.bin".into(),
+                    start: 16 * i as u64,
+                    len: 16,
                 },
             }],
-            outputs: vec![],
-        };
-        let manifest = Manifest {
+            measured: Some(StepMeasurement {
+                wall_ns: 1000,
+                gpu_busy_ns: Some(500),
+                counters: Default::default(),
+                dispatches: (0..dispatches)
+                    .map(|d| DispatchMeasurement {
+                        gpu: Some(crate::GpuSpan {
+                            start_ns: 0,
+                            end_ns: 100 * (d as u64 + 1),
+                        }),
+                        issue: None,
+                        cpu_encode_ns: 10,
+                        bytes: 512,
+                        flops: 0,
+                    })
+                    .collect(),
+            }),
+        }
+    }
+
+    fn manifest() -> Manifest {
+        Manifest {
             format: CAPTURE_FORMAT,
             tool: "test".into(),
             name: "fixture".into(),
@@ -659,7 +680,6 @@ mod captures {
             workload: WorkloadDesc::default(),
             files: vec![],
             incomplete: None,
-        };
-        w.finish(manifest, &c, &stream, Some(&data)).unwrap();
+        }
     }
 }

@@ -1,19 +1,17 @@
 //! Reading and writing profile files: JSON, or the compact encoding
 //! ([`crate::compact`]), told apart by their first bytes.
 //!
-//! Reading checks the version before anything else: only the `format` field is parsed
-//! first, so a file of another major version is refused with a message naming both
-//! versions instead of a confusing "missing field" from the full parse. The format's
-//! changelog lives in [`crate::profile`].
+//! Reading checks the version before anything else ([`crate::version`]), in both
+//! encodings: a file of another major version is refused with a message naming both
+//! versions. The format's changelog lives in [`crate::profile`].
 //!
 //! Nothing here panics on bad input: every failure is a [`ProfileIoError`] naming the
 //! file and, for JSON errors, the line and column.
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::profile::{Profile, PROFILE_FORMAT};
+use crate::version::{FormatHeader, VersionError};
 use crate::FormatVersion;
 
 /// What went wrong reading or writing a profile, and where.
@@ -128,9 +126,13 @@ pub fn load_profile(path: &Path) -> Result<Profile, ProfileIoError> {
 /// consistency; errors name `path`.
 pub fn profile_from_bytes(bytes: Vec<u8>, path: &Path) -> Result<Profile, ProfileIoError> {
     let p = if crate::compact::is_compact(&bytes) {
-        crate::compact::decode(&bytes).map_err(|error| ProfileIoError::Compact {
-            path: path.to_path_buf(),
-            error,
+        crate::compact::decode(&bytes).map_err(|error| match error {
+            // The profile inside is refused as a JSON one would be, with its message.
+            crate::compact::CompactError::ProfileVersion(e) => ProfileIoError::version(path, e),
+            error => ProfileIoError::Compact {
+                path: path.to_path_buf(),
+                error,
+            },
         })?
     } else {
         let text = String::from_utf8(bytes).map_err(|_| ProfileIoError::NotAProfile {
@@ -154,33 +156,30 @@ fn consistent(p: Profile, path: &Path) -> Result<Profile, ProfileIoError> {
     Ok(p)
 }
 
-/// Just the version: every other field may have changed between major versions.
-#[derive(Deserialize)]
-struct Header {
-    format: Option<serde_json::Value>,
+fn parse(text: &str, path: &Path) -> Result<Profile, ProfileIoError> {
+    let header: FormatHeader = serde_json::from_str(text).map_err(|e| json_error(path, e))?;
+    header
+        .check(PROFILE_FORMAT)
+        .map_err(|e| ProfileIoError::version(path, e))?;
+    serde_json::from_str(text).map_err(|e| json_error(path, e))
 }
 
-fn parse(text: &str, path: &Path) -> Result<Profile, ProfileIoError> {
-    let header: Header = serde_json::from_str(text).map_err(|e| json_error(path, e))?;
-    let Some(value) = header.format else {
-        return Err(ProfileIoError::MissingFormat {
-            path: path.to_path_buf(),
-            supported: PROFILE_FORMAT,
-        });
-    };
-    let found: FormatVersion =
-        serde_json::from_value(value.clone()).map_err(|_| ProfileIoError::MalformedFormat {
-            path: path.to_path_buf(),
-            found: value.to_string(),
-        })?;
-    if found.major != PROFILE_FORMAT.major {
-        return Err(ProfileIoError::UnsupportedVersion {
-            path: path.to_path_buf(),
-            found,
-            supported: PROFILE_FORMAT,
-        });
+impl ProfileIoError {
+    /// The version check's refusal ([`crate::version`]), naming the file.
+    fn version(path: &Path, e: VersionError) -> ProfileIoError {
+        let path = path.to_path_buf();
+        match e {
+            VersionError::Missing { supported } => {
+                ProfileIoError::MissingFormat { path, supported }
+            }
+            VersionError::Malformed { found } => ProfileIoError::MalformedFormat { path, found },
+            VersionError::Unsupported { found, supported } => ProfileIoError::UnsupportedVersion {
+                path,
+                found,
+                supported,
+            },
+        }
     }
-    serde_json::from_str(text).map_err(|e| json_error(path, e))
 }
 
 fn json_error(path: &Path, e: serde_json::Error) -> ProfileIoError {

@@ -13,11 +13,12 @@
 //!   writer, views and the replay budget.
 //! - [`check`]: the result of `gpuscope check` (every dispatch compared with a
 //!   reference), with [`compare`] (the error measures and their limits).
-//! - [`opstest`]: results of `gpuscope ops test | perf`; [`bench`]: benchmark results
+//! - [`opstest`]: results of `gpuscope ops test | perf`; [`bench`](mod@bench): benchmark results
 //!   with llama-bench's field names; [`tensors`]: tensor traces (`.npy` files).
 //! - [`recording`]: what the Vulkan layer records inside a program it did not build
 //!   (`gpuscope attach`), and the profile made from it.
 //! - [`stats`]: the order statistics every layer shares (median, percentiles).
+//! - [`version`]: the format-version check every versioned file goes through.
 //!
 //! ```
 //! use gpuscope_trace::io;
@@ -61,6 +62,7 @@ pub mod profile;
 pub mod recording;
 pub mod stats;
 pub mod tensors;
+pub mod version;
 
 pub use ceilings::{Ceilings, CeilingsIdentity, Measured};
 pub use counters::Counters;

@@ -139,7 +139,7 @@ fn force_does_not_replace_a_capture_that_holds_the_users_files() {
 
 #[test]
 fn capture_paths_cannot_leave_the_capture_directory() {
-    use gpuscope_trace::capture::read::is_inside;
+    use gpuscope_trace::capture::source::is_inside;
     for ok in ["manifest.json", "blobs/b.bin", "shaders/gemv.wgsl"] {
         assert!(is_inside(ok), "{ok}");
     }

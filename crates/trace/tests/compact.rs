@@ -3,6 +3,8 @@
 
 use gpuscope_trace::compact::{self, CompactError};
 use gpuscope_trace::io::{load_profile, save_profile, ProfileIoError};
+use gpuscope_trace::version::VersionError;
+use gpuscope_trace::{FormatVersion, PROFILE_FORMAT};
 
 use gpuscope_trace::fixtures as fixture;
 
@@ -51,6 +53,45 @@ fn report_reads_either_format_by_content() {
         std::fs::metadata(&b).unwrap().len(),
     );
     assert!(ca * 3 < cb, "compact {ca} bytes, JSON {cb}");
+}
+
+/// A compact file holding a format 2.0 profile was read (`report` exited 0) where the
+/// same profile as JSON was refused: the compact reader ignored the profile format
+/// version in its header. Both readers now refuse it with the same error.
+#[test]
+fn compact_profile_of_another_major_version_is_refused() {
+    let mut p = fixture::small();
+    p.format = FormatVersion { major: 2, minor: 0 };
+    let bytes = compact::encode(&p).unwrap();
+    let e = compact::decode(&bytes).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CompactError::ProfileVersion(VersionError::Unsupported { found, .. })
+                if found == p.format
+        ),
+        "{e}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (compact_path, json_path) = (dir.path().join("p.gpuprof"), dir.path().join("p.json"));
+    std::fs::write(&compact_path, &bytes).unwrap();
+    save_profile(&json_path, &p).unwrap();
+    for path in [&compact_path, &json_path] {
+        let e = load_profile(path).unwrap_err();
+        match &e {
+            ProfileIoError::UnsupportedVersion {
+                found, supported, ..
+            } => assert_eq!((*found, *supported), (p.format, PROFILE_FORMAT)),
+            e => panic!("{}: unexpected error {e:?}", path.display()),
+        }
+        assert!(e.to_string().contains("profile format 2.0"), "{e}");
+    }
+    // Another minor of the same major is still read.
+    p.format = FormatVersion {
+        minor: PROFILE_FORMAT.minor + 7,
+        ..PROFILE_FORMAT
+    };
+    assert_eq!(compact::decode(&compact::encode(&p).unwrap()).unwrap(), p);
 }
 
 #[test]

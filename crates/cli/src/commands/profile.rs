@@ -9,7 +9,7 @@ use gpuscope_model::{
     ProfileOptions,
 };
 use gpuscope_ops::WeightFormat;
-use gpuscope_runtime::capture::{CaptureRecorder, RecordError};
+use gpuscope_runtime::capture::{CaptureRecordError, CaptureRecorder};
 use gpuscope_runtime::Gpu;
 use gpuscope_trace::capture::check_target;
 
@@ -215,7 +215,7 @@ pub(crate) fn check_outputs(args: &ProfileArgs) -> Result<(), Exit> {
 pub(crate) fn write_capture(
     dir: Option<&std::path::Path>,
     force: bool,
-    capture: Option<Result<CaptureRecorder, RecordError>>,
+    capture: Option<Result<CaptureRecorder, CaptureRecordError>>,
 ) -> Option<anyhow::Error> {
     let (dir, capture) = (dir?, capture?);
     match capture.and_then(|rec| rec.write(dir, on_existing(force)).map(|()| rec)) {

@@ -1,20 +1,20 @@
 //! `gpuscope check`: run the same tokens on the GPU and on a reference path and compare
 //! every dispatch's output, to find the first dispatch that goes wrong.
 //!
-//! - The tested path is the [`GpuDecoder`]'s decode graph, run step by step with each
-//!   dispatch's written bindings read back ([`path`], built on the capture walker); with
+//! - The tested path is the [`GpuDecoder`](crate::GpuDecoder)'s decode graph, run step by step with each
+//!   dispatch's written bindings read back (`path`, built on the capture walker); with
 //!   `serial`, a submit and a wait after every dispatch.
 //! - The reference ([`Against`]) is the CPU (each dispatch's executor from
 //!   [`gpuscope_ops::exec`], in f32 or f64), another adapter or backend (a second decoder
 //!   there), or the same GPU run serially (a second decoder on the same device).
 //! - For each output two errors ([`gpuscope_trace::check`]): **local**, the reference op
 //!   run on the tested path's own inputs (a mirror of the GPU's buffers kept on the host,
-//!   [`host`]), and **chained**, the reference fed its own previous outputs.
+//!   `host`), and **chained**, the reference fed its own previous outputs.
 //! - Both paths decode the same tokens: the prompt's, then the tested GPU's greedy choice.
 //!   So an argmax near tie on one side does not derail the rest of the comparison.
 //! - The reference starts from the tested GPU's buffer contents read back before the first
 //!   step (the same weight bytes, so the same dequantized weights).
-//! - Options: tensor traces (`.npy` + `index.json`, [`trace`]), a breakpoint that writes
+//! - Options: tensor traces (`.npy` + `index.json`, `trace`), a breakpoint that writes
 //!   one dispatch's tensors and a one-dispatch capture for `gpuscope replay`, and planted
 //!   faults ([`Fault`]) that prove the comparison finds what it should.
 
@@ -27,7 +27,7 @@ mod trace;
 use std::path::PathBuf;
 
 use gpuscope_ops::exec::ExecError;
-use gpuscope_runtime::capture::RecordError;
+use gpuscope_runtime::capture::CaptureRecordError;
 use gpuscope_runtime::{GpuError, GpuOptions};
 use gpuscope_trace::check::CheckReport;
 use gpuscope_trace::compare::Thresholds;
@@ -111,7 +111,7 @@ pub enum CheckError {
     #[error("CPU reference: {0}")]
     Exec(#[from] ExecError),
     #[error("writing the breakpoint's capture: {0}")]
-    Capture(#[from] RecordError),
+    Capture(#[from] CaptureRecordError),
     #[error("{what} {path}: {message}")]
     Io {
         what: &'static str,

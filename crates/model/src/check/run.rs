@@ -13,10 +13,10 @@ use gpuscope_trace::tensors::{TraceEntry, TraceIndex, TraceTensor, TRACE_FORMAT}
 use gpuscope_trace::WorkloadDesc;
 
 use super::host::{Initial, Store};
-use super::path::{sub_graph, GpuPath};
+use super::path::{sub_graph, GpuPath, StepBytes};
 use super::trace::{safe, TraceWriter};
 use super::{Against, CheckError, CheckOptions, CheckRun, Fault, Precision};
-use crate::gpu::{DecoderOptions, GpuDecoder};
+use crate::decoder::{DecoderOptions, GpuDecoder};
 use crate::weights::ModelWeights;
 
 /// A reference result for one binding.
@@ -131,16 +131,24 @@ fn step_uploads(dec: &GpuDecoder, pos: u32, token: u32) -> Vec<(GpuBuffer, u64, 
     ]
 }
 
+/// A GPU reference: a second decoder (on another device, or the same one run serially)
+/// and its path.
+struct GpuReference<'g> {
+    path: GpuPath<'g>,
+    decoder: GpuDecoder,
+    /// The buffers its graph writes or the steps upload.
+    mutable: HashSet<BufferId>,
+}
+
 /// The reference path's state.
 enum Reference<'s, 'g, T> {
     Cpu {
         store: Store<'s, T>,
     },
     Gpu {
-        path: GpuPath<'g>,
-        decoder: GpuDecoder,
+        other: Box<GpuReference<'g>>,
+        /// The reference's buffers as they should be after its own run.
         mirror: Store<'s, f32>,
-        mutable: HashSet<BufferId>,
     },
 }
 
@@ -161,6 +169,111 @@ fn check_in<T: Real>(
     weights: &ModelWeights,
     opts: &CheckOptions,
 ) -> Result<CheckRun, CheckError> {
+    let first = check_options(weights, opts)?;
+    let dec_opts = DecoderOptions {
+        max_ctx: opts.max_ctx,
+        read_logits: false,
+    };
+    let dec = match &opts.plan {
+        Some(plan) => GpuDecoder::with_plan(gpu, weights, dec_opts.clone(), *plan)?,
+        None => GpuDecoder::new(gpu, weights, dec_opts.clone())?,
+    };
+    let subject = GpuPath::new(gpu, dec.graph(), opts.serial || opts.validate)?;
+    let break_seq = refuse_before_run(opts, &subject)?;
+    let subject_name = describe(gpu);
+    let reference_name = match &opts.against {
+        Against::Cpu => "cpu".to_string(),
+        Against::Serial => format!("{subject_name} serial (a submit and a wait per dispatch)"),
+        Against::Gpu(_) => String::new(),
+    };
+    let mut tracer = match &opts.trace_dir {
+        Some(dir) => Some(TraceWriter::create(
+            dir,
+            TraceIndex {
+                format: TRACE_FORMAT,
+                model: opts.model.clone(),
+                subject: subject_name.clone(),
+                reference: reference_name.clone(),
+                precision: T::NAME.into(),
+                entries: Vec::new(),
+                capture: None,
+            },
+        )?),
+        None => None,
+    };
+
+    // The reference.
+    let other_gpu;
+    let ref_gpu: Option<&Gpu> = match &opts.against {
+        Against::Cpu => None,
+        Against::Serial => Some(gpu),
+        Against::Gpu(o) => {
+            other_gpu = Gpu::new(o)?;
+            Some(&other_gpu)
+        }
+    };
+    let subject_mutable = mutable_ids(&subject, &[&dec.acts.step, &dec.acts.token]);
+    let init = Initial::read(gpu, dec.graph(), &subject_mutable)?;
+    let other = match ref_gpu {
+        None => None,
+        Some(g) => Some(GpuReference::build(
+            g,
+            weights,
+            dec_opts,
+            &dec,
+            &subject,
+            matches!(opts.against, Against::Serial),
+        )?),
+    };
+    let ref_init = match &other {
+        Some(r) => Some(Initial::read(r.path.gpu, r.decoder.graph(), &r.mutable)?),
+        None => None,
+    };
+    let reference: Reference<T> = match (other, &ref_init) {
+        (Some(other), Some(ref_init)) => Reference::Gpu {
+            other: Box::new(other),
+            mirror: Store::new(ref_init),
+        },
+        _ => Reference::Cpu {
+            store: Store::new(&init),
+        },
+    };
+    let reference_name = match &reference {
+        Reference::Gpu { other, .. } if !matches!(opts.against, Against::Serial) => {
+            describe(other.path.gpu)
+        }
+        _ => reference_name,
+    };
+    if let Some(t) = &mut tracer {
+        t.index.reference = reference_name.clone();
+    }
+    let report = new_report::<T>(opts, &subject, subject_name, reference_name, ref_gpu);
+    let mut run = Run {
+        gpu,
+        opts,
+        dec: &dec,
+        subject: &subject,
+        subject_mutable,
+        per_step: subject.dispatches.len(),
+        break_seq,
+        reference,
+        mirror: Store::new(&init),
+        tracer,
+        report,
+        capture_written: false,
+    };
+    let mut token_in = first;
+    for t in 0..opts.tokens {
+        match run.token(t, token_in)? {
+            Some(next) => token_in = next,
+            None => break,
+        }
+    }
+    run.finish()
+}
+
+/// Refuses options that cannot run on the model; returns the first token.
+fn check_options(weights: &ModelWeights, opts: &CheckOptions) -> Result<u32, CheckError> {
     let c = &weights.config;
     let invalid = |m: String| CheckError::Invalid(m);
     if opts.tokens == 0 {
@@ -187,18 +300,16 @@ fn check_in<T: Real>(
             "--precision f64 applies to the CPU reference; a GPU reference computes in f32".into(),
         ));
     }
-    let dec_opts = DecoderOptions {
-        max_ctx: opts.max_ctx,
-        read_logits: false,
-    };
-    let dec = match &opts.plan {
-        Some(plan) => GpuDecoder::with_plan(gpu, weights, dec_opts.clone(), *plan)?,
-        None => GpuDecoder::new(gpu, weights, dec_opts.clone())?,
-    };
-    let subject = GpuPath::new(gpu, dec.graph(), opts.serial || opts.validate)?;
-    let per_step = subject.dispatches.len();
+    Ok(first)
+}
 
-    // Everything that can be refused is refused before the run.
+/// Everything that can be refused about the tested graph is refused before the run: a
+/// breakpoint (returned as its sequence number) without a trace directory, a filter that
+/// selects nothing, a fault past the end, a dispatch the CPU reference has no executor
+/// for.
+fn refuse_before_run(opts: &CheckOptions, subject: &GpuPath) -> Result<Option<u64>, CheckError> {
+    let invalid = |m: String| CheckError::Invalid(m);
+    let per_step = subject.dispatches.len();
     let break_seq = match &opts.break_at {
         Some(b) => Some(
             b.resolve(&subject.dispatches, opts.tokens)
@@ -234,88 +345,60 @@ fn check_in<T: Real>(
             executor(d.pipeline.shader())?;
         }
     }
-    let subject_name = describe(gpu);
-    let reference_name = match &opts.against {
-        Against::Cpu => "cpu".to_string(),
-        Against::Serial => format!("{subject_name} serial (a submit and a wait per dispatch)"),
-        Against::Gpu(_) => String::new(),
-    };
-    let mut tracer = match &opts.trace_dir {
-        Some(dir) => Some(TraceWriter::create(
-            dir,
-            TraceIndex {
-                format: TRACE_FORMAT,
-                model: opts.model.clone(),
-                subject: subject_name.clone(),
-                reference: reference_name.clone(),
-                precision: T::NAME.into(),
-                entries: Vec::new(),
-                capture: None,
-            },
-        )?),
-        None => None,
-    };
+    Ok(break_seq)
+}
 
-    // The reference.
-    let other_gpu;
-    let ref_gpu: Option<&Gpu> = match &opts.against {
-        Against::Cpu => None,
-        Against::Serial => Some(gpu),
-        Against::Gpu(o) => {
-            other_gpu = Gpu::new(o)?;
-            Some(&other_gpu)
+impl<'g> GpuReference<'g> {
+    /// A second decoder on `g` with the subject's kernel plan where `g` can run it (plans
+    /// are chosen per adapter), refused unless its graph has the subject's dispatches.
+    /// `serial`: a submit and a wait after every dispatch.
+    fn build(
+        g: &'g Gpu,
+        weights: &ModelWeights,
+        dec_opts: DecoderOptions,
+        subject_decoder: &GpuDecoder,
+        subject: &GpuPath,
+        serial: bool,
+    ) -> Result<GpuReference<'g>, CheckError> {
+        let plan = match subject_decoder.plan().check(g) {
+            Ok(()) => *subject_decoder.plan(),
+            Err(_) => crate::plan::KernelPlan::for_adapter(g),
+        };
+        let decoder = GpuDecoder::with_plan(g, weights, dec_opts, plan)?;
+        let path = GpuPath::new(g, decoder.graph(), serial)?;
+        let per_step = subject.dispatches.len();
+        if path.dispatches.len() != per_step
+            || path
+                .dispatches
+                .iter()
+                .zip(&subject.dispatches)
+                // Same ops on the same buffers; the kernel variant may differ per
+                // adapter (a backend without subgroups composes another gemv).
+                .any(|(a, b)| a.label != b.label)
+        {
+            return Err(CheckError::Invalid(format!(
+                "the reference device builds a different graph ({} dispatches, the tested one {per_step}); they cannot be compared dispatch by dispatch",
+                path.dispatches.len()
+            )));
         }
-    };
-    let subject_mutable = mutable_ids(&subject, &[&dec.acts.step, &dec.acts.token]);
-    let init = Initial::read(gpu, dec.graph(), &subject_mutable)?;
-    let ref_init;
-    let mut reference: Reference<T> = match ref_gpu {
-        None => Reference::Cpu {
-            store: Store::new(&init),
-        },
-        Some(g) => {
-            // The subject's kernel plan where the reference adapter can run it, so both
-            // build the same graph (plans are chosen per adapter).
-            let plan = match dec.plan().check(g) {
-                Ok(()) => *dec.plan(),
-                Err(_) => crate::plan::KernelPlan::for_adapter(g),
-            };
-            let decoder = GpuDecoder::with_plan(g, weights, dec_opts, plan)?;
-            let path = GpuPath::new(g, decoder.graph(), matches!(opts.against, Against::Serial))?;
-            if path.dispatches.len() != per_step
-                || path
-                    .dispatches
-                    .iter()
-                    .zip(&subject.dispatches)
-                    // Same ops on the same buffers; the kernel variant may differ per
-                    // adapter (a backend without subgroups composes another gemv).
-                    .any(|(a, b)| a.label != b.label)
-            {
-                return Err(invalid(format!(
-                    "the reference device builds a different graph ({} dispatches, the tested one {per_step}); they cannot be compared dispatch by dispatch",
-                    path.dispatches.len()
-                )));
-            }
-            let mutable = mutable_ids(&path, &[&decoder.acts.step, &decoder.acts.token]);
-            ref_init = Initial::read(g, decoder.graph(), &mutable)?;
-            Reference::Gpu {
-                path,
-                decoder,
-                mirror: Store::new(&ref_init),
-                mutable,
-            }
-        }
-    };
-    let reference_name = match &reference {
-        Reference::Gpu { path, .. } if !matches!(opts.against, Against::Serial) => {
-            describe(path.gpu)
-        }
-        _ => reference_name,
-    };
-    if let Some(t) = &mut tracer {
-        t.index.reference = reference_name.clone();
+        let mutable = mutable_ids(&path, &[&decoder.acts.step, &decoder.acts.token]);
+        Ok(GpuReference {
+            path,
+            decoder,
+            mutable,
+        })
     }
-    let mut mirror: Store<T> = Store::new(&init);
+}
+
+/// The report before any token: who is compared with whom, the limits, and notes on
+/// int8 activations and validation.
+fn new_report<T: Real>(
+    opts: &CheckOptions,
+    subject: &GpuPath,
+    subject_name: String,
+    reference_name: String,
+    ref_gpu: Option<&Gpu>,
+) -> CheckReport {
     let mut report = CheckReport {
         format: CHECK_FORMAT,
         tool: format!("gpuscope {}", env!("CARGO_PKG_VERSION")),
@@ -356,37 +439,113 @@ fn check_in<T: Real>(
             "--validate: the Vulkan validation layer is not installed (Debian: vulkan-validationlayers); wgpu's own validation only".into()
         });
     }
-    let mut capture_dir = false;
-    let mut token_in = first;
-    'steps: for t in 0..opts.tokens {
-        report.tokens.push(token_in);
-        let uploads = step_uploads(&dec, t, token_in);
+    report
+}
+
+/// The tested path's outputs of one step, and the validation messages each dispatch
+/// was followed by.
+struct SubjectStep {
+    outs: StepBytes,
+    messages: Vec<Vec<String>>,
+}
+
+/// What one output of a dispatch should have been: the reference op on the tested
+/// path's inputs (`local`) and on its own (`chained`), by binding.
+struct Expectations {
+    local: HashMap<u32, Expected>,
+    chained: HashMap<u32, Expected>,
+}
+
+/// A check in progress: both paths, the host mirror of the tested GPU's buffers, the
+/// trace and the report.
+struct Run<'r, 's, 'g, T: Real> {
+    gpu: &'r Gpu,
+    opts: &'r CheckOptions,
+    dec: &'r GpuDecoder,
+    subject: &'r GpuPath<'r>,
+    /// The buffers the tested graph writes or the steps upload.
+    subject_mutable: HashSet<BufferId>,
+    per_step: usize,
+    break_seq: Option<u64>,
+    reference: Reference<'s, 'g, T>,
+    /// The tested GPU's buffers as of the dispatch being checked.
+    mirror: Store<'s, T>,
+    tracer: Option<TraceWriter>,
+    report: CheckReport,
+    /// The breakpoint's capture was written into the trace.
+    capture_written: bool,
+}
+
+impl<T: Real> Run<'_, '_, '_, T> {
+    /// Checks token `t` (fed `token_in`) dispatch by dispatch; the next token to feed,
+    /// or `None` when the run stopped here (a breakpoint, a command the device refused).
+    fn token(&mut self, t: u32, token_in: u32) -> Result<Option<u32>, CheckError> {
+        self.report.tokens.push(token_in);
+        let uploads = step_uploads(self.dec, t, token_in);
         for (b, at, data) in &uploads {
-            mirror.write_bytes(b, *at, data);
+            self.mirror.write_bytes(b, *at, data);
         }
-        let ref_outs = match &mut reference {
+        let ref_outs = self.reference_step(t, token_in, &uploads)?;
+        let Some(mut step) = self.subject_step(t, &uploads)? else {
+            return Ok(None);
+        };
+        for i in 0..self.per_step {
+            let messages = std::mem::take(&mut step.messages[i]);
+            if self.check_dispatch(t, i, &step.outs[i], ref_outs.as_ref(), messages, token_in)? {
+                return Ok(None);
+            }
+        }
+        if let Reference::Gpu { other, mirror } = &self.reference {
+            restore(other.path.gpu, &other.decoder, mirror, &other.mutable);
+        }
+        Ok(Some(match self.opts.prompt.get(t as usize + 1) {
+            Some(&p) => p,
+            None => u32::from_le_bytes(
+                self.mirror.bytes(&self.dec.acts.token)[..4]
+                    .try_into()
+                    .unwrap(),
+            ),
+        }))
+    }
+
+    /// Feeds the step's uploads to the reference; a GPU reference runs its whole step
+    /// now, and its outputs are returned.
+    fn reference_step(
+        &mut self,
+        t: u32,
+        token_in: u32,
+        uploads: &[(GpuBuffer, u64, Vec<u8>)],
+    ) -> Result<Option<StepBytes>, CheckError> {
+        let (subject, per_step) = (self.subject, self.per_step);
+        match &mut self.reference {
             Reference::Cpu { store } => {
-                for (b, at, data) in &uploads {
+                for (b, at, data) in uploads {
                     store.write_bytes(b, *at, data);
                 }
-                None
+                Ok(None)
             }
-            Reference::Gpu {
-                path,
-                decoder,
-                mirror: rm,
-                ..
-            } => {
-                let ups = step_uploads(decoder, t, token_in);
+            Reference::Gpu { other, mirror } => {
+                let ups = step_uploads(&other.decoder, t, token_in);
                 for (b, at, data) in &ups {
-                    rm.write_bytes(b, *at, data);
+                    mirror.write_bytes(b, *at, data);
                 }
-                let outs = path
+                let outs = other
+                    .path
                     .run_step(&ups, &|_| false, &mut |_, _, _, _| {})
                     .map_err(|(i, e)| at_dispatch(&subject.dispatches, t, per_step, i, e))?;
-                Some(outs)
+                Ok(Some(outs))
             }
-        };
+        }
+    }
+
+    /// Runs the tested path's step, planting the fault and collecting validation
+    /// messages; `None` when the device refused a command (recorded at its dispatch).
+    fn subject_step(
+        &mut self,
+        t: u32,
+        uploads: &[(GpuBuffer, u64, Vec<u8>)],
+    ) -> Result<Option<SubjectStep>, CheckError> {
+        let (opts, subject, per_step) = (self.opts, self.subject, self.per_step);
         let base = t as u64 * per_step as u64;
         let fault_at = match opts.fault {
             Some(Fault::CorruptOutput { seq }) if seq >= base && seq < base + per_step as u64 => {
@@ -406,8 +565,8 @@ fn check_in<T: Real>(
                 ));
             }
         }
-        let subject_outs = subject.run_step(
-            &uploads,
+        let outs = subject.run_step(
+            uploads,
             &|i| fault_at == Some(i) || opts.validate,
             &mut |g, i, d, outs| {
                 if fault_at == Some(i) {
@@ -418,13 +577,13 @@ fn check_in<T: Real>(
                 }
             },
         );
-        report.notes.extend(notes);
-        let subject_outs = match subject_outs {
-            Ok(o) => o,
+        self.report.notes.extend(notes);
+        match outs {
+            Ok(outs) => Ok(Some(SubjectStep { outs, messages })),
             Err((i, GpuError::Validation { what, message })) => {
                 // The device refused a command: record it at the dispatch and stop.
                 let d = &subject.dispatches[i];
-                report.dispatches.push(dispatch_check(
+                self.report.dispatches.push(dispatch_check(
                     d,
                     t,
                     i,
@@ -432,146 +591,178 @@ fn check_in<T: Real>(
                     Vec::new(),
                     vec![format!("{what}: {message}")],
                 ));
-                report.stopped_at = Some(base + i as u64);
-                break 'steps;
+                self.report.stopped_at = Some(base + i as u64);
+                Ok(None)
             }
-            Err((i, e)) => return Err(at_dispatch(&subject.dispatches, t, per_step, i, e)),
-        };
-        for (i, d) in subject.dispatches.iter().enumerate() {
-            let seq = base + i as u64;
-            let exec = executor(d.pipeline.shader()).ok();
-            let bindings = d.bind_group.bindings();
-            // Local and chained expectations for each written binding.
-            let mut local: HashMap<u32, Expected> = HashMap::new();
-            let mut chained: HashMap<u32, Expected> = HashMap::new();
-            match &mut reference {
-                Reference::Cpu { store } => {
-                    let e = exec.expect("checked before the run");
-                    let on_gpu_inputs = execute(e, d, &mirror)?;
-                    let own = execute(e, d, store)?;
-                    for (b, _) in &subject_outs[i] {
-                        let buf = &bindings[*b as usize];
-                        let kind = kind_of(exec, *b);
-                        local.insert(
-                            *b,
-                            expected_from_store(&mirror, buf, kind, on_gpu_inputs.get(b)),
-                        );
-                        chained.insert(*b, expected_from_store(store, buf, kind, own.get(b)));
-                    }
-                    for (b, out) in &own {
-                        store.write_output(&bindings[*b as usize], out);
-                    }
-                }
-                Reference::Gpu {
-                    path, mirror: rm, ..
-                } => {
-                    let outs = &ref_outs.as_ref().expect("GPU reference ran")[i];
-                    let rbind = path.dispatches[i].bind_group.bindings();
-                    for (b, bytes) in outs {
-                        chained.insert(*b, expected_from_bytes(kind_of(exec, *b), bytes));
-                        rm.write_bytes(&rbind[*b as usize], 0, bytes);
-                    }
-                    let inputs: Vec<(u32, &[u8])> = bindings
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, b)| subject_mutable.contains(&b.id()))
-                        .map(|(k, b)| (k as u32, mirror.bytes(b)))
-                        .collect();
-                    let outs = path
-                        .run_one(i, &inputs)
-                        .map_err(|e| at_dispatch(&subject.dispatches, t, per_step, i, e))?;
-                    for (b, bytes) in outs {
-                        local.insert(b, expected_from_bytes(kind_of(exec, b), &bytes));
-                    }
-                }
-            }
-            let mut checks = Vec::new();
-            for (b, found) in &subject_outs[i] {
-                let kind = kind_of(exec, *b);
-                let buf = &bindings[*b as usize];
-                let sizes_differ = |e: &Expected| match e {
-                    Expected::Floats(v) => v.len() * 4 != found.len(),
-                    Expected::Words(v) => v.len() * 4 != found.len(),
-                };
-                let Some(ch) = chained.get(b) else { continue };
-                if sizes_differ(ch) {
-                    report.notes.push(format!(
-                        "{} binding {b}: the reference's binding has another size (device alignment); not compared",
-                        d.label
-                    ));
-                    continue;
-                }
-                checks.push(OutputCheck {
-                    binding: *b,
-                    buffer: buf.label().to_string(),
-                    local: local
-                        .get(b)
-                        .filter(|e| !sizes_differ(e))
-                        .map(|e| compare(kind, found, e)),
-                    chained: compare(kind, found, ch),
-                });
-            }
-            report.dispatches.push(dispatch_check(
-                d,
-                t,
-                i,
-                base,
-                checks,
-                std::mem::take(&mut messages[i]),
-            ));
-            let traced = opts
-                .filter
-                .as_ref()
-                .is_none_or(|f| f.matches_dispatch(d) && f.matches_token(t));
-            let breaking = break_seq == Some(seq);
-            if let Some(tr) = &mut tracer {
-                if traced || breaking {
-                    let entry =
-                        trace_entry(tr, d, t, i, seq, exec, &mirror, &subject_outs[i], &local)?;
-                    tr.add(entry);
-                }
-                if breaking {
-                    let dir = tr.work_dir().join("capture");
-                    write_capture(gpu, d, &mirror, &dir, t, token_in)?;
-                    tr.index.capture = Some("capture".into());
-                    capture_dir = true;
-                }
-            }
-            for (b, bytes) in &subject_outs[i] {
-                mirror.write_bytes(&bindings[*b as usize], 0, bytes);
+            Err((i, e)) => Err(at_dispatch(&subject.dispatches, t, per_step, i, e)),
+        }
+    }
+
+    /// Compares dispatch `i`'s outputs `outs` with the reference's, traces it, and
+    /// updates the mirror; whether the run stops here (the breakpoint).
+    fn check_dispatch(
+        &mut self,
+        t: u32,
+        i: usize,
+        outs: &[(u32, Vec<u8>)],
+        ref_outs: Option<&StepBytes>,
+        messages: Vec<String>,
+        token_in: u32,
+    ) -> Result<bool, CheckError> {
+        let (opts, subject) = (self.opts, self.subject);
+        let d = &subject.dispatches[i];
+        let base = t as u64 * self.per_step as u64;
+        let seq = base + i as u64;
+        let exec = executor(d.pipeline.shader()).ok();
+        let expected = self.expectations(t, i, exec, outs, ref_outs)?;
+        let checks = self.output_checks(d, exec, outs, &expected);
+        self.report
+            .dispatches
+            .push(dispatch_check(d, t, i, base, checks, messages));
+        let traced = opts
+            .filter
+            .as_ref()
+            .is_none_or(|f| f.matches_dispatch(d) && f.matches_token(t));
+        let breaking = self.break_seq == Some(seq);
+        if let Some(tr) = &mut self.tracer {
+            if traced || breaking {
+                let entry =
+                    trace_entry(tr, d, t, i, seq, exec, &self.mirror, outs, &expected.local)?;
+                tr.add(entry);
             }
             if breaking {
-                report.stopped_at = Some(seq);
-                break 'steps;
+                let dir = tr.work_dir().join("capture");
+                write_capture(self.gpu, d, &self.mirror, &dir, t, token_in)?;
+                tr.index.capture = Some("capture".into());
+                self.capture_written = true;
             }
         }
-        if let Reference::Gpu {
-            path,
-            mirror: rm,
-            mutable,
-            decoder,
-        } = &reference
-        {
-            restore(path.gpu, decoder, rm, mutable);
+        let bindings = d.bind_group.bindings();
+        for (b, bytes) in outs {
+            self.mirror.write_bytes(&bindings[*b as usize], 0, bytes);
         }
-        token_in = match opts.prompt.get(t as usize + 1) {
-            Some(&p) => p,
-            None => u32::from_le_bytes(mirror.bytes(&dec.acts.token)[..4].try_into().unwrap()),
-        };
+        if breaking {
+            self.report.stopped_at = Some(seq);
+        }
+        Ok(breaking)
     }
-    let trace_dir = match tracer {
-        Some(t) => Some(t.finish()?),
-        None => None,
-    };
-    let capture_dir = trace_dir
-        .as_ref()
-        .filter(|_| capture_dir)
-        .map(|d| d.join("capture"));
-    Ok(CheckRun {
-        report,
-        trace_dir,
-        capture_dir,
-    })
+
+    /// The local and chained expectations of each binding dispatch `i` wrote (`outs`),
+    /// advancing the reference past the dispatch.
+    fn expectations(
+        &mut self,
+        t: u32,
+        i: usize,
+        exec: Option<&Executor>,
+        outs: &[(u32, Vec<u8>)],
+        ref_outs: Option<&StepBytes>,
+    ) -> Result<Expectations, CheckError> {
+        let (subject, per_step) = (self.subject, self.per_step);
+        let d = &subject.dispatches[i];
+        let bindings = d.bind_group.bindings();
+        let mut local: HashMap<u32, Expected> = HashMap::new();
+        let mut chained: HashMap<u32, Expected> = HashMap::new();
+        match &mut self.reference {
+            Reference::Cpu { store } => {
+                let e = exec.expect("checked before the run");
+                let on_gpu_inputs = execute(e, d, &self.mirror)?;
+                let own = execute(e, d, store)?;
+                for (b, _) in outs {
+                    let buf = &bindings[*b as usize];
+                    let kind = kind_of(exec, *b);
+                    local.insert(
+                        *b,
+                        expected_from_store(&self.mirror, buf, kind, on_gpu_inputs.get(b)),
+                    );
+                    chained.insert(*b, expected_from_store(store, buf, kind, own.get(b)));
+                }
+                for (b, out) in &own {
+                    store.write_output(&bindings[*b as usize], out);
+                }
+            }
+            Reference::Gpu { other, mirror } => {
+                let ref_step = &ref_outs.expect("GPU reference ran")[i];
+                let rbind = other.path.dispatches[i].bind_group.bindings();
+                for (b, bytes) in ref_step {
+                    chained.insert(*b, expected_from_bytes(kind_of(exec, *b), bytes));
+                    mirror.write_bytes(&rbind[*b as usize], 0, bytes);
+                }
+                let inputs: Vec<(u32, &[u8])> = bindings
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| self.subject_mutable.contains(&b.id()))
+                    .map(|(k, b)| (k as u32, self.mirror.bytes(b)))
+                    .collect();
+                let outs = other
+                    .path
+                    .run_one(i, &inputs)
+                    .map_err(|e| at_dispatch(&subject.dispatches, t, per_step, i, e))?;
+                for (b, bytes) in outs {
+                    local.insert(b, expected_from_bytes(kind_of(exec, b), &bytes));
+                }
+            }
+        }
+        Ok(Expectations { local, chained })
+    }
+
+    /// Each written binding's errors against its expectations; a binding whose
+    /// reference has another size (device alignment) gets a note instead.
+    fn output_checks(
+        &mut self,
+        d: &Dispatch,
+        exec: Option<&Executor>,
+        outs: &[(u32, Vec<u8>)],
+        expected: &Expectations,
+    ) -> Vec<OutputCheck> {
+        let bindings = d.bind_group.bindings();
+        let mut checks = Vec::new();
+        for (b, found) in outs {
+            let kind = kind_of(exec, *b);
+            let buf = &bindings[*b as usize];
+            let sizes_differ = |e: &Expected| match e {
+                Expected::Floats(v) => v.len() * 4 != found.len(),
+                Expected::Words(v) => v.len() * 4 != found.len(),
+            };
+            let Some(ch) = expected.chained.get(b) else {
+                continue;
+            };
+            if sizes_differ(ch) {
+                self.report.notes.push(format!(
+                    "{} binding {b}: the reference's binding has another size (device alignment); not compared",
+                    d.label
+                ));
+                continue;
+            }
+            checks.push(OutputCheck {
+                binding: *b,
+                buffer: buf.label().to_string(),
+                local: expected
+                    .local
+                    .get(b)
+                    .filter(|e| !sizes_differ(e))
+                    .map(|e| compare(kind, found, e)),
+                chained: compare(kind, found, ch),
+            });
+        }
+        checks
+    }
+
+    /// The finished trace (with the breakpoint's capture) and the report.
+    fn finish(self) -> Result<CheckRun, CheckError> {
+        let trace_dir = match self.tracer {
+            Some(t) => Some(t.finish()?),
+            None => None,
+        };
+        let capture_dir = trace_dir
+            .as_ref()
+            .filter(|_| self.capture_written)
+            .map(|d| d.join("capture"));
+        Ok(CheckRun {
+            report: self.report,
+            trace_dir,
+            capture_dir,
+        })
+    }
 }
 
 fn describe(gpu: &Gpu) -> String {

@@ -109,7 +109,7 @@ impl AttnBatched {
     }
 
     /// The batched form of `variant`'s kernel: `subgroup` (CPU adapters) has its own
-    /// ([`batched_subgroup_shader`], K/V as `vec4<u64>` where
+    /// (`batched_subgroup_shader`, K/V as `vec4<u64>` where
     /// [`AttnFused::subgroup_wide`]); every other variant takes the fused kernel's.
     /// Bindings params (`[pos0, n_rows, ..]`), q, k_cache, v_cache, out.
     pub fn dispatch_variant(

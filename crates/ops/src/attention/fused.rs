@@ -113,7 +113,7 @@ const GROUPS_WG: [u32; 5] = [1024, 512, 256, 128, 64];
 /// Workgroup memory of `groups.wgsl`: per thread (m, l) and a vec4 accumulator.
 const GROUPS_BYTES_PER_THREAD: u32 = 8 + 16;
 
-/// `groups.wgsl` for `wg` threads a workgroup (one of [`GROUPS_WG`]), named
+/// `groups.wgsl` for `wg` threads a workgroup (one of `GROUPS_WG`), named
 /// `attention.groups<wg>`: built once per size.
 pub fn groups_shader(wg: u32) -> &'static ShaderSource {
     static SHADERS: std::sync::OnceLock<Vec<ShaderSource>> = std::sync::OnceLock::new();
@@ -207,11 +207,9 @@ impl AttnVariant {
 
     /// `subgroup` on CPU adapters that can run it; on GPUs `split` for contexts longer
     /// than 2 chunks (512 positions), where n_heads workgroups would leave most of a
-    /// large GPU idle, else `groups` where it runs, else `workgroup`. H100 (Vulkan),
-    /// decode tok/s (BENCHMARKS.md, run 12), SmolLM2 / Llama-8B: at 141-269 (8B 141-205)
-    /// positions `groups` 1187-1195 / 376-380 against `workgroup` 1077-1092 / 349; from
-    /// 512-640 positions `groups` 910 / 353, `split` 1037 / 345; from 1000 761 / 324 against
-    /// 990 / 337; from 2000 574 / 282 against 932 / 308.
+    /// large GPU idle, else `groups` where it runs, else `workgroup`: `groups` beats
+    /// `workgroup` at every context measured, `split` beats `groups` from about 512
+    /// positions, more the longer the context (measured: BENCHMARKS.md, run 12).
     pub fn for_adapter(gpu: &Gpu, op: &AttnFused) -> AttnVariant {
         let cpu = gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu;
         if cpu && Self::Subgroup.supported(gpu, op).is_ok() {
@@ -422,8 +420,8 @@ impl AttnFused {
     }
 
     /// Positions per workgroup of the `split` variant: the context over about
-    /// [`SPLIT_TARGET`] workgroups per head, a power of two from [`MIN_SPLIT_CHUNK`] to
-    /// [`SPLIT_CHUNK`].
+    /// `SPLIT_TARGET` workgroups per head, a power of two from `MIN_SPLIT_CHUNK` to
+    /// `SPLIT_CHUNK`.
     pub fn split_chunk(&self) -> u32 {
         self.max_ctx
             .div_ceil(SPLIT_TARGET)
@@ -467,22 +465,66 @@ impl AttnFused {
         &self,
         gpu: &Gpu,
         variant: AttnVariant,
-        [step, q, k_cache, v_cache, out]: [&GpuBuffer; 5],
+        buffers: [&GpuBuffer; 5],
         scratch: Option<&GpuBuffer>,
     ) -> Result<Vec<Dispatch>, GpuError> {
-        let invalid = |what: String| GpuError::Invalid(format!("{self:?}: {what}"));
-        variant.supported(gpu, self).map_err(invalid)?;
+        variant
+            .supported(gpu, self)
+            .map_err(|what| self.invalid(what))?;
+        self.check_buffers(buffers)?;
+        let [step, q, k_cache, v_cache, out] = buffers;
+        match variant {
+            AttnVariant::Subgroup => Ok(vec![self.dispatch_subgroup(
+                gpu,
+                self.subgroup_wide(gpu),
+                buffers,
+            )?]),
+            AttnVariant::Workgroup | AttnVariant::Groups => {
+                let shader = match variant {
+                    AttnVariant::Groups => {
+                        groups_shader(groups_wg(gpu).expect("checked by supported"))
+                    }
+                    _ => workgroup_shader(gpu),
+                };
+                let pipeline = gpu.pipeline(shader, "main", &self.constants())?;
+                let bind_group = gpu.bind_group(&pipeline, &buffers)?;
+                Ok(vec![Dispatch::new(
+                    Self::OP,
+                    pipeline,
+                    bind_group,
+                    [self.n_heads, 1, 1],
+                    self.cost(),
+                    &[step, q, k_cache, v_cache],
+                    &[out],
+                )])
+            }
+            AttnVariant::Split => {
+                let scratch = scratch
+                    .ok_or_else(|| self.invalid("split attention needs a scratch buffer".into()))?;
+                self.dispatch_split(gpu, buffers, scratch)
+            }
+        }
+    }
+
+    fn invalid(&self, what: String) -> GpuError {
+        GpuError::Invalid(format!("{self:?}: {what}"))
+    }
+
+    /// The shape's constraints, and each buffer (step, q, k_cache, v_cache, out) at
+    /// least as large as the shape needs.
+    fn check_buffers(
+        &self,
+        [step, q, k_cache, v_cache, out]: [&GpuBuffer; 5],
+    ) -> Result<(), GpuError> {
         if self.n_kv_heads == 0 || !self.n_heads.is_multiple_of(self.n_kv_heads) {
-            return Err(invalid("n_heads must be a multiple of n_kv_heads".into()));
+            return Err(self.invalid("n_heads must be a multiple of n_kv_heads".into()));
         }
         if self.head_dim == 0
             || self.head_dim > WG
             || !WG.is_multiple_of(self.head_dim)
             || !self.head_dim.is_multiple_of(4)
         {
-            return Err(invalid(format!(
-                "head_dim must divide {WG} and be a multiple of 4"
-            )));
+            return Err(self.invalid(format!("head_dim must divide {WG} and be a multiple of 4")));
         }
         let q_bytes = 4 * (self.n_heads * self.head_dim) as u64;
         let cache_bytes = 4 * (self.n_kv_heads * self.head_dim) as u64 * self.max_ctx as u64;
@@ -494,105 +536,88 @@ impl AttnFused {
             (out, q_bytes, "out"),
         ] {
             if buf.size() < bytes {
-                return Err(invalid(format!(
+                return Err(self.invalid(format!(
                     "buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
                     buf.label(),
                     buf.size()
                 )));
             }
         }
-        let constants = vec![
+        Ok(())
+    }
+
+    /// The override constants of the workgroup, groups and split kernels.
+    fn constants(&self) -> Vec<(&'static str, f64)> {
+        vec![
             ("N_HEADS", self.n_heads as f64),
             ("N_KV_HEADS", self.n_kv_heads as f64),
             ("HEAD_DIM", self.head_dim as f64),
             ("MAX_CTX", self.max_ctx as f64),
             ("SCALE", 1.0 / (self.head_dim as f64).sqrt()),
-        ];
-        let reads = [step, q, k_cache, v_cache];
-        match variant {
-            AttnVariant::Subgroup => Ok(vec![self.dispatch_subgroup(
-                gpu,
-                self.subgroup_wide(gpu),
-                [step, q, k_cache, v_cache, out],
-            )?]),
-            AttnVariant::Workgroup | AttnVariant::Groups => {
-                let shader = match variant {
-                    AttnVariant::Groups => {
-                        groups_shader(groups_wg(gpu).expect("checked by supported"))
-                    }
-                    _ => workgroup_shader(gpu),
-                };
-                let pipeline = gpu.pipeline(shader, "main", &constants)?;
-                let bind_group = gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, out])?;
-                Ok(vec![Dispatch::new(
-                    Self::OP,
-                    pipeline,
-                    bind_group,
-                    [self.n_heads, 1, 1],
-                    self.cost(),
-                    &reads,
-                    &[out],
-                )])
-            }
-            AttnVariant::Split => {
-                let scratch = scratch
-                    .ok_or_else(|| invalid("split attention needs a scratch buffer".into()))?;
-                if scratch.size() < self.split_scratch_bytes() {
-                    return Err(invalid(format!(
-                        "scratch buffer \"{}\" has {} bytes, needs {}",
-                        scratch.label(),
-                        scratch.size(),
-                        self.split_scratch_bytes()
-                    )));
-                }
-                if self.splits() > 65535 {
-                    return Err(invalid("more than 65535 splits".into()));
-                }
-                let mut split_constants = constants.clone();
-                split_constants.push(("CHUNK", f64::from(self.split_chunk())));
-                // The first pass runs on the `groups` kernel where the adapter can run it
-                // (H100: faster than fused.wgsl's, as for one workgroup per head).
-                let shader = if AttnVariant::Groups.supported(gpu, self).is_ok() {
-                    groups_shader(groups_wg(gpu).expect("checked by supported"))
-                } else {
-                    workgroup_shader(gpu)
-                };
-                let pipeline = gpu.pipeline(shader, "main", &split_constants)?;
-                let bind_group =
-                    gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, scratch])?;
-                let split = Dispatch::new(
-                    Self::OP_SPLIT,
-                    pipeline,
-                    bind_group,
-                    [self.n_heads, self.splits(), 1],
-                    self.cost_split_at(1),
-                    &reads,
-                    &[scratch],
-                );
-                let pipeline = gpu.pipeline(
-                    &COMBINE_SHADER,
-                    "main",
-                    &[
-                        ("N_HEADS", self.n_heads as f64),
-                        ("HEAD_DIM", self.head_dim as f64),
-                        ("MAX_CTX", self.max_ctx as f64),
-                        ("CHUNK", f64::from(self.split_chunk())),
-                        ("SPLITS", f64::from(self.splits())),
-                    ],
-                )?;
-                let bind_group = gpu.bind_group(&pipeline, &[step, scratch, out])?;
-                let combine = Dispatch::new(
-                    Self::OP_COMBINE,
-                    pipeline,
-                    bind_group,
-                    [self.n_heads, 1, 1],
-                    self.cost_combine_at(1),
-                    &[step, scratch],
-                    &[out],
-                );
-                Ok(vec![split, combine])
-            }
+        ]
+    }
+
+    /// The `split` variant: partials of each chunk of positions into `scratch`, then
+    /// one dispatch combining them into `out`.
+    fn dispatch_split(
+        &self,
+        gpu: &Gpu,
+        [step, q, k_cache, v_cache, out]: [&GpuBuffer; 5],
+        scratch: &GpuBuffer,
+    ) -> Result<Vec<Dispatch>, GpuError> {
+        if scratch.size() < self.split_scratch_bytes() {
+            return Err(self.invalid(format!(
+                "scratch buffer \"{}\" has {} bytes, needs {}",
+                scratch.label(),
+                scratch.size(),
+                self.split_scratch_bytes()
+            )));
         }
+        if self.splits() > 65535 {
+            return Err(self.invalid("more than 65535 splits".into()));
+        }
+        let mut split_constants = self.constants();
+        split_constants.push(("CHUNK", f64::from(self.split_chunk())));
+        // The first pass runs on the `groups` kernel where the adapter can run it
+        // (H100: faster than fused.wgsl's, as for one workgroup per head).
+        let shader = if AttnVariant::Groups.supported(gpu, self).is_ok() {
+            groups_shader(groups_wg(gpu).expect("checked by supported"))
+        } else {
+            workgroup_shader(gpu)
+        };
+        let pipeline = gpu.pipeline(shader, "main", &split_constants)?;
+        let bind_group = gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, scratch])?;
+        let split = Dispatch::new(
+            Self::OP_SPLIT,
+            pipeline,
+            bind_group,
+            [self.n_heads, self.splits(), 1],
+            self.cost_split_at(1),
+            &[step, q, k_cache, v_cache],
+            &[scratch],
+        );
+        let pipeline = gpu.pipeline(
+            &COMBINE_SHADER,
+            "main",
+            &[
+                ("N_HEADS", self.n_heads as f64),
+                ("HEAD_DIM", self.head_dim as f64),
+                ("MAX_CTX", self.max_ctx as f64),
+                ("CHUNK", f64::from(self.split_chunk())),
+                ("SPLITS", f64::from(self.splits())),
+            ],
+        )?;
+        let bind_group = gpu.bind_group(&pipeline, &[step, scratch, out])?;
+        let combine = Dispatch::new(
+            Self::OP_COMBINE,
+            pipeline,
+            bind_group,
+            [self.n_heads, 1, 1],
+            self.cost_combine_at(1),
+            &[step, scratch],
+            &[out],
+        );
+        Ok(vec![split, combine])
     }
 
     /// Whether the `subgroup` variant reads K and V as `vec4<u64>` on `gpu`: where the

@@ -1,4 +1,4 @@
-//! `embedding`: out[d] = dequant(table[token])[d], the token id read on the GPU from
+//! `embedding`: `out[d] = dequant(table[token])[d]`, the token id read on the GPU from
 //! element 0 of a `u32` buffer (written by argmax), so no readback sits between tokens.
 //!
 //! A table larger than one binding is split into row chunks `[row_start, row_start + rows)`,

@@ -119,9 +119,9 @@ pub const GEMM_TILE: u32 = 64;
 pub const COOPMAT_TILES: [u32; 2] = [64, 128];
 
 /// Weight rows from which the coopmat gemm takes 128-wide tiles (where the device gives
-/// a workgroup their memory). H100, pp512: Llama-8B (4096- and 14336-row matrices) 4,272-
-/// 4,400 tok/s with 128-wide tiles for every matrix against 3,866-4,041 with 64; SmolLM2
-/// (576-1536 rows) 29-30k against 40k: at its sizes 128-wide tiles leave SMs idle.
+/// a workgroup their memory): faster for Llama-8B's 4096- and 14336-row matrices, slower
+/// for SmolLM2's 576-1536 rows, where 128-wide tiles leave SMs idle (measured:
+/// BENCHMARKS.md, run 11).
 pub const COOPMAT_WIDE_ROWS: u32 = 4096;
 
 /// The tiled prompt-processing kernels over q4_0 / q4_1 / q8_0 weights (either layout).

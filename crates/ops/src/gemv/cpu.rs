@@ -8,7 +8,7 @@ use super::Gemv;
 use crate::Real;
 
 impl Gemv {
-    /// y[out_offset + r] = Σ_c W[r, c]·x[c] for every row; other elements of `y` untouched.
+    /// `y[out_offset + r] = Σ_c W[r, c]·x[c]` for every row; other elements of `y` untouched.
     ///
     /// # Panics
     /// If `w`, `x` or `y` is shorter than the shape needs.

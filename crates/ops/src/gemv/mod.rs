@@ -1,4 +1,4 @@
-//! `gemv`: y[out_offset + r] = Σ_c W[r, c]·x[c], with W in any [`WeightFormat`], stored
+//! `gemv`: `y[out_offset + r] = Σ_c W[r, c]·x[c]`, with W in any [`WeightFormat`], stored
 //! row-major in GGUF block layout and uploaded as the file's raw bytes; and its fused
 //! forms ([`GemvFused`]: rms_norm folded into the input, rope + KV-cache store or
 //! silu·mul as the epilogue).
@@ -397,15 +397,15 @@ impl Gemv {
     /// - Every workgroup quantizes all of x before its first dot product, and a matrix of
     ///   a few hundred workgroups is resident at once (all quantizing together): from
     ///   [`DP4A_WIDE_COLS`] columns a workgroup has [`DP4A_WIDE_WORKGROUP`] threads, which
-    ///   quantize x faster and fewer times (H100, Llama-8B q4_0 decode: 385 -> 407
-    ///   tok/s); SmolLM2's 576-wide head was slower with 512 (1179 -> 1152).
+    ///   quantize x faster and fewer times (faster for Llama-8B; SmolLM2's 576-wide
+    ///   head was slower with 512; measured: BENCHMARKS.md).
     /// - Below [`DP4A_SPLIT_MAX_ROWS`] rows (q/k/v, attention output, down projection:
     ///   one wave of workgroups, each streaming its rows alone) two row groups share each
     ///   row set, each over every other block ([`Dp4aSplit::k_split`] 2): twice the lanes
     ///   per row, half the steps per lane; the down projection's rows (from
-    ///   [`DP4A_WIDE_SPLIT_COLS`] columns) get 1024-thread workgroups. H100, Llama-8B q4_0
-    ///   at 141-205 positions: 408-411 -> 427-428 tok/s; four row groups per row set, or
-    ///   two on the 28672-row gate/up, were slower (BENCHMARKS.md, run 13).
+    ///   [`DP4A_WIDE_SPLIT_COLS`] columns) get 1024-thread workgroups. Faster for
+    ///   Llama-8B; four row groups per row set, or two on the 28672-row gate/up, were
+    ///   slower (measured: BENCHMARKS.md, run 13).
     pub fn dp4a_split(&self, gpu: &Gpu) -> Dp4aSplit {
         let limits = gpu.limits();
         let allowed = limits

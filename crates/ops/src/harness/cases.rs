@@ -293,231 +293,62 @@ impl Case {
 
     /// Builds the case's dispatch (its outputs guarded in `b.outputs`).
     pub fn build(&self, b: &mut Builder) -> Result<Dispatch, GpuError> {
-        let gpu = b.gpu;
         let fmt = self.format.unwrap_or(WeightFormat::F32);
-        Ok(match self.params {
+        match self.params {
             Params::Gemv {
                 rows,
                 cols,
                 out_offset,
                 accumulate,
-            } => {
-                let op = Gemv {
-                    rows,
-                    cols,
-                    format: fmt,
-                    out_offset,
-                    layout: crate::gemv::WeightLayout::Gguf,
-                };
-                let w = b.weights("w", rows, cols, fmt)?;
-                let x = b.input_f32("x", cols as u64)?;
-                let y = b.output("y", (out_offset + rows) as u64, accumulate)?;
-                if accumulate {
-                    op.dispatch_accumulate(gpu, &w, &x, &y)?
-                } else {
-                    op.dispatch(gpu, &w, &x, &y)?
-                }
-            }
+            } => b.gemv(fmt, rows, cols, out_offset, accumulate),
             Params::GemvDp4a {
                 rows,
                 cols,
                 accumulate,
-            } => {
-                let op = dp4a_op(fmt, rows, cols, accumulate);
-                let w = b.weights_in("w", rows, cols, fmt, op.gemv.layout)?;
-                let x = b.input_f32("x", cols as u64)?;
-                let y = b.output("y", rows as u64, accumulate)?;
-                let tuning = op.gemv.tuning(GemvVariant::Dp4a, gpu);
-                op.dispatch(gpu, tuning, &GemvBuffers::new(&w, &x, &y))?
-            }
+            } => b.gemv_dp4a(fmt, rows, cols, accumulate),
             Params::GemvBatched {
                 rows,
                 cols,
                 n_rows,
                 accumulate,
-            } => {
-                let gemv = Gemv {
-                    rows,
-                    cols,
-                    format: fmt,
-                    out_offset: 0,
-                    layout: crate::gemv::WeightLayout::Gguf,
-                };
-                let op = GemvBatched {
-                    gemv,
-                    max_batch: n_rows,
-                    y_stride: rows,
-                };
-                let w = b.weights("w", rows, cols, fmt)?;
-                let x = b.input_f32("x", (cols * n_rows) as u64)?;
-                let y = b.output("y", (rows * n_rows) as u64, accumulate)?;
-                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
-                op.dispatch(gpu, &w, &x, &y, &params, accumulate)?
-            }
+            } => b.gemv_batched(fmt, rows, cols, n_rows, accumulate),
             Params::GemvBatchedWide {
                 rows,
                 cols,
                 n_rows,
                 accumulate,
-            } => {
-                let op = wide_batched_op(fmt, rows, cols, n_rows);
-                let w = b.weights_in("w", rows, cols, fmt, op.gemv.layout)?;
-                let x = b.input_f32("x", (cols * n_rows) as u64)?;
-                let y = b.output("y", (rows * n_rows) as u64, accumulate)?;
-                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
-                op.dispatch_wide(gpu, &w, &x, &y, &params, accumulate)?
-            }
-            Params::Embedding { rows, dim } => {
-                let op = Embedding {
-                    rows,
-                    dim,
-                    format: fmt,
-                    row_start: 0,
-                };
-                let table = b.weights("table", rows, dim, fmt)?;
-                let token = b.input_u32("token", &[rows - 1])?;
-                let out = b.output("out", dim as u64, false)?;
-                op.dispatch(gpu, &table, &token, &out)?
-            }
+            } => b.gemv_batched_wide(fmt, rows, cols, n_rows, accumulate),
+            Params::Embedding { rows, dim } => b.embedding(fmt, rows, dim),
             Params::EmbeddingBatched { rows, dim, n_rows } => {
-                let emb = Embedding {
-                    rows,
-                    dim,
-                    format: fmt,
-                    row_start: 0,
-                };
-                let op = EmbeddingBatched {
-                    emb,
-                    max_batch: n_rows,
-                };
-                let table = b.weights("table", rows, dim, fmt)?;
-                let toks: Vec<u32> = (0..n_rows).map(|i| (i * 7919) % rows).collect();
-                let tokens = b.input_u32("tokens", &toks)?;
-                let out = b.output("out", (dim * n_rows) as u64, false)?;
-                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
-                op.dispatch(gpu, &table, &tokens, &out, &params)?
+                b.embedding_batched(fmt, rows, dim, n_rows)
             }
-            Params::RmsNorm { n } => {
-                let op = RmsNorm { n, eps: 1e-5 };
-                let x = b.input_f32("x", n as u64)?;
-                let w = b.input_f32("weight", n as u64)?;
-                let out = b.output("out", n as u64, false)?;
-                op.dispatch(gpu, &x, &w, &out)?
-            }
+            Params::RmsNorm { n } => b.rms_norm(n),
             Params::RmsNormBatched {
                 n,
                 n_rows,
                 last_only,
-            } => {
-                let op = RmsNormBatched {
-                    norm: RmsNorm { n, eps: 1e-5 },
-                    max_batch: n_rows,
-                    last_only,
-                };
-                let x = b.input_f32("x", (n * n_rows) as u64)?;
-                let w = b.input_f32("weight", n as u64)?;
-                let out_rows = if last_only { 1 } else { n_rows };
-                let out = b.output("out", (n * out_rows) as u64, false)?;
-                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
-                op.dispatch(gpu, &x, &w, &out, &params)?
-            }
+            } => b.rms_norm_batched(n, n_rows, last_only),
             Params::Rope {
                 heads,
                 kv,
                 hd,
                 pos,
                 qkv,
-            } => {
-                let op = Rope {
-                    n_heads: heads,
-                    n_kv_heads: kv,
-                    head_dim: hd,
-                    rope_dims: hd,
-                    base: 10000.0,
-                    max_ctx: pos + 1,
-                };
-                let step = b.step(pos, pos + 1)?;
-                let cache = op.kv_row() * op.max_ctx as u64;
-                let (qn, kvn) = ((heads * hd) as u64, op.kv_row());
-                if qkv {
-                    let qkv = b.output("qkv", qn + 2 * kvn, true)?;
-                    let kc = b.output("k_cache", cache, true)?;
-                    let vc = b.output("v_cache", cache, true)?;
-                    op.dispatch_qkv(
-                        gpu,
-                        &step,
-                        &qkv,
-                        (0, qn as u32, (qn + kvn) as u32),
-                        &kc,
-                        &vc,
-                    )?
-                } else {
-                    let q = b.output("q", qn, true)?;
-                    let k = b.input_f32("k", kvn)?;
-                    let v = b.input_f32("v", kvn)?;
-                    let kc = b.output("k_cache", cache, true)?;
-                    let vc = b.output("v_cache", cache, true)?;
-                    op.dispatch(gpu, &step, &q, &k, &v, &kc, &vc)?
-                }
-            }
+            } => b.rope(heads, kv, hd, pos, qkv),
             Params::RopeBatched {
                 heads,
                 kv,
                 hd,
                 pos0,
                 n_rows,
-            } => {
-                let rope = Rope {
-                    n_heads: heads,
-                    n_kv_heads: kv,
-                    head_dim: hd,
-                    rope_dims: hd,
-                    base: 10000.0,
-                    max_ctx: pos0 + n_rows,
-                };
-                let (qn, kvn) = (heads * hd, rope.kv_row() as u32);
-                let stride = qn + 2 * kvn;
-                let op = RopeBatched {
-                    rope,
-                    max_batch: n_rows,
-                    qkv_stride: stride,
-                    offsets: (0, qn, qn + kvn),
-                };
-                let params = b.input_u32("params", &[pos0, n_rows, 0, 0])?;
-                let qkv = b.output("qkv", (stride * n_rows) as u64, true)?;
-                let cache = rope.kv_row() * rope.max_ctx as u64;
-                let kc = b.output("k_cache", cache, true)?;
-                let vc = b.output("v_cache", cache, true)?;
-                op.dispatch(gpu, &params, &qkv, &kc, &vc)?
-            }
+            } => b.rope_batched(heads, kv, hd, pos0, n_rows),
             Params::Attention {
                 heads,
                 kv,
                 hd,
                 max_ctx,
                 n_ctx,
-            } => {
-                let op = AttnFused {
-                    n_heads: heads,
-                    n_kv_heads: kv,
-                    head_dim: hd,
-                    max_ctx,
-                };
-                let step = b.step(n_ctx - 1, n_ctx)?;
-                let q = b.input_f32("q", (heads * hd) as u64)?;
-                let cache = (kv * hd) as u64 * max_ctx as u64;
-                let kc = b.input_f32("k_cache", cache)?;
-                let vc = b.input_f32("v_cache", cache)?;
-                let out = b.output("out", (heads * hd) as u64, false)?;
-                // The single-dispatch kernel the decoder would run on this adapter
-                // (`split`'s two dispatches are timed as the decoder's, not here).
-                let variant = match AttnVariant::for_adapter(gpu, &op) {
-                    AttnVariant::Split => AttnVariant::Workgroup,
-                    v => v,
-                };
-                op.dispatch_variant(gpu, variant, [&step, &q, &kc, &vc, &out], None)?
-                    .remove(0)
-            }
+            } => b.attention(heads, kv, hd, max_ctx, n_ctx),
             Params::AttentionBatched {
                 heads,
                 kv,
@@ -525,111 +356,423 @@ impl Case {
                 max_ctx,
                 pos0,
                 n_rows,
-            } => {
-                let attn = AttnFused {
-                    n_heads: heads,
-                    n_kv_heads: kv,
-                    head_dim: hd,
-                    max_ctx,
-                };
-                let hq = heads * hd;
-                let op = AttnBatched {
-                    attn,
-                    max_batch: n_rows,
-                    q_stride: hq,
-                    out_stride: hq,
-                };
-                let params = b.input_u32("params", &[pos0, n_rows, 0, 0])?;
-                let q = b.input_f32("q", (hq * n_rows) as u64)?;
-                let cache = (kv * hd) as u64 * max_ctx as u64;
-                let kc = b.input_f32("k_cache", cache)?;
-                let vc = b.input_f32("v_cache", cache)?;
-                let out = b.output("out", (hq * n_rows) as u64, false)?;
-                // The batched kernel the prefill graph would run on this adapter.
-                let variant = AttnVariant::for_adapter(gpu, &attn);
-                op.dispatch_variant(gpu, variant, [&params, &q, &kc, &vc, &out])?
-            }
+            } => b.attention_batched(heads, kv, hd, max_ctx, pos0, n_rows),
             Params::Scores {
                 heads,
                 kv,
                 hd,
                 max_ctx,
                 n_ctx,
-            } => {
-                let op = AttnScores {
-                    n_heads: heads,
-                    n_kv_heads: kv,
-                    head_dim: hd,
-                    max_ctx,
-                };
-                let step = b.step(n_ctx - 1, n_ctx)?;
-                let q = b.input_f32("q", (heads * hd) as u64)?;
-                let kc = b.input_f32("k_cache", (kv * hd) as u64 * max_ctx as u64)?;
-                let scores = b.output("scores", (heads * max_ctx) as u64, true)?;
-                op.dispatch(gpu, &step, &q, &kc, &scores)?
-            }
+            } => b.scores(heads, kv, hd, max_ctx, n_ctx),
             Params::Values {
                 heads,
                 kv,
                 hd,
                 max_ctx,
                 n_ctx,
-            } => {
-                let op = AttnValues {
-                    n_heads: heads,
-                    n_kv_heads: kv,
-                    head_dim: hd,
-                    max_ctx,
-                };
-                let step = b.step(n_ctx - 1, n_ctx)?;
-                let p = b.input_f32("probs", (heads * max_ctx) as u64)?;
-                let vc = b.input_f32("v_cache", (kv * hd) as u64 * max_ctx as u64)?;
-                let out = b.output("out", (heads * hd) as u64, false)?;
-                op.dispatch(gpu, &step, &p, &vc, &out)?
-            }
+            } => b.values(heads, kv, hd, max_ctx, n_ctx),
             Params::Softmax {
                 rows,
                 stride,
                 n_ctx,
-            } => {
-                let op = Softmax {
-                    rows,
-                    row_stride: stride,
-                };
-                let step = b.step(n_ctx - 1, n_ctx)?;
-                let data = b.output("data", (rows * stride) as u64, true)?;
-                op.dispatch(gpu, &step, &data)?
-            }
-            Params::SiluMul { n } => {
-                let gate = b.input_f32("gate", n as u64)?;
-                let up = b.input_f32("up", n as u64)?;
-                let out = b.output("out", n as u64, false)?;
-                SiluMul { n }.dispatch(gpu, &gate, &up, &out)?
-            }
-            Params::SiluMulBatched { n, n_rows } => {
-                let up_offset = n.next_multiple_of(64);
-                let op = SiluMulBatched {
-                    n,
-                    max_batch: n_rows,
-                    in_stride: up_offset + n,
-                    up_offset,
-                };
-                let gu = b.input_f32("gate_up", ((up_offset + n) * n_rows) as u64)?;
-                let out = b.output("out", (n * n_rows) as u64, false)?;
-                let params = b.input_u32("params", &[0, n_rows, 0, 0])?;
-                op.dispatch(gpu, &gu, &out, &params)?
-            }
-            Params::Add { n } => {
-                let acc = b.output("acc", n as u64, true)?;
-                let x = b.input_f32("x", n as u64)?;
-                Add { n }.dispatch(gpu, &acc, &x)?
-            }
-            Params::Argmax { n } => {
-                let logits = b.input_f32("logits", n as u64)?;
-                let out = b.output("out", 1, false)?;
-                Argmax { n }.dispatch(gpu, &logits, &out)?
-            }
+            } => b.softmax(rows, stride, n_ctx),
+            Params::SiluMul { n } => b.silu_mul(n),
+            Params::SiluMulBatched { n, n_rows } => b.silu_mul_batched(n, n_rows),
+            Params::Add { n } => b.add(n),
+            Params::Argmax { n } => b.argmax(n),
+        }
+    }
+}
+
+/// One builder per kind of case: the op, its inputs and guarded outputs, its dispatch.
+impl Builder<'_> {
+    fn gemv(
+        &mut self,
+        fmt: WeightFormat,
+        rows: u32,
+        cols: u32,
+        out_offset: u32,
+        accumulate: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = Gemv {
+            rows,
+            cols,
+            format: fmt,
+            out_offset,
+            layout: crate::gemv::WeightLayout::Gguf,
+        };
+        let w = self.weights("w", rows, cols, fmt)?;
+        let x = self.input_f32("x", cols as u64)?;
+        let y = self.output("y", (out_offset + rows) as u64, accumulate)?;
+        Ok(if accumulate {
+            op.dispatch_accumulate(gpu, &w, &x, &y)?
+        } else {
+            op.dispatch(gpu, &w, &x, &y)?
         })
+    }
+
+    fn gemv_dp4a(
+        &mut self,
+        fmt: WeightFormat,
+        rows: u32,
+        cols: u32,
+        accumulate: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = dp4a_op(fmt, rows, cols, accumulate);
+        let w = self.weights_in("w", rows, cols, fmt, op.gemv.layout)?;
+        let x = self.input_f32("x", cols as u64)?;
+        let y = self.output("y", rows as u64, accumulate)?;
+        let tuning = op.gemv.tuning(GemvVariant::Dp4a, gpu);
+        op.dispatch(gpu, tuning, &GemvBuffers::new(&w, &x, &y))
+    }
+
+    fn gemv_batched(
+        &mut self,
+        fmt: WeightFormat,
+        rows: u32,
+        cols: u32,
+        n_rows: u32,
+        accumulate: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let gemv = Gemv {
+            rows,
+            cols,
+            format: fmt,
+            out_offset: 0,
+            layout: crate::gemv::WeightLayout::Gguf,
+        };
+        let op = GemvBatched {
+            gemv,
+            max_batch: n_rows,
+            y_stride: rows,
+        };
+        let w = self.weights("w", rows, cols, fmt)?;
+        let x = self.input_f32("x", (cols * n_rows) as u64)?;
+        let y = self.output("y", (rows * n_rows) as u64, accumulate)?;
+        let params = self.input_u32("params", &[0, n_rows, 0, 0])?;
+        op.dispatch(gpu, &w, &x, &y, &params, accumulate)
+    }
+
+    fn gemv_batched_wide(
+        &mut self,
+        fmt: WeightFormat,
+        rows: u32,
+        cols: u32,
+        n_rows: u32,
+        accumulate: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = wide_batched_op(fmt, rows, cols, n_rows);
+        let w = self.weights_in("w", rows, cols, fmt, op.gemv.layout)?;
+        let x = self.input_f32("x", (cols * n_rows) as u64)?;
+        let y = self.output("y", (rows * n_rows) as u64, accumulate)?;
+        let params = self.input_u32("params", &[0, n_rows, 0, 0])?;
+        op.dispatch_wide(gpu, &w, &x, &y, &params, accumulate)
+    }
+
+    fn embedding(&mut self, fmt: WeightFormat, rows: u32, dim: u32) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = Embedding {
+            rows,
+            dim,
+            format: fmt,
+            row_start: 0,
+        };
+        let table = self.weights("table", rows, dim, fmt)?;
+        let token = self.input_u32("token", &[rows - 1])?;
+        let out = self.output("out", dim as u64, false)?;
+        op.dispatch(gpu, &table, &token, &out)
+    }
+
+    fn embedding_batched(
+        &mut self,
+        fmt: WeightFormat,
+        rows: u32,
+        dim: u32,
+        n_rows: u32,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let emb = Embedding {
+            rows,
+            dim,
+            format: fmt,
+            row_start: 0,
+        };
+        let op = EmbeddingBatched {
+            emb,
+            max_batch: n_rows,
+        };
+        let table = self.weights("table", rows, dim, fmt)?;
+        let toks: Vec<u32> = (0..n_rows).map(|i| (i * 7919) % rows).collect();
+        let tokens = self.input_u32("tokens", &toks)?;
+        let out = self.output("out", (dim * n_rows) as u64, false)?;
+        let params = self.input_u32("params", &[0, n_rows, 0, 0])?;
+        op.dispatch(gpu, &table, &tokens, &out, &params)
+    }
+
+    fn rms_norm(&mut self, n: u32) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = RmsNorm { n, eps: 1e-5 };
+        let x = self.input_f32("x", n as u64)?;
+        let w = self.input_f32("weight", n as u64)?;
+        let out = self.output("out", n as u64, false)?;
+        op.dispatch(gpu, &x, &w, &out)
+    }
+
+    fn rms_norm_batched(
+        &mut self,
+        n: u32,
+        n_rows: u32,
+        last_only: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = RmsNormBatched {
+            norm: RmsNorm { n, eps: 1e-5 },
+            max_batch: n_rows,
+            last_only,
+        };
+        let x = self.input_f32("x", (n * n_rows) as u64)?;
+        let w = self.input_f32("weight", n as u64)?;
+        let out_rows = if last_only { 1 } else { n_rows };
+        let out = self.output("out", (n * out_rows) as u64, false)?;
+        let params = self.input_u32("params", &[0, n_rows, 0, 0])?;
+        op.dispatch(gpu, &x, &w, &out, &params)
+    }
+
+    fn rope(
+        &mut self,
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        pos: u32,
+        qkv: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = Rope {
+            n_heads: heads,
+            n_kv_heads: kv,
+            head_dim: hd,
+            rope_dims: hd,
+            base: 10000.0,
+            max_ctx: pos + 1,
+        };
+        let step = self.step(pos, pos + 1)?;
+        let cache = op.kv_row() * op.max_ctx as u64;
+        let (qn, kvn) = ((heads * hd) as u64, op.kv_row());
+        Ok(if qkv {
+            let qkv = self.output("qkv", qn + 2 * kvn, true)?;
+            let kc = self.output("k_cache", cache, true)?;
+            let vc = self.output("v_cache", cache, true)?;
+            op.dispatch_qkv(
+                gpu,
+                &step,
+                &qkv,
+                (0, qn as u32, (qn + kvn) as u32),
+                &kc,
+                &vc,
+            )?
+        } else {
+            let q = self.output("q", qn, true)?;
+            let k = self.input_f32("k", kvn)?;
+            let v = self.input_f32("v", kvn)?;
+            let kc = self.output("k_cache", cache, true)?;
+            let vc = self.output("v_cache", cache, true)?;
+            op.dispatch(gpu, &step, &q, &k, &v, &kc, &vc)?
+        })
+    }
+
+    fn rope_batched(
+        &mut self,
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        pos0: u32,
+        n_rows: u32,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let rope = Rope {
+            n_heads: heads,
+            n_kv_heads: kv,
+            head_dim: hd,
+            rope_dims: hd,
+            base: 10000.0,
+            max_ctx: pos0 + n_rows,
+        };
+        let (qn, kvn) = (heads * hd, rope.kv_row() as u32);
+        let stride = qn + 2 * kvn;
+        let op = RopeBatched {
+            rope,
+            max_batch: n_rows,
+            qkv_stride: stride,
+            offsets: (0, qn, qn + kvn),
+        };
+        let params = self.input_u32("params", &[pos0, n_rows, 0, 0])?;
+        let qkv = self.output("qkv", (stride * n_rows) as u64, true)?;
+        let cache = rope.kv_row() * rope.max_ctx as u64;
+        let kc = self.output("k_cache", cache, true)?;
+        let vc = self.output("v_cache", cache, true)?;
+        op.dispatch(gpu, &params, &qkv, &kc, &vc)
+    }
+
+    fn attention(
+        &mut self,
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        max_ctx: u32,
+        n_ctx: u32,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = AttnFused {
+            n_heads: heads,
+            n_kv_heads: kv,
+            head_dim: hd,
+            max_ctx,
+        };
+        let step = self.step(n_ctx - 1, n_ctx)?;
+        let q = self.input_f32("q", (heads * hd) as u64)?;
+        let cache = (kv * hd) as u64 * max_ctx as u64;
+        let kc = self.input_f32("k_cache", cache)?;
+        let vc = self.input_f32("v_cache", cache)?;
+        let out = self.output("out", (heads * hd) as u64, false)?;
+        // The single-dispatch kernel the decoder would run on this adapter
+        // (`split`'s two dispatches are timed as the decoder's, not here).
+        let variant = match AttnVariant::for_adapter(gpu, &op) {
+            AttnVariant::Split => AttnVariant::Workgroup,
+            v => v,
+        };
+        Ok(op
+            .dispatch_variant(gpu, variant, [&step, &q, &kc, &vc, &out], None)?
+            .remove(0))
+    }
+
+    fn attention_batched(
+        &mut self,
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        max_ctx: u32,
+        pos0: u32,
+        n_rows: u32,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let attn = AttnFused {
+            n_heads: heads,
+            n_kv_heads: kv,
+            head_dim: hd,
+            max_ctx,
+        };
+        let hq = heads * hd;
+        let op = AttnBatched {
+            attn,
+            max_batch: n_rows,
+            q_stride: hq,
+            out_stride: hq,
+        };
+        let params = self.input_u32("params", &[pos0, n_rows, 0, 0])?;
+        let q = self.input_f32("q", (hq * n_rows) as u64)?;
+        let cache = (kv * hd) as u64 * max_ctx as u64;
+        let kc = self.input_f32("k_cache", cache)?;
+        let vc = self.input_f32("v_cache", cache)?;
+        let out = self.output("out", (hq * n_rows) as u64, false)?;
+        // The batched kernel the prefill graph would run on this adapter.
+        let variant = AttnVariant::for_adapter(gpu, &attn);
+        op.dispatch_variant(gpu, variant, [&params, &q, &kc, &vc, &out])
+    }
+
+    fn scores(
+        &mut self,
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        max_ctx: u32,
+        n_ctx: u32,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = AttnScores {
+            n_heads: heads,
+            n_kv_heads: kv,
+            head_dim: hd,
+            max_ctx,
+        };
+        let step = self.step(n_ctx - 1, n_ctx)?;
+        let q = self.input_f32("q", (heads * hd) as u64)?;
+        let kc = self.input_f32("k_cache", (kv * hd) as u64 * max_ctx as u64)?;
+        let scores = self.output("scores", (heads * max_ctx) as u64, true)?;
+        op.dispatch(gpu, &step, &q, &kc, &scores)
+    }
+
+    fn values(
+        &mut self,
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        max_ctx: u32,
+        n_ctx: u32,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = AttnValues {
+            n_heads: heads,
+            n_kv_heads: kv,
+            head_dim: hd,
+            max_ctx,
+        };
+        let step = self.step(n_ctx - 1, n_ctx)?;
+        let p = self.input_f32("probs", (heads * max_ctx) as u64)?;
+        let vc = self.input_f32("v_cache", (kv * hd) as u64 * max_ctx as u64)?;
+        let out = self.output("out", (heads * hd) as u64, false)?;
+        op.dispatch(gpu, &step, &p, &vc, &out)
+    }
+
+    fn softmax(&mut self, rows: u32, stride: u32, n_ctx: u32) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = Softmax {
+            rows,
+            row_stride: stride,
+        };
+        let step = self.step(n_ctx - 1, n_ctx)?;
+        let data = self.output("data", (rows * stride) as u64, true)?;
+        op.dispatch(gpu, &step, &data)
+    }
+
+    fn silu_mul(&mut self, n: u32) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let gate = self.input_f32("gate", n as u64)?;
+        let up = self.input_f32("up", n as u64)?;
+        let out = self.output("out", n as u64, false)?;
+        SiluMul { n }.dispatch(gpu, &gate, &up, &out)
+    }
+
+    fn silu_mul_batched(&mut self, n: u32, n_rows: u32) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let up_offset = n.next_multiple_of(64);
+        let op = SiluMulBatched {
+            n,
+            max_batch: n_rows,
+            in_stride: up_offset + n,
+            up_offset,
+        };
+        let gu = self.input_f32("gate_up", ((up_offset + n) * n_rows) as u64)?;
+        let out = self.output("out", (n * n_rows) as u64, false)?;
+        let params = self.input_u32("params", &[0, n_rows, 0, 0])?;
+        op.dispatch(gpu, &gu, &out, &params)
+    }
+
+    fn add(&mut self, n: u32) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let acc = self.output("acc", n as u64, true)?;
+        let x = self.input_f32("x", n as u64)?;
+        Add { n }.dispatch(gpu, &acc, &x)
+    }
+
+    fn argmax(&mut self, n: u32) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let logits = self.input_f32("logits", n as u64)?;
+        let out = self.output("out", 1, false)?;
+        Argmax { n }.dispatch(gpu, &logits, &out)
     }
 }
 
@@ -661,10 +804,6 @@ fn dp4a_op(f: WeightFormat, rows: u32, cols: u32, accumulate: bool) -> GemvFused
     }
 }
 
-/// The `dp4a` gemv's cases for `f`: SmolLM2's shapes (16 lanes x 1 row below 2048
-/// columns), wide rows split over two row groups at 512 and 1024 threads
-/// (`Gemv::dp4a_split`), a partial workgroup, the residual add; Llama-8B's shapes in the
-/// full set.
 /// The batched wide rows frame's op for a packed `rows × cols` matrix and `n_rows` rows.
 fn wide_batched_op(f: WeightFormat, rows: u32, cols: u32, n_rows: u32) -> GemvBatched {
     GemvBatched {
@@ -708,6 +847,10 @@ fn wide_batched_cases(f: WeightFormat) -> Vec<Case> {
     .collect()
 }
 
+/// The `dp4a` gemv's cases for `f`: SmolLM2's shapes (16 lanes x 1 row below 2048
+/// columns), wide rows split over two row groups at 512 and 1024 threads
+/// (`Gemv::dp4a_split`), a partial workgroup, the residual add; Llama-8B's shapes in the
+/// full set.
 fn dp4a_cases(f: WeightFormat, set: ShapeSet) -> Vec<Case> {
     let mut shapes: Vec<(&str, u32, u32, bool)> = vec![
         ("smollm2.attn_q", 576, 576, false),
@@ -746,6 +889,38 @@ fn dp4a_cases(f: WeightFormat, set: ShapeSet) -> Vec<Case> {
 /// The table, filtered. `max_binding`: the device's `max_storage_buffer_binding_size`.
 pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> {
     let mut out = Vec::new();
+    for f in WeightFormat::ALL {
+        out.extend(gemv_cases(f, set, max_binding));
+        if GemvVariant::Dp4a.runs(f, crate::gemv::WeightLayout::Packed) {
+            out.extend(dp4a_cases(f, set));
+        }
+        out.extend(wide_batched_cases(f));
+        out.extend(batched_gemv_cases(f));
+        out.extend(embedding_cases(f));
+    }
+    out.extend(elementwise_cases());
+    out.extend(batched_row_cases());
+    out.extend(rope_cases());
+    out.extend(attention_cases());
+    out.retain(|c| filter.matches(c));
+    out
+}
+
+/// The widths of the matrix cases of format `f`: 576 (SmolLM2's) where its blocks fit,
+/// else 512.
+fn smollm2_or_512(f: WeightFormat) -> u32 {
+    if f.row_bytes(576).is_ok() {
+        576
+    } else {
+        512
+    }
+}
+
+/// The gemv of format `f` over SmolLM2-135M's matrices, then awkward ones (a width the
+/// format cannot hold, not whole blocks, is skipped), accumulation, an output offset;
+/// Llama-3-8B's matrices and the largest binding in the full set.
+fn gemv_cases(f: WeightFormat, set: ShapeSet, max_binding: u64) -> Vec<Case> {
+    let mut out = Vec::new();
     // Matrices (rows, cols): SmolLM2-135M's, then awkward ones. A width a format cannot
     // hold (not whole blocks) is skipped for that format.
     let mut matrices: Vec<(&str, u32, u32)> = vec![
@@ -764,125 +939,139 @@ pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> 
             ("llama8b.ffn_down", 4096, 14336),
         ]);
     }
-    for f in WeightFormat::ALL {
-        let fits = |cols: u32| f.row_bytes(cols as u64).is_ok();
-        let gemv = crate::gemv::shader(f).name;
-        for &(shape, rows, cols) in &matrices {
-            if !fits(cols) {
-                continue;
-            }
-            out.push(case(
-                gemv,
-                Some(f),
-                shape,
-                Params::Gemv {
-                    rows,
-                    cols,
-                    out_offset: 0,
-                    accumulate: false,
-                },
-            ));
+    let fits = |cols: u32| f.row_bytes(cols as u64).is_ok();
+    let gemv = crate::gemv::shader(f).name;
+    for &(shape, rows, cols) in &matrices {
+        if !fits(cols) {
+            continue;
         }
-        let (r, c) = if fits(576) { (576, 576) } else { (256, 512) };
         out.push(case(
             gemv,
             Some(f),
-            "accumulate",
+            shape,
             Params::Gemv {
-                rows: r,
-                cols: c,
+                rows,
+                cols,
                 out_offset: 0,
-                accumulate: true,
-            },
-        ));
-        out.push(case(
-            gemv,
-            Some(f),
-            "out_offset.64",
-            Params::Gemv {
-                rows: 37,
-                cols: c,
-                out_offset: 64,
                 accumulate: false,
-            },
-        ));
-        if set == ShapeSet::All {
-            // As many rows of 4096 as the largest binding holds.
-            let row_bytes = f.row_bytes(4096).unwrap();
-            let rows = (max_binding / row_bytes).min(u32::MAX as u64 / 4096) as u32;
-            out.push(case(
-                gemv,
-                Some(f),
-                "max_binding",
-                Params::Gemv {
-                    rows,
-                    cols: 4096,
-                    out_offset: 0,
-                    accumulate: false,
-                },
-            ));
-        }
-        if GemvVariant::Dp4a.runs(f, crate::gemv::WeightLayout::Packed) {
-            out.extend(dp4a_cases(f, set));
-        }
-        out.extend(wide_batched_cases(f));
-        let batched = crate::gemv::batched_shader(f, crate::gemv::WeightLayout::Gguf).name;
-        out.push(case(
-            batched,
-            Some(f),
-            "batch.5",
-            Params::GemvBatched {
-                rows: 37,
-                cols: c,
-                n_rows: 5,
-                accumulate: false,
-            },
-        ));
-        out.push(case(
-            batched,
-            Some(f),
-            "batch.9.accumulate",
-            Params::GemvBatched {
-                rows: 64,
-                cols: c,
-                n_rows: 9,
-                accumulate: true,
-            },
-        ));
-        let emb = crate::embedding::shader(f).name;
-        let dim = if fits(576) { 576 } else { 512 };
-        out.push(case(
-            emb,
-            Some(f),
-            "smollm2.token_embd",
-            Params::Embedding { rows: 49152, dim },
-        ));
-        out.push(case(
-            emb,
-            Some(f),
-            "one_row",
-            Params::Embedding { rows: 1, dim },
-        ));
-        if fits(100) {
-            out.push(case(
-                emb,
-                Some(f),
-                "odd_cols.100",
-                Params::Embedding { rows: 3, dim: 100 },
-            ));
-        }
-        let emb_b = crate::embedding::batched_shader(f).name;
-        out.push(case(
-            emb_b,
-            Some(f),
-            "batch.3",
-            Params::EmbeddingBatched {
-                rows: 100,
-                dim,
-                n_rows: 3,
             },
         ));
     }
+    let (r, c) = if fits(576) { (576, 576) } else { (256, 512) };
+    out.push(case(
+        gemv,
+        Some(f),
+        "accumulate",
+        Params::Gemv {
+            rows: r,
+            cols: c,
+            out_offset: 0,
+            accumulate: true,
+        },
+    ));
+    out.push(case(
+        gemv,
+        Some(f),
+        "out_offset.64",
+        Params::Gemv {
+            rows: 37,
+            cols: c,
+            out_offset: 64,
+            accumulate: false,
+        },
+    ));
+    if set == ShapeSet::All {
+        // As many rows of 4096 as the largest binding holds.
+        let row_bytes = f.row_bytes(4096).unwrap();
+        let rows = (max_binding / row_bytes).min(u32::MAX as u64 / 4096) as u32;
+        out.push(case(
+            gemv,
+            Some(f),
+            "max_binding",
+            Params::Gemv {
+                rows,
+                cols: 4096,
+                out_offset: 0,
+                accumulate: false,
+            },
+        ));
+    }
+    out
+}
+
+/// The batched gemv of format `f`: a partial batch, and accumulation.
+fn batched_gemv_cases(f: WeightFormat) -> Vec<Case> {
+    let c = smollm2_or_512(f);
+    let mut out = Vec::new();
+    let batched = crate::gemv::batched_shader(f, crate::gemv::WeightLayout::Gguf).name;
+    out.push(case(
+        batched,
+        Some(f),
+        "batch.5",
+        Params::GemvBatched {
+            rows: 37,
+            cols: c,
+            n_rows: 5,
+            accumulate: false,
+        },
+    ));
+    out.push(case(
+        batched,
+        Some(f),
+        "batch.9.accumulate",
+        Params::GemvBatched {
+            rows: 64,
+            cols: c,
+            n_rows: 9,
+            accumulate: true,
+        },
+    ));
+    out
+}
+
+/// The embedding lookup of format `f`, single and batched.
+fn embedding_cases(f: WeightFormat) -> Vec<Case> {
+    let fits = |cols: u32| f.row_bytes(cols as u64).is_ok();
+    let mut out = Vec::new();
+    let emb = crate::embedding::shader(f).name;
+    let dim = smollm2_or_512(f);
+    out.push(case(
+        emb,
+        Some(f),
+        "smollm2.token_embd",
+        Params::Embedding { rows: 49152, dim },
+    ));
+    out.push(case(
+        emb,
+        Some(f),
+        "one_row",
+        Params::Embedding { rows: 1, dim },
+    ));
+    if fits(100) {
+        out.push(case(
+            emb,
+            Some(f),
+            "odd_cols.100",
+            Params::Embedding { rows: 3, dim: 100 },
+        ));
+    }
+    let emb_b = crate::embedding::batched_shader(f).name;
+    out.push(case(
+        emb_b,
+        Some(f),
+        "batch.3",
+        Params::EmbeddingBatched {
+            rows: 100,
+            dim,
+            n_rows: 3,
+        },
+    ));
+    out
+}
+
+/// rms_norm, silu_mul, add and argmax at SmolLM2's widths, one element, and an odd width.
+fn elementwise_cases() -> Vec<Case> {
+    let mut out = Vec::new();
     for (shape, n) in [("smollm2", 576), ("one", 1), ("odd.1000", 1000)] {
         out.push(case("rms_norm", None, shape, Params::RmsNorm { n }));
         out.push(case(
@@ -903,51 +1092,63 @@ pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> 
             },
         ));
     }
-    out.push(case(
-        "rms_norm_batched",
-        None,
-        "batch.5",
-        Params::RmsNormBatched {
-            n: 576,
-            n_rows: 5,
-            last_only: false,
-        },
-    ));
-    out.push(case(
-        "rms_norm_batched",
-        None,
-        "batch.5.last_only",
-        Params::RmsNormBatched {
-            n: 576,
-            n_rows: 5,
-            last_only: true,
-        },
-    ));
-    out.push(case(
-        "rms_norm_batched",
-        None,
-        "smollm2.batch141",
-        Params::RmsNormBatched {
-            n: 576,
-            n_rows: 141,
-            last_only: false,
-        },
-    ));
-    out.push(case(
-        "silu_mul_batched",
-        None,
-        "batch.3",
-        Params::SiluMulBatched { n: 1536, n_rows: 3 },
-    ));
-    out.push(case(
-        "silu_mul_batched",
-        None,
-        "smollm2.batch141",
-        Params::SiluMulBatched {
-            n: 1536,
-            n_rows: 141,
-        },
-    ));
+    out
+}
+
+/// The batched row ops of the prefill: rms_norm (all rows, the last only), silu_mul.
+fn batched_row_cases() -> Vec<Case> {
+    vec![
+        case(
+            "rms_norm_batched",
+            None,
+            "batch.5",
+            Params::RmsNormBatched {
+                n: 576,
+                n_rows: 5,
+                last_only: false,
+            },
+        ),
+        case(
+            "rms_norm_batched",
+            None,
+            "batch.5.last_only",
+            Params::RmsNormBatched {
+                n: 576,
+                n_rows: 5,
+                last_only: true,
+            },
+        ),
+        case(
+            "rms_norm_batched",
+            None,
+            "smollm2.batch141",
+            Params::RmsNormBatched {
+                n: 576,
+                n_rows: 141,
+                last_only: false,
+            },
+        ),
+        case(
+            "silu_mul_batched",
+            None,
+            "batch.3",
+            Params::SiluMulBatched { n: 1536, n_rows: 3 },
+        ),
+        case(
+            "silu_mul_batched",
+            None,
+            "smollm2.batch141",
+            Params::SiluMulBatched {
+                n: 1536,
+                n_rows: 141,
+            },
+        ),
+    ]
+}
+
+/// rope on q and k, in place on a fused qkv row, and batched.
+fn rope_cases() -> Vec<Case> {
+    let mut out = Vec::new();
     for (shape, (heads, kv, hd)) in [
         ("smollm2", (9, 3, 64)),
         ("llama8b", (32, 8, 128)),
@@ -990,6 +1191,13 @@ pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> 
             },
         ));
     }
+    out
+}
+
+/// Attention fused and in three dispatches (scores, softmax, values) at several context
+/// lengths, and batched over a prompt.
+fn attention_cases() -> Vec<Case> {
+    let mut out = Vec::new();
     for (shape, (heads, kv, hd), max_ctx, n_ctx) in [
         ("smollm2.ctx11", (9, 3, 64), 16, 11),
         ("smollm2.ctx1", (9, 3, 64), 16, 1),
@@ -1070,7 +1278,6 @@ pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> 
             n_rows: 141,
         },
     ));
-    out.retain(|c| filter.matches(c));
     out
 }
 

@@ -1,12 +1,12 @@
 //! The kernel author's harness (`gpuscope ops test | perf`), after llama.cpp's
 //! `test-backend-ops`: every op × weight format × a table of shapes.
 //!
-//! - [`cases`]: the table — the model shapes (SmolLM2-135M; Llama-3-8B with
+//! - [`cases`](mod@cases): the table — the model shapes (SmolLM2-135M; Llama-3-8B with
 //!   `--shapes all`) and awkward ones: one row, rows that are not a multiple of a
 //!   workgroup's rows, widths that are not whole blocks where the format allows it, a
 //!   context longer than a workgroup, and (with `--shapes all`) a weight matrix as large as
 //!   the device's largest binding.
-//! - [`test`]: each case's dispatch (built by the op's own `dispatch`) runs once on random
+//! - [`test`](mod@test): each case's dispatch (built by the op's own `dispatch`) runs once on random
 //!   inputs and its outputs are compared with the CPU executor ([`crate::exec`]) using the
 //!   thresholds of `gpuscope check`; every output is bound as a view inside a larger buffer
 //!   with canary words around it ([`guard`]).

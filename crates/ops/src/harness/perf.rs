@@ -35,7 +35,7 @@ impl Default for PerfOptions {
 }
 
 /// GPU time of one run of `group` (its dispatches in order), in ns, one sample per run:
-/// the group is repeated [`REPEATS`] times in one pass, `steps` times after `warmup`
+/// the group is repeated `REPEATS` times in one pass, `steps` times after `warmup`
 /// steps. Sorted. With per-dispatch timestamps a run's sample is the sum of its
 /// dispatches' times; with per-pass timestamps it is the pass's time over the runs.
 pub fn time_group(gpu: &Gpu, group: &[Dispatch], opts: &PerfOptions) -> Result<Vec<f64>, GpuError> {

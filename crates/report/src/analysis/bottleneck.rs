@@ -16,11 +16,12 @@
 //!    GB/s; without per-op times (timing `pass`), the slowest section.
 
 use super::layers::{layer_breakdown_of, LayerBreakdown};
-use super::ops::{op_breakdown_of, OpBreakdown};
+use super::ops::{op_breakdown_of, OpBreakdown, OpRow};
 use super::per_token::{token_totals, TokenSet, TokenTotals};
 use super::steady::steady_state;
 use super::tokens::{token_stats, token_stats_of, TokenStats};
 use gpuscope_trace::stats::median;
+use gpuscope_trace::stats::Summary;
 use gpuscope_trace::{Profile, TimingMode};
 
 /// GPU busy below this share of wall (percent) means CPU- or launch-bound.
@@ -100,7 +101,11 @@ pub struct BottleneckInput<'a> {
 /// Applies the heuristics to analyses already computed.
 pub fn bottleneck_of(p: &Profile, input: &BottleneckInput) -> Bottleneck {
     let red_flags = red_flags(p);
-    let (verdict, text, evidence) = verdict(p, input);
+    let Finding {
+        verdict,
+        text,
+        evidence,
+    } = verdict(p, input);
     let headline = red_flags
         .iter()
         .map(|f| format!("RED FLAG: {f}"))
@@ -135,52 +140,28 @@ fn red_flags(p: &Profile) -> Vec<String> {
     flags
 }
 
-fn verdict(p: &Profile, input: &BottleneckInput) -> (Verdict, String, Vec<String>) {
+/// A verdict with its one-line text and the evidence gathered on the way to it.
+struct Finding {
+    verdict: Verdict,
+    text: String,
+    evidence: Vec<String>,
+}
+
+/// Walks the heuristics of the module docs in order; the first that holds decides.
+fn verdict(p: &Profile, input: &BottleneckInput) -> Finding {
     let stats = input.stats;
     let Some(wall) = stats.wall_ns else {
-        return (Verdict::NoTokens, "no tokens decoded".into(), Vec::new());
+        return Finding {
+            verdict: Verdict::NoTokens,
+            text: "no tokens decoded".into(),
+            evidence: Vec::new(),
+        };
+    };
+    let mut evidence = wall_evidence(p, input, wall);
+    let Some(busy) = stats.gpu_busy_ns else {
+        return gpu_time_unknown(p, input, wall.median, evidence);
     };
     let wall_ns = wall.median;
-    let set = TokenSet::new(stats.tokens.iter().copied());
-    let tokens: Vec<_> = p.tokens.iter().filter(|t| set.contains(t.index)).collect();
-    let dispatches = median(tokens.iter().map(|t| t.counters.dispatches)).unwrap_or(0);
-    let which = match stats.tokens.as_slice() {
-        [only] => format!("token {only}"),
-        [first, .., last] => format!("median of {} tokens in {first}-{last}", stats.count()),
-        [] => String::new(),
-    };
-    let mut evidence = vec![format!(
-        "wall {:.3} ms per token ({which}; p10-p90 {:.3}-{:.3} ms), {:.1} tok/s",
-        ms(wall_ns),
-        ms(wall.p10),
-        ms(wall.p90),
-        stats.tok_per_s.unwrap_or(0.0)
-    )];
-    if dispatches > 0 {
-        evidence.push(format!(
-            "{dispatches} dispatches per token, {:.1} µs of wall per dispatch",
-            wall_ns as f64 / dispatches as f64 / 1e3
-        ));
-    }
-    let Some(busy) = stats.gpu_busy_ns else {
-        let bytes = median(input.totals.iter().map(|t| t.bytes)).unwrap_or(0);
-        if bytes > 0 && wall_ns > 0 {
-            evidence.push(format!(
-                "{:.2} MB declared traffic per token: at least {:.1} GB/s over wall time",
-                bytes as f64 / 1e6,
-                bytes as f64 / wall_ns as f64
-            ));
-        }
-        let why = match p.timing.mode {
-            TimingMode::Off => "timing off".to_string(),
-            m => format!("timing {m} but no valid GPU span"),
-        };
-        return (
-            Verdict::GpuTimeUnknown,
-            format!("GPU time unknown ({why}); only wall-clock facts below"),
-            evidence,
-        );
-    };
     let busy_percent = busy.median as f64 / wall_ns.max(1) as f64 * 100.0;
     evidence.insert(
         0,
@@ -196,44 +177,120 @@ fn verdict(p: &Profile, input: &BottleneckInput) -> (Verdict, String, Vec<String
     if busy_percent < CPU_BOUND_BELOW_PERCENT {
         let encode = median(input.totals.iter().map(|t| t.cpu_encode_ns)).unwrap_or(0);
         evidence.push(format!("CPU encode {:.3} ms per token", ms(encode)));
-        return (
-            Verdict::CpuBound { busy_percent },
-            format!(
+        return Finding {
+            verdict: Verdict::CpuBound { busy_percent },
+            text: format!(
                 "CPU/launch-bound: the GPU is busy {busy_percent:.1}% of wall time (below {CPU_BOUND_BELOW_PERCENT:.0}%)"
             ),
             evidence,
-        );
-    }
-    let ops = input.ops;
-    if let Some(top) = ops.rows.first().filter(|r| r.gpu_percent.is_some()) {
-        let gpu_percent = top.gpu_percent.unwrap_or(0.0);
-        let rate = match top.gb_per_s {
-            Some(r) => format!(" at {r:.1} GB/s"),
-            None => String::new(),
         };
-        let text = format!(
-            "GPU-bound: {} takes {gpu_percent:.1}% of GPU time{rate}",
-            top.op
-        );
-        evidence.extend(ops.rows.iter().take(3).filter_map(|r| {
-            Some(format!(
-                "{}: {:.1}% of GPU time, {} calls, {}",
-                r.op,
-                r.gpu_percent?,
-                r.calls,
-                r.gb_per_s
-                    .map_or("GB/s unknown".into(), |g| format!("{g:.1} GB/s"))
-            ))
-        }));
-        let verdict = Verdict::GpuBoundOp {
-            busy_percent,
-            op: top.op.clone(),
-            gpu_percent,
-            gb_per_s: top.gb_per_s,
-        };
-        return (verdict, text, evidence);
     }
-    let layers = input.layers;
+    match input.ops.rows.first().filter(|r| r.gpu_percent.is_some()) {
+        Some(top) => gpu_bound_op(input.ops, top, busy_percent, evidence),
+        None => gpu_bound_section(input.layers, busy_percent, evidence),
+    }
+}
+
+/// Wall per token and tok/s, and wall per dispatch when dispatches were counted.
+fn wall_evidence(p: &Profile, input: &BottleneckInput, wall: Summary) -> Vec<String> {
+    let stats = input.stats;
+    let set = TokenSet::new(stats.tokens.iter().copied());
+    let tokens: Vec<_> = p.tokens.iter().filter(|t| set.contains(t.index)).collect();
+    let dispatches = median(tokens.iter().map(|t| t.counters.dispatches)).unwrap_or(0);
+    let which = match stats.tokens.as_slice() {
+        [only] => format!("token {only}"),
+        [first, .., last] => format!("median of {} tokens in {first}-{last}", stats.count()),
+        [] => String::new(),
+    };
+    let mut evidence = vec![format!(
+        "wall {:.3} ms per token ({which}; p10-p90 {:.3}-{:.3} ms), {:.1} tok/s",
+        ms(wall.median),
+        ms(wall.p10),
+        ms(wall.p90),
+        stats.tok_per_s.unwrap_or(0.0)
+    )];
+    if dispatches > 0 {
+        evidence.push(format!(
+            "{dispatches} dispatches per token, {:.1} µs of wall per dispatch",
+            wall.median as f64 / dispatches as f64 / 1e3
+        ));
+    }
+    evidence
+}
+
+/// Heuristic 2: no GPU time; the declared traffic over wall time is a lower bound on
+/// the bandwidth achieved.
+fn gpu_time_unknown(
+    p: &Profile,
+    input: &BottleneckInput,
+    wall_ns: u64,
+    mut evidence: Vec<String>,
+) -> Finding {
+    let bytes = median(input.totals.iter().map(|t| t.bytes)).unwrap_or(0);
+    if bytes > 0 && wall_ns > 0 {
+        evidence.push(format!(
+            "{:.2} MB declared traffic per token: at least {:.1} GB/s over wall time",
+            bytes as f64 / 1e6,
+            bytes as f64 / wall_ns as f64
+        ));
+    }
+    let why = match p.timing.mode {
+        TimingMode::Off => "timing off".to_string(),
+        m => format!("timing {m} but no valid GPU span"),
+    };
+    Finding {
+        verdict: Verdict::GpuTimeUnknown,
+        text: format!("GPU time unknown ({why}); only wall-clock facts below"),
+        evidence,
+    }
+}
+
+/// Heuristic 4 with per-op times: `top`, the op with the largest share of GPU time, and
+/// the top three ops as evidence.
+fn gpu_bound_op(
+    ops: &OpBreakdown,
+    top: &OpRow,
+    busy_percent: f64,
+    mut evidence: Vec<String>,
+) -> Finding {
+    let gpu_percent = top.gpu_percent.unwrap_or(0.0);
+    let rate = match top.gb_per_s {
+        Some(r) => format!(" at {r:.1} GB/s"),
+        None => String::new(),
+    };
+    let text = format!(
+        "GPU-bound: {} takes {gpu_percent:.1}% of GPU time{rate}",
+        top.op
+    );
+    evidence.extend(ops.rows.iter().take(3).filter_map(|r| {
+        Some(format!(
+            "{}: {:.1}% of GPU time, {} calls, {}",
+            r.op,
+            r.gpu_percent?,
+            r.calls,
+            r.gb_per_s
+                .map_or("GB/s unknown".into(), |g| format!("{g:.1} GB/s"))
+        ))
+    }));
+    let verdict = Verdict::GpuBoundOp {
+        busy_percent,
+        op: top.op.clone(),
+        gpu_percent,
+        gb_per_s: top.gb_per_s,
+    };
+    Finding {
+        verdict,
+        text,
+        evidence,
+    }
+}
+
+/// Heuristic 4 without per-op times (timing `pass`): the slowest section, if timed.
+fn gpu_bound_section(
+    layers: &LayerBreakdown,
+    busy_percent: f64,
+    mut evidence: Vec<String>,
+) -> Finding {
     let slowest = layers
         .rows
         .iter()
@@ -246,16 +303,16 @@ fn verdict(p: &Profile, input: &BottleneckInput) -> (Verdict, String, Vec<String
             ms(ns)
         ));
     }
-    (
-        Verdict::GpuBound {
+    Finding {
+        verdict: Verdict::GpuBound {
             busy_percent,
             slowest_section: slowest.map(|(_, r)| r.name.clone()),
         },
-        format!(
+        text: format!(
             "GPU-bound: busy {busy_percent:.1}% of wall time; per-op times need timing mode `dispatch`"
         ),
         evidence,
-    )
+    }
 }
 
 fn ms(ns: u64) -> f64 {

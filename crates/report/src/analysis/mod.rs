@@ -1,5 +1,5 @@
 //! Analysis: one module per question, each a pure function from a [`Profile`] (two
-//! for [`diff`]) to a plain result struct. Nothing here formats text; [`crate::render`] does that.
+//! for [`diff`](mod@diff)) to a plain result struct. Nothing here formats text; [`crate::render`] does that.
 //!
 //! Which spans count: a GPU span is used only when it is present, carries no
 //! [`gpuscope_trace::TimestampIssue`] and does not end before it starts

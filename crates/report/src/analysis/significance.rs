@@ -1,5 +1,5 @@
 //! Two-sample comparison of timings: is the new run's time different from the base
-//! run's, by how much, and how sure are we? Used by [`super::diff`]; the method and
+//! run's, by how much, and how sure are we? Used by [`super::diff`](mod@super::diff); the method and
 //! its limits are described in `docs/diff.md`.
 //!
 //! - **Test:** Mann-Whitney U (Wilcoxon rank-sum), two-sided, with the normal

@@ -113,127 +113,218 @@ fn valid(span: Option<GpuSpan>, issue: Option<TimestampIssue>) -> Option<GpuSpan
 
 /// Timeline metrics over the tokens in `tokens` (see the module docs).
 pub fn timeline(p: &Profile, tokens: &TokenSet) -> Timeline {
-    let mut unavailable = Vec::new();
-    let mut na = |metric: &'static str, reason: &str| {
-        unavailable.push(Unavailable {
-            metric,
-            reason: reason.to_string(),
-        })
-    };
     let covered: Vec<&gpuscope_trace::TokenRecord> = p
         .tokens
         .iter()
         .filter(|t| tokens.contains(t.index))
         .collect();
-    let wall_ns: u64 = covered.iter().map(|t| t.wall_ns).sum();
-    // One walk over the dispatch events (a million in a long run): count them, sum
-    // the valid spans and keep each as a small record for the walks below.
-    let mut dispatch_kernels: Vec<Kernel> = Vec::new();
-    let (mut timed_sum, mut timed_n) = (0u64, 0u64);
-    for d in p.dispatches.iter().filter(|d| tokens.contains(d.token)) {
-        let span = valid(d.gpu, d.timestamp_issue);
-        if let Some(s) = span {
-            timed_sum += s.duration_ns();
-            timed_n += 1;
-        }
-        dispatch_kernels.push(Kernel {
-            token: d.token,
-            span,
-        });
-    }
-    let kernel_count = dispatch_kernels.len() as u64;
-    let pass_kernels: Vec<Kernel> = p
-        .passes
-        .iter()
-        .filter(|s| tokens.contains(s.token))
-        .map(|s| Kernel {
-            token: s.token,
-            span: valid(s.gpu, s.timestamp_issue),
-        })
-        .collect();
-    let sampled = p.timing.sampling.as_ref().is_some_and(|s| s.stride > 1);
-    let dispatch_timed = timed_n > 0;
-    let pass_timed = pass_kernels.iter().any(|k| k.span.is_some());
-    let mean_kernel_ns = dispatch_timed.then(|| timed_sum as f64 / timed_n as f64);
-    let source = match (dispatch_timed && !sampled, pass_timed) {
-        (true, _) => Some(KernelSource::Dispatches),
-        (false, true) => Some(KernelSource::Passes),
-        (false, false) => None,
+    let covered = Covered {
+        tokens: covered.len(),
+        wall_ns: covered.iter().map(|t| t.wall_ns).sum(),
     };
+    let spans = KernelSpans::of(p, tokens);
     let alignment = align_clocks(p);
-    let Some(source) = source else {
-        let why = match (p.timing.mode, sampled && dispatch_timed) {
-            (TimingMode::Off, _) => "timing off: no GPU timestamps",
-            (_, true) => "only some dispatches were timed (sampling) and no pass has a span",
-            _ => "no valid GPU span in these tokens",
-        };
-        for m in [
-            "busy",
-            "utilization",
-            "gaps",
-            "launch efficiency",
-            "idle split",
-        ] {
-            na(m, why);
+    match spans.source() {
+        None => untimed(p, &spans, covered, alignment),
+        Some(source) => timed(p, spans, source, covered, alignment),
+    }
+}
+
+/// The tokens a timeline covers: how many, and their summed wall time.
+#[derive(Clone, Copy)]
+struct Covered {
+    tokens: usize,
+    wall_ns: u64,
+}
+
+/// The metrics that could not be computed, in the order they were found.
+#[derive(Default)]
+struct Missing(Vec<Unavailable>);
+
+impl Missing {
+    fn add(&mut self, metric: &'static str, reason: &str) {
+        self.0.push(Unavailable {
+            metric,
+            reason: reason.to_string(),
+        })
+    }
+}
+
+/// The candidate kernel spans of the covered tokens: dispatches and passes.
+struct KernelSpans {
+    dispatches: Vec<Kernel>,
+    passes: Vec<Kernel>,
+    /// Dispatches recorded, timed or not.
+    kernel_count: u64,
+    /// Mean valid dispatch span, ns.
+    mean_kernel_ns: Option<f64>,
+    /// Some dispatch has a valid span.
+    dispatch_timed: bool,
+    /// Only some dispatches were timed (sampling).
+    sampled: bool,
+}
+
+impl KernelSpans {
+    fn of(p: &Profile, tokens: &TokenSet) -> KernelSpans {
+        // One walk over the dispatch events (a million in a long run): count them, sum
+        // the valid spans and keep each as a small record for the walks below.
+        let mut dispatches: Vec<Kernel> = Vec::new();
+        let (mut timed_sum, mut timed_n) = (0u64, 0u64);
+        for d in p.dispatches.iter().filter(|d| tokens.contains(d.token)) {
+            let span = valid(d.gpu, d.timestamp_issue);
+            if let Some(s) = span {
+                timed_sum += s.duration_ns();
+                timed_n += 1;
+            }
+            dispatches.push(Kernel {
+                token: d.token,
+                span,
+            });
         }
-        if mean_kernel_ns.is_none() {
-            na("mean kernel time", why);
+        let passes: Vec<Kernel> = p
+            .passes
+            .iter()
+            .filter(|s| tokens.contains(s.token))
+            .map(|s| Kernel {
+                token: s.token,
+                span: valid(s.gpu, s.timestamp_issue),
+            })
+            .collect();
+        let dispatch_timed = timed_n > 0;
+        KernelSpans {
+            kernel_count: dispatches.len() as u64,
+            dispatches,
+            passes,
+            mean_kernel_ns: dispatch_timed.then(|| timed_sum as f64 / timed_n as f64),
+            dispatch_timed,
+            sampled: p.timing.sampling.as_ref().is_some_and(|s| s.stride > 1),
         }
-        return Timeline {
-            source: None,
-            tokens: covered.len(),
-            wall_ns,
-            kernel_count,
-            timed_kernels: 0,
-            busy_ns: None,
-            utilization_percent: None,
-            mean_kernel_ns,
-            gaps: None,
-            unknown_gaps: 0,
-            overlaps: 0,
-            launch_efficiency_percent: None,
-            idle: None,
-            alignment,
-            unavailable,
-        };
+    }
+
+    /// Dispatch spans when every dispatch was timed, else pass spans if any is valid.
+    fn source(&self) -> Option<KernelSource> {
+        let pass_timed = self.passes.iter().any(|k| k.span.is_some());
+        match (self.dispatch_timed && !self.sampled, pass_timed) {
+            (true, _) => Some(KernelSource::Dispatches),
+            (false, true) => Some(KernelSource::Passes),
+            (false, false) => None,
+        }
+    }
+}
+
+/// No kernel spans to use: only counts and wall time, every other metric unavailable.
+fn untimed(
+    p: &Profile,
+    spans: &KernelSpans,
+    covered: Covered,
+    alignment: Result<ClockAlignment, AlignError>,
+) -> Timeline {
+    let mut missing = Missing::default();
+    let why = match (p.timing.mode, spans.sampled && spans.dispatch_timed) {
+        (TimingMode::Off, _) => "timing off: no GPU timestamps",
+        (_, true) => "only some dispatches were timed (sampling) and no pass has a span",
+        _ => "no valid GPU span in these tokens",
     };
-    if mean_kernel_ns.is_none() {
-        na(
+    for m in [
+        "busy",
+        "utilization",
+        "gaps",
+        "launch efficiency",
+        "idle split",
+    ] {
+        missing.add(m, why);
+    }
+    if spans.mean_kernel_ns.is_none() {
+        missing.add("mean kernel time", why);
+    }
+    Timeline {
+        source: None,
+        tokens: covered.tokens,
+        wall_ns: covered.wall_ns,
+        kernel_count: spans.kernel_count,
+        timed_kernels: 0,
+        busy_ns: None,
+        utilization_percent: None,
+        mean_kernel_ns: spans.mean_kernel_ns,
+        gaps: None,
+        unknown_gaps: 0,
+        overlaps: 0,
+        launch_efficiency_percent: None,
+        idle: None,
+        alignment,
+        unavailable: missing.0,
+    }
+}
+
+/// The metrics over the kernels `source` names: busy time, the gaps walked and
+/// attributed, launch efficiency, the idle split.
+fn timed(
+    p: &Profile,
+    spans: KernelSpans,
+    source: KernelSource,
+    covered: Covered,
+    alignment: Result<ClockAlignment, AlignError>,
+) -> Timeline {
+    let mut missing = Missing::default();
+    if spans.mean_kernel_ns.is_none() {
+        missing.add(
             "mean kernel time",
             "timing pass: passes are timed, not dispatches",
         );
     }
     let kernels: Vec<Kernel> = match source {
-        KernelSource::Dispatches => dispatch_kernels,
-        KernelSource::Passes => pass_kernels,
+        KernelSource::Dispatches => spans.dispatches,
+        KernelSource::Passes => spans.passes,
     };
     if source == KernelSource::Passes {
-        let why = if sampled {
+        let why = if spans.sampled {
             "sampled dispatch timing: busy time and gaps come from pass spans (they include the gaps inside passes)"
         } else {
             "timing pass: gaps between dispatches inside a pass are not visible"
         };
-        na("launch efficiency", why);
-        na("gaps inside passes", why);
+        missing.add("launch efficiency", why);
+        missing.add("gaps inside passes", why);
     }
-    let spans: Vec<GpuSpan> = kernels.iter().filter_map(|k| k.span).collect();
-    let busy_ns = union_ns(&spans);
+    let valid_spans: Vec<GpuSpan> = kernels.iter().filter_map(|k| k.span).collect();
+    let busy_ns = union_ns(&valid_spans);
     let walk = walk(p, &kernels, alignment.as_ref().ok());
-    if alignment.is_err() {
-        na(
+    if let Err(e) = &alignment {
+        missing.add(
             "host wait",
-            &format!(
-                "needs CPU spans on the GPU clock: {}",
-                alignment
-                    .as_ref()
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default()
-            ),
+            &format!("needs CPU spans on the GPU clock: {e}"),
         );
     }
-    let gaps = (!walk.gaps.is_empty()).then(|| {
-        let mut g = walk.gaps.clone();
+    let launch_efficiency_percent = (source == KernelSource::Dispatches && walk.token_span_ns > 0)
+        .then(|| walk.token_busy_ns as f64 / walk.token_span_ns as f64 * 100.0);
+    if source == KernelSource::Dispatches && launch_efficiency_percent.is_none() {
+        missing.add(
+            "launch efficiency",
+            "no token has every dispatch timed with a positive span",
+        );
+    }
+    let wall_ns = covered.wall_ns;
+    Timeline {
+        source: Some(source),
+        tokens: covered.tokens,
+        wall_ns,
+        kernel_count: spans.kernel_count,
+        timed_kernels: valid_spans.len() as u64,
+        busy_ns: Some(busy_ns),
+        utilization_percent: (wall_ns > 0).then(|| busy_ns as f64 / wall_ns as f64 * 100.0),
+        mean_kernel_ns: spans.mean_kernel_ns,
+        gaps: gap_stats(&walk.gaps),
+        unknown_gaps: walk.unknown_gaps,
+        overlaps: walk.overlaps,
+        launch_efficiency_percent,
+        idle: Some(idle_split(wall_ns, busy_ns, &walk, alignment.is_ok())),
+        alignment,
+        unavailable: missing.0,
+    }
+}
+
+fn gap_stats(gaps: &[u64]) -> Option<GapStats> {
+    (!gaps.is_empty()).then(|| {
+        let mut g = gaps.to_vec();
         g.sort_unstable();
         let total: u64 = g.iter().sum();
         GapStats {
@@ -242,41 +333,20 @@ pub fn timeline(p: &Profile, tokens: &TokenSet) -> Timeline {
             mean_ns: total as f64 / g.len() as f64,
             p90_ns: percentile(&g, 90.0).unwrap_or(0),
         }
-    });
-    let launch_efficiency_percent = (source == KernelSource::Dispatches && walk.token_span_ns > 0)
-        .then(|| walk.token_busy_ns as f64 / walk.token_span_ns as f64 * 100.0);
-    if source == KernelSource::Dispatches && launch_efficiency_percent.is_none() {
-        na(
-            "launch efficiency",
-            "no token has every dispatch timed with a positive span",
-        );
-    }
+    })
+}
+
+/// wall − busy split by cause; host wait only when the CPU spans are on the GPU clock.
+fn idle_split(wall_ns: u64, busy_ns: u64, walk: &Walk, host_wait_known: bool) -> IdleSplit {
     let idle_ns = wall_ns.saturating_sub(busy_ns);
     let attributed = walk.within_ns + walk.queued_ns + walk.host_wait_ns + walk.unattributed_ns;
-    let idle = IdleSplit {
+    IdleSplit {
         idle_ns,
         kernel_gaps_ns: walk.within_ns + walk.queued_ns,
-        host_wait_ns: alignment.is_ok().then_some(walk.host_wait_ns),
+        host_wait_ns: host_wait_known.then_some(walk.host_wait_ns),
         between_tokens_unattributed_ns: walk.unattributed_ns,
         other_ns: idle_ns.saturating_sub(attributed),
         gaps_beyond_idle_ns: attributed.saturating_sub(idle_ns),
-    };
-    Timeline {
-        source: Some(source),
-        tokens: covered.len(),
-        wall_ns,
-        kernel_count,
-        timed_kernels: spans.len() as u64,
-        busy_ns: Some(busy_ns),
-        utilization_percent: (wall_ns > 0).then(|| busy_ns as f64 / wall_ns as f64 * 100.0),
-        mean_kernel_ns,
-        gaps,
-        unknown_gaps: walk.unknown_gaps,
-        overlaps: walk.overlaps,
-        launch_efficiency_percent,
-        idle: Some(idle),
-        alignment,
-        unavailable,
     }
 }
 

@@ -9,15 +9,17 @@
 //! - [`html`]: the profile as one self-contained page (`report --format html`);
 //! - [`perfetto`]: the profile as a Perfetto trace (`report --format perfetto`);
 //! - [`diff`]: `gpuscope diff` as text, Markdown or JSON;
-//! - [`bench`]: `gpuscope bench` in llama-bench's formats;
+//! - [`bench`](mod@bench): `gpuscope bench` in llama-bench's formats;
 //! - [`ceilings`]: what `gpuscope peak` measured;
 //! - [`capture`]: `gpuscope inspect` and `replay`;
-//! - [`check`]: `gpuscope check`'s verdict.
+//! - [`check`]: `gpuscope check`'s verdict;
+//! - [`counters`]: the counters table's cells, shared by the text and Markdown reports.
 
 pub mod bench;
 pub mod capture;
 pub mod ceilings;
 pub mod check;
+pub mod counters;
 pub mod diff;
 pub mod html;
 pub mod markdown;

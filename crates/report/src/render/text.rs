@@ -9,6 +9,7 @@
 
 use std::fmt::Write;
 
+use super::counters::counter_cells;
 use super::units::{bytes, count, ms, op_cells, opt, opt_ms, rate, spread_ms};
 use crate::analysis::{
     analyze, Analysis, CheckStatus, LayerTimeSource, SpanCounts, TokenSelection, TokenStats,
@@ -444,26 +445,15 @@ fn counters(out: &mut String, p: &Profile, a: &Analysis) {
         "p10-p90",
         "max"
     );
-    let cell = |x: Option<gpuscope_trace::Counters>, i: usize| {
-        x.map_or_else(|| "-".to_string(), |x| x.fields()[i].1.to_string())
-    };
-    for (i, (name, _)) in gpuscope_trace::Counters::default()
-        .fields()
-        .iter()
-        .enumerate()
-    {
-        let spread = match (c.steady_p10, c.steady_p90) {
-            (Some(lo), Some(hi)) => format!("{}-{}", lo.fields()[i].1, hi.fields()[i].1),
-            _ => "-".into(),
-        };
+    for row in counter_cells(c, "-") {
         emit!(
             out,
             "  {:<22} {:>12} {:>10} {:>15} {:>10}",
-            name,
-            cell(c.first, i),
-            cell(c.steady_median, i),
-            spread,
-            cell(c.steady_max, i)
+            row.name,
+            row.first,
+            row.median,
+            row.spread,
+            row.max
         );
     }
     emit!(out, "Checks");

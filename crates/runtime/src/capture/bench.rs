@@ -22,7 +22,7 @@ use gpuscope_trace::stats::percentile;
 use crate::capture::error::ReplayError;
 use crate::capture::progress::ReplayProgress;
 use crate::capture::rebuild::rebuild;
-use crate::capture::replay::Substitution;
+use crate::capture::substitute::Substitution;
 use crate::device::{AtomicCounters, Gpu};
 use crate::resources::{BindGroup, Pipeline};
 

@@ -6,8 +6,9 @@ use gpuscope_trace::capture::CaptureError;
 
 use crate::error::GpuError;
 
+/// Recording a capture of a decoder run failed ([`super::CaptureRecorder`]).
 #[derive(Debug, thiserror::Error)]
-pub enum RecordError {
+pub enum CaptureRecordError {
     #[error(transparent)]
     Gpu(#[from] GpuError),
     #[error(transparent)]

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use gpuscope_trace::capture::{Capture, GraphDesc};
 
-use crate::capture::replay::Substitution;
+use crate::capture::substitute::Substitution;
 
 #[derive(Debug, Default)]
 pub struct ReplayProgress {

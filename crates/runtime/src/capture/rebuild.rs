@@ -9,11 +9,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use gpuscope_trace::capture::{Access, Capture};
+use gpuscope_trace::capture::{Access, Capture, GraphDesc};
 use gpuscope_trace::Counters;
 
 use crate::capture::error::ReplayError;
-use crate::capture::replay::{check_substitution, Substitution};
+use crate::capture::substitute::{check_substitution, Substitution};
 use crate::device::Gpu;
 use crate::dispatch::{Cost, Dispatch, Graph, Section};
 use crate::resources::{BindGroup, BufferId, GpuBuffer, Pipeline, ShaderSource};
@@ -67,40 +67,8 @@ pub fn rebuild(
     }
     let start = Instant::now();
     let before = gpu.counters();
-    let c = &capture.commands;
-    let shaders: Vec<&'static ShaderSource> = c
-        .shaders
-        .iter()
-        .zip(&capture.shader_sources)
-        .map(|(s, src)| match subs.iter().find(|x| x.shader == s.name) {
-            // Another name: the cache must not mix the edited module with the original.
-            Some(sub) => intern(&format!("{}@{}", s.name, sub.file.display()), &sub.wgsl),
-            None => intern(&s.name, src),
-        })
-        .collect();
-    let mut pipelines = Vec::with_capacity(c.pipelines.len());
-    for p in &c.pipelines {
-        let consts: Vec<(&str, f64)> = c.constant_sets[p.constants]
-            .values
-            .iter()
-            .map(|(k, v)| (k.as_str(), *v))
-            .collect();
-        pipelines.push(gpu.pipeline(shaders[p.shader], &p.entry, &consts)?);
-    }
-    let contents: HashMap<u64, &gpuscope_trace::capture::BlobSlice> =
-        match (&capture.data, with_data) {
-            (Some(d), true) => d.initial.iter().map(|b| (b.buffer, &b.data)).collect(),
-            _ => HashMap::new(),
-        };
-    let mut buffers = BTreeMap::new();
-    for b in &c.buffers {
-        let buf = gpu.create_buffer(&b.label, b.size)?;
-        if let Some(slice) = contents.get(&b.id) {
-            gpu.write_buffer(&buf, 0, &capture.blob(slice)?);
-            capture.forget_blobs();
-        }
-        buffers.insert(b.id, buf);
-    }
+    let pipelines = pipelines(gpu, capture, subs)?;
+    let buffers = buffers(gpu, capture, with_data)?;
     let view =
         |buffer: u64, offset: u64, size: u64, label: &str| -> Result<GpuBuffer, ReplayError> {
             let b = buffers.get(&buffer).ok_or_else(|| {
@@ -108,8 +76,8 @@ pub fn rebuild(
             })?;
             Ok(b.view(label, offset, size)?)
         };
-    let mut bind_groups = Vec::with_capacity(c.bind_groups.len());
-    for g in &c.bind_groups {
+    let mut bind_groups = Vec::with_capacity(capture.commands.bind_groups.len());
+    for g in &capture.commands.bind_groups {
         let views = g
             .entries
             .iter()
@@ -118,42 +86,11 @@ pub fn rebuild(
         let refs: Vec<&GpuBuffer> = views.iter().collect();
         bind_groups.push(gpu.bind_group(&pipelines[g.pipeline], &refs)?);
     }
-    let id = |b: &u64| buffers.get(b).map(|x| x.id()).unwrap_or(BufferId(u64::MAX));
     let mut graphs = Vec::new();
     let mut written = Vec::new();
     for g in &capture.stream.graphs {
-        let mut sections = Vec::new();
-        let mut w = Vec::new();
-        for p in &g.passes {
-            let dispatches = p
-                .dispatches
-                .iter()
-                .map(|d| {
-                    let layout = &c.layouts[c.pipelines[d.pipeline].layout];
-                    w.push(
-                        layout
-                            .entries
-                            .iter()
-                            .filter(|e| e.access == Access::ReadWrite)
-                            .map(|e| e.binding)
-                            .collect(),
-                    );
-                    Dispatch {
-                        op: d.op.clone(),
-                        label: d.label.clone(),
-                        layer: d.layer,
-                        pipeline: pipelines[d.pipeline].clone(),
-                        bind_group: bind_groups[d.bind_group].clone(),
-                        workgroups: d.workgroups,
-                        cost: Cost::default(),
-                        reads: d.reads.iter().map(id).collect(),
-                        writes: d.writes.iter().map(id).collect(),
-                    }
-                })
-                .collect();
-            sections.push(Section::new(p.name.clone(), p.layer, dispatches));
-        }
-        graphs.push(Graph { sections });
+        let (graph, w) = graph(capture, g, &pipelines, &bind_groups, &buffers);
+        graphs.push(graph);
         written.push(w);
     }
     let readbacks = capture
@@ -177,4 +114,102 @@ pub fn rebuild(
         setup: gpu.counters().since(&before),
         setup_wall_ns: start.elapsed().as_nanos() as u64,
     })
+}
+
+/// Every pipeline of the capture, built from its shader's source or its substitute.
+fn pipelines(
+    gpu: &Gpu,
+    capture: &Capture,
+    subs: &[Substitution],
+) -> Result<Vec<Pipeline>, ReplayError> {
+    let c = &capture.commands;
+    let shaders: Vec<&'static ShaderSource> = c
+        .shaders
+        .iter()
+        .zip(&capture.shader_sources)
+        .map(|(s, src)| match subs.iter().find(|x| x.shader == s.name) {
+            // Another name: the cache must not mix the edited module with the original.
+            Some(sub) => intern(&format!("{}@{}", s.name, sub.file.display()), &sub.wgsl),
+            None => intern(&s.name, src),
+        })
+        .collect();
+    let mut pipelines = Vec::with_capacity(c.pipelines.len());
+    for p in &c.pipelines {
+        let consts: Vec<(&str, f64)> = c.constant_sets[p.constants]
+            .values
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        pipelines.push(gpu.pipeline(shaders[p.shader], &p.entry, &consts)?);
+    }
+    Ok(pipelines)
+}
+
+/// Every buffer of the capture, by its id, holding its captured contents when
+/// `with_data` and the capture has them.
+fn buffers(
+    gpu: &Gpu,
+    capture: &Capture,
+    with_data: bool,
+) -> Result<BTreeMap<u64, GpuBuffer>, ReplayError> {
+    let contents: HashMap<u64, &gpuscope_trace::capture::BlobSlice> =
+        match (&capture.data, with_data) {
+            (Some(d), true) => d.initial.iter().map(|b| (b.buffer, &b.data)).collect(),
+            _ => HashMap::new(),
+        };
+    let mut buffers = BTreeMap::new();
+    for b in &capture.commands.buffers {
+        let buf = gpu.create_buffer(&b.label, b.size)?;
+        if let Some(slice) = contents.get(&b.id) {
+            gpu.write_buffer(&buf, 0, &capture.blob(slice)?);
+            capture.forget_blobs();
+        }
+        buffers.insert(b.id, buf);
+    }
+    Ok(buffers)
+}
+
+/// A captured graph as a runnable [`Graph`], and per dispatch the read-write bindings
+/// its layout declares.
+fn graph(
+    capture: &Capture,
+    g: &GraphDesc,
+    pipelines: &[Pipeline],
+    bind_groups: &[BindGroup],
+    buffers: &BTreeMap<u64, GpuBuffer>,
+) -> (Graph, Vec<Vec<u32>>) {
+    let c = &capture.commands;
+    let id = |b: &u64| buffers.get(b).map(|x| x.id()).unwrap_or(BufferId(u64::MAX));
+    let mut sections = Vec::new();
+    let mut written = Vec::new();
+    for p in &g.passes {
+        let dispatches = p
+            .dispatches
+            .iter()
+            .map(|d| {
+                let layout = &c.layouts[c.pipelines[d.pipeline].layout];
+                written.push(
+                    layout
+                        .entries
+                        .iter()
+                        .filter(|e| e.access == Access::ReadWrite)
+                        .map(|e| e.binding)
+                        .collect(),
+                );
+                Dispatch {
+                    op: d.op.clone(),
+                    label: d.label.clone(),
+                    layer: d.layer,
+                    pipeline: pipelines[d.pipeline].clone(),
+                    bind_group: bind_groups[d.bind_group].clone(),
+                    workgroups: d.workgroups,
+                    cost: Cost::default(),
+                    reads: d.reads.iter().map(id).collect(),
+                    writes: d.writes.iter().map(id).collect(),
+                }
+            })
+            .collect();
+        sections.push(Section::new(p.name.clone(), p.layer, dispatches));
+    }
+    (Graph { sections }, written)
 }

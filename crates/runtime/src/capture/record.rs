@@ -24,7 +24,7 @@ use gpuscope_record::{Capture, CaptureOptions};
 use gpuscope_trace::capture::OnExisting;
 use gpuscope_trace::WorkloadDesc;
 
-use crate::capture::error::RecordError;
+use crate::capture::error::CaptureRecordError;
 use crate::device::Gpu;
 use crate::dispatch::Graph;
 use crate::step::StepOutput;
@@ -43,8 +43,8 @@ pub struct CaptureRecorder {
     capture: Option<Capture>,
 }
 
-fn recorder_error(e: gpuscope_record::RecordError) -> RecordError {
-    RecordError::Invalid(e.to_string())
+fn recorder_error(e: gpuscope_record::RecorderError) -> CaptureRecordError {
+    CaptureRecordError::Invalid(e.to_string())
 }
 
 impl CaptureRecorder {
@@ -55,7 +55,7 @@ impl CaptureRecorder {
         _graph: &Graph,
         name: &str,
         workload: WorkloadDesc,
-    ) -> Result<CaptureRecorder, RecordError> {
+    ) -> Result<CaptureRecorder, CaptureRecordError> {
         Ok(CaptureRecorder {
             name: name.to_string(),
             workload,
@@ -65,7 +65,7 @@ impl CaptureRecorder {
 
     /// Just before the first recorded step: starts the recorder's capture, reading every
     /// buffer back first when `with_data`.
-    pub fn begin(&mut self, gpu: &Gpu, with_data: bool) -> Result<(), RecordError> {
+    pub fn begin(&mut self, gpu: &Gpu, with_data: bool) -> Result<(), CaptureRecordError> {
         gpu.recorder()
             .begin_capture(CaptureOptions {
                 name: self.name.clone(),
@@ -77,13 +77,13 @@ impl CaptureRecorder {
 
     /// After the last recorded step: ends the capture; `steps` are the steps the
     /// caller recorded, which the capture must have seen.
-    pub fn end(&mut self, gpu: &Gpu, steps: &[StepRecord]) -> Result<(), RecordError> {
+    pub fn end(&mut self, gpu: &Gpu, steps: &[StepRecord]) -> Result<(), CaptureRecordError> {
         let capture = gpu
             .recorder()
             .end_capture(self.workload.clone())
             .map_err(recorder_error)?;
         if capture.steps() != steps.len() {
-            return Err(RecordError::Invalid(format!(
+            return Err(CaptureRecordError::Invalid(format!(
                 "the capture saw {} recorded steps but {} were recorded; every step between begin and end must be recorded",
                 capture.steps(),
                 steps.len()
@@ -93,17 +93,21 @@ impl CaptureRecorder {
         Ok(())
     }
 
-    fn capture_mut(&mut self) -> Result<&mut Capture, RecordError> {
+    fn capture_mut(&mut self) -> Result<&mut Capture, CaptureRecordError> {
         self.capture
             .as_mut()
-            .ok_or_else(|| RecordError::Invalid("the capture was not ended".into()))
+            .ok_or_else(|| CaptureRecordError::Invalid("the capture was not ended".into()))
     }
 
     /// Records the outputs of every dispatch of steps `range` (indices into the recorded
     /// steps) by running steps `0..range.end` again from the captured contents, the
     /// chosen ones dispatch by dispatch. Needs [`CaptureRecorder::begin`] with data.
     /// Leaves the buffers holding that run's results.
-    pub fn capture_outputs(&mut self, _gpu: &Gpu, range: Range<usize>) -> Result<(), RecordError> {
+    pub fn capture_outputs(
+        &mut self,
+        _gpu: &Gpu,
+        range: Range<usize>,
+    ) -> Result<(), CaptureRecordError> {
         self.capture_mut()?
             .capture_outputs(range)
             .map_err(recorder_error)
@@ -111,17 +115,17 @@ impl CaptureRecorder {
 
     /// Writes the capture directory (atomically); an existing capture at `dir` is
     /// replaced only with [`OnExisting::Replace`].
-    pub fn write(&self, dir: &Path, on_existing: OnExisting) -> Result<(), RecordError> {
+    pub fn write(&self, dir: &Path, on_existing: OnExisting) -> Result<(), CaptureRecordError> {
         self.capture
             .as_ref()
-            .ok_or_else(|| RecordError::Invalid("the capture was not ended".into()))?
+            .ok_or_else(|| CaptureRecordError::Invalid("the capture was not ended".into()))?
             .write(dir, on_existing)
             .map_err(recorder_error)
     }
 
     /// Marks the ended capture as holding only the steps completed before the run was
     /// stopped (see [`gpuscope_record::Capture::mark_incomplete`]).
-    pub fn mark_incomplete(&mut self, why: &str) -> Result<(), RecordError> {
+    pub fn mark_incomplete(&mut self, why: &str) -> Result<(), CaptureRecordError> {
         self.capture_mut()?.mark_incomplete(why);
         Ok(())
     }

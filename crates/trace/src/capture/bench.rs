@@ -1,5 +1,5 @@
 //! Results of replaying a capture: per-command benchmarks and output comparisons, as
-//! plain data (the runtime measures, [`crate::capture::render`] prints).
+//! plain data (the runtime measures, `gpuscope-report`'s `render::capture` prints).
 
 use serde::{Deserialize, Serialize};
 

@@ -35,6 +35,7 @@ pub mod error;
 pub mod model;
 pub mod packed;
 pub mod read;
+pub mod source;
 pub mod target;
 pub mod validate;
 pub mod views;
@@ -45,7 +46,8 @@ pub use blob::{fnv1a64, BlobSlice, FileEntry};
 pub use budget::{check_budget, OverBudget, ReplayLimits, ReplayMemory};
 pub use error::CaptureError;
 pub use model::*;
-pub use read::{read_capture, read_capture_from, CaptureSource, DirSource, MemSource};
+pub use read::{read_capture, read_capture_from};
+pub use source::{CaptureSource, DirSource, MemSource};
 pub use target::{check_target, OnExisting};
 pub use write::CaptureWriter;
 

@@ -322,7 +322,7 @@ pub struct Capture {
     pub data: Option<CapturedData>,
     /// WGSL source per shader, in `commands.shaders` order.
     pub shader_sources: Vec<String>,
-    pub(crate) source: Box<dyn crate::capture::read::CaptureSource>,
+    pub(crate) source: Box<dyn crate::capture::source::CaptureSource>,
     /// Where the capture was read from, for error messages.
     pub(crate) root: std::path::PathBuf,
     /// Blob files read so far (checked), by path.

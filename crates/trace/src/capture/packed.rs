@@ -11,7 +11,7 @@
 
 use crate::capture::blob::fnv1a64;
 use crate::capture::files;
-use crate::capture::read::MemSource;
+use crate::capture::source::MemSource;
 
 /// The path of the one shader a packed capture holds.
 pub const SHADER: &str = "shaders/s.wgsl";
@@ -29,7 +29,7 @@ const PARTS: [(&str, &str); 5] = [
 
 const SEPARATOR: &[u8] = b"\0\0";
 
-/// Packs a manifest and up to five files (in [`PARTS`] order; absent ones end the list).
+/// Packs a manifest and up to five files (in `PARTS` order; absent ones end the list).
 pub fn pack(manifest: &[u8], parts: &[&[u8]]) -> Vec<u8> {
     let mut out = manifest.to_vec();
     for p in parts.iter().take(PARTS.len()) {

@@ -1,101 +1,26 @@
 //! Reading a capture: version first, then every file's length and hash, then references.
 //!
-//! Only the manifest's `format` field is parsed first, so a capture of another major
-//! version is refused with both versions named instead of a "missing field" from the
-//! full parse. Files are read through a [`CaptureSource`], so the reader runs the same
+//! Only the manifest's `format` field is parsed first ([`crate::version`]), so a capture
+//! of another major version is refused with both versions named instead of a "missing
+//! field" from the full parse. Files are read through a [`CaptureSource`], so the reader runs the same
 //! on a directory and on files held in memory (the fuzz target feeds it those).
 //!
 //! Blobs are checked for length at load and for their hash when first read
 //! ([`Capture::blob`]): a capture with its model's weights can be gigabytes, and
 //! `inspect` never needs those bytes.
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 
 use crate::capture::blob::{fnv1a64, BlobSlice, FileEntry};
 use crate::capture::error::CaptureError;
 use crate::capture::model::{Capture, CapturedData, Commands, Manifest, Stream};
+use crate::capture::source::{is_inside, CaptureSource, DirSource};
 use crate::capture::{files, validate, CAPTURE_FORMAT};
-use crate::FormatVersion;
-
-/// Where a capture's files come from.
-pub trait CaptureSource: Send + Sync {
-    /// The whole file at `path` (`/`-separated, relative to the capture).
-    fn read(&self, path: &str) -> std::io::Result<Vec<u8>>;
-    /// The file's length without reading it.
-    fn len(&self, path: &str) -> std::io::Result<u64>;
-}
-
-/// Whether `path`, as a capture names its files, stays inside the capture directory:
-/// relative, `/`-separated, every component a plain name (no `..`, `.`, empty part,
-/// drive letter, backslash or NUL). Checked for every file the manifest lists, before
-/// anything is opened; blob and shader references must name listed files.
-pub fn is_inside(path: &str) -> bool {
-    !path.is_empty()
-        && path
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', ':', '\0']))
-}
-
-/// A capture directory on disk. A file whose real path (symbolic links followed) is
-/// outside the directory is refused as if missing.
-pub struct DirSource(pub PathBuf);
-
-impl DirSource {
-    fn resolve(&self, path: &str) -> std::io::Result<PathBuf> {
-        let root = std::fs::canonicalize(&self.0)?;
-        let real = std::fs::canonicalize(self.0.join(path))?;
-        if !real.starts_with(&root) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!(
-                    "a link to {}, outside the capture directory",
-                    real.display()
-                ),
-            ));
-        }
-        Ok(real)
-    }
-}
-
-impl CaptureSource for DirSource {
-    fn read(&self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.resolve(path)?)
-    }
-    fn len(&self, path: &str) -> std::io::Result<u64> {
-        let meta = std::fs::metadata(self.resolve(path)?)?;
-        if !meta.is_file() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "not a file",
-            ));
-        }
-        Ok(meta.len())
-    }
-}
-
-/// Files held in memory, by path.
-#[derive(Default, Clone)]
-pub struct MemSource(pub BTreeMap<String, Vec<u8>>);
-
-impl CaptureSource for MemSource {
-    fn read(&self, path: &str) -> std::io::Result<Vec<u8>> {
-        self.0
-            .get(path)
-            .cloned()
-            .ok_or_else(|| std::io::ErrorKind::NotFound.into())
-    }
-    fn len(&self, path: &str) -> std::io::Result<u64> {
-        self.0
-            .get(path)
-            .map(|v| v.len() as u64)
-            .ok_or_else(|| std::io::ErrorKind::NotFound.into())
-    }
-}
+use crate::version::{FormatHeader, VersionError};
 
 /// Reads and checks the capture in directory `dir`.
 pub fn read_capture(dir: &Path) -> Result<Capture, CaptureError> {
@@ -293,31 +218,20 @@ fn check(entry: &FileEntry, bytes: &[u8], path: &Path) -> Result<(), CaptureErro
     Ok(())
 }
 
-#[derive(Deserialize)]
-struct Header {
-    format: Option<serde_json::Value>,
-}
-
 fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Manifest, CaptureError> {
-    let header: Header = parse_json(bytes, path)?;
-    let Some(value) = header.format else {
-        return Err(CaptureError::MissingFormat {
-            path: path.to_path_buf(),
-            supported: CAPTURE_FORMAT,
-        });
-    };
-    let found: FormatVersion =
-        serde_json::from_value(value.clone()).map_err(|_| CaptureError::MalformedFormat {
-            path: path.to_path_buf(),
-            found: value.to_string(),
-        })?;
-    if found.major != CAPTURE_FORMAT.major {
-        return Err(CaptureError::UnsupportedVersion {
-            path: path.to_path_buf(),
-            found,
-            supported: CAPTURE_FORMAT,
-        });
-    }
+    let header: FormatHeader = parse_json(bytes, path)?;
+    header.check(CAPTURE_FORMAT).map_err(|e| {
+        let path = path.to_path_buf();
+        match e {
+            VersionError::Missing { supported } => CaptureError::MissingFormat { path, supported },
+            VersionError::Malformed { found } => CaptureError::MalformedFormat { path, found },
+            VersionError::Unsupported { found, supported } => CaptureError::UnsupportedVersion {
+                path,
+                found,
+                supported,
+            },
+        }
+    })?;
     parse_json(bytes, path)
 }
 

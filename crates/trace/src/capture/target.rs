@@ -2,7 +2,7 @@
 //!
 //! A capture is a directory, so it cannot be renamed over an old one the way a file is.
 //! [`crate::capture::CaptureWriter`] writes every file into a hidden temporary sibling
-//! (`.NAME.gpuscope-XXXXXX`, same parent, so the same file system) and [`commit`] renames
+//! (`.NAME.gpuscope-XXXXXX`, same parent, so the same file system) and `commit` renames
 //! it into place at the end:
 //!
 //! - the target does not exist, or is an empty directory: one rename;
@@ -248,7 +248,7 @@ pub(crate) fn commit(
 /// which are then empty (a stray file makes `remove_dir` fail instead of losing it).
 fn remove_capture(dir: &Path, manifest: &Manifest) -> std::io::Result<()> {
     for f in &manifest.files {
-        if crate::capture::read::is_inside(&f.path) {
+        if crate::capture::source::is_inside(&f.path) {
             let _ = std::fs::remove_file(dir.join(&f.path));
         }
     }

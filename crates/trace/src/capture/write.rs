@@ -63,7 +63,7 @@ impl CaptureWriter {
 
     /// Writes `bytes` to `path` (inside the capture) and lists it with `role`.
     pub fn write_file(&mut self, path: &str, role: &str, bytes: &[u8]) -> Result<(), CaptureError> {
-        if !crate::capture::read::is_inside(path) {
+        if !crate::capture::source::is_inside(path) {
             return Err(CaptureError::Reference {
                 path: self.target.clone(),
                 message: format!("file path `{path}` leaves the capture directory"),

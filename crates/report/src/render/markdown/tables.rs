@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::{cell, status_word};
 use crate::analysis::Analysis;
+use crate::render::counters::counter_cells;
 use crate::render::text::steady::scope;
 use crate::render::units::{ms, op_cells, opt_ms};
 use gpuscope_trace::{Profile, TimingMode};
@@ -123,24 +124,15 @@ pub(super) fn counters(out: &mut String, a: &Analysis) {
     md!(out);
     md!(out, "| counter | first token | median | p10–p90 | max |");
     md!(out, "|---|--:|--:|--:|--:|");
-    let value = |x: Option<gpuscope_trace::Counters>, i: usize| {
-        x.map_or_else(|| "-".to_string(), |x| x.fields()[i].1.to_string())
-    };
-    for (i, (name, _)) in gpuscope_trace::Counters::default()
-        .fields()
-        .iter()
-        .enumerate()
-    {
-        let spread = match (c.steady_p10, c.steady_p90) {
-            (Some(lo), Some(hi)) => format!("{}–{}", lo.fields()[i].1, hi.fields()[i].1),
-            _ => "-".into(),
-        };
+    for row in counter_cells(c, "–") {
         md!(
             out,
-            "| {name} | {} | {} | {spread} | {} |",
-            value(c.first, i),
-            value(c.steady_median, i),
-            value(c.steady_max, i)
+            "| {} | {} | {} | {} | {} |",
+            row.name,
+            row.first,
+            row.median,
+            row.spread,
+            row.max
         );
     }
     md!(out);

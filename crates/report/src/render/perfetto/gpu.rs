@@ -10,12 +10,12 @@ use std::ops::Range;
 
 use super::lanes::Lanes;
 use super::proto::TrackDescriptor;
-use super::writer::{Arg, Flows, Name, Value, Writer};
+use super::writer::{Arg, Flows, Interner, Name, Value, Writer};
 use super::{
     flow_id, Clock, COUNTER_DISPATCH_GBPS, GPU_OVERLAP_TRACK_BASE, GPU_TRACK, PROCESS_TRACK,
 };
 use crate::analysis::{dispatch_rate, RooflineCeilings};
-use gpuscope_trace::{DispatchEvent, PassEvent, Profile};
+use gpuscope_trace::{DispatchEvent, PassEvent, Profile, TokenRecord};
 
 pub struct GpuWritten {
     pub slices: u64,
@@ -86,6 +86,29 @@ struct Names {
     gpu_busy_ns: u64,
 }
 
+impl Names {
+    fn intern(i: &mut Interner) -> Names {
+        Names {
+            label: i.annotation("label"),
+            layer: i.annotation("layer"),
+            workgroups: i.annotation("workgroups"),
+            bytes: i.annotation("bytes"),
+            flops: i.annotation("flops"),
+            gbps: i.annotation("GB/s"),
+            gflops: i.annotation("GFLOP/s"),
+            percent: i.annotation("% of ceiling"),
+            dispatches: i.annotation("dispatches"),
+            position: i.annotation("position"),
+            token_id: i.annotation("token_id"),
+            wall_ns: i.annotation("wall_ns"),
+            gpu_busy_ns: i.annotation("gpu_busy_ns"),
+        }
+    }
+}
+
+/// Writes the GPU queue track: per token with a GPU span, its slice, its passes' and
+/// their dispatches'. `submitted`: tokens whose submit span starts a flow, which ends
+/// on the token's first slice of the deepest level with a span.
 pub fn write<W: Write>(
     w: &mut Writer<W>,
     p: &Profile,
@@ -93,98 +116,135 @@ pub fn write<W: Write>(
     clock: Clock,
     submitted: &HashSet<u32>,
 ) -> std::io::Result<GpuWritten> {
-    let i = &mut w.interner;
-    let names = Names {
-        label: i.annotation("label"),
-        layer: i.annotation("layer"),
-        workgroups: i.annotation("workgroups"),
-        bytes: i.annotation("bytes"),
-        flops: i.annotation("flops"),
-        gbps: i.annotation("GB/s"),
-        gflops: i.annotation("GFLOP/s"),
-        percent: i.annotation("% of ceiling"),
-        dispatches: i.annotation("dispatches"),
-        position: i.annotation("position"),
-        token_id: i.annotation("token_id"),
-        wall_ns: i.annotation("wall_ns"),
-        gpu_busy_ns: i.annotation("gpu_busy_ns"),
+    let mut track = GpuTrack {
+        names: Names::intern(&mut w.interner),
+        ceilings,
+        clock,
+        // Dispatch lanes: closed at the end of every pass, declared once.
+        lanes: Lanes::new(GPU_TRACK, |k| TrackDescriptor {
+            uuid: Some(GPU_OVERLAP_TRACK_BASE + k as u64),
+            parent_uuid: Some(PROCESS_TRACK),
+            name: Some(format!("GPU queue: overlapping dispatches {k}")),
+            sibling_order_rank: Some(k as i32),
+            ..Default::default()
+        }),
+        out: GpuWritten {
+            slices: 0,
+            flows: 0,
+            counter_samples: 0,
+            tokens_with_slices: HashSet::new(),
+            token_start: HashMap::new(),
+        },
     };
     let dispatch_runs = runs(&p.dispatches, |d| d.token);
     let pass_runs = runs(&p.passes, |s| s.token);
-    let mut out = GpuWritten {
-        slices: 0,
-        flows: 0,
-        counter_samples: 0,
-        tokens_with_slices: HashSet::new(),
-        token_start: HashMap::new(),
-    };
-    // Dispatch lanes: closed at the end of every pass, declared once.
-    let mut lanes = Lanes::new(GPU_TRACK, |k| TrackDescriptor {
-        uuid: Some(GPU_OVERLAP_TRACK_BASE + k as u64),
-        parent_uuid: Some(PROCESS_TRACK),
-        name: Some(format!("GPU queue: overlapping dispatches {k}")),
-        sibling_order_rank: Some(k as i32),
-        ..Default::default()
-    });
     for t in &p.tokens {
-        let dispatches = dispatch_runs
-            .get(&t.index)
-            .map_or(&[][..], |r| &p.dispatches[r.clone()]);
-        let passes = pass_runs
-            .get(&t.index)
-            .map_or(&[][..], |r| &p.passes[r.clone()]);
-        let on_trace = |d: &DispatchEvent| {
-            d.valid_gpu_ns().and(d.gpu).map(|g| Span {
-                start: clock.gpu(g.start_ns),
-                end: clock.gpu(g.end_ns),
-            })
+        let events = TokenEvents {
+            dispatches: dispatch_runs
+                .get(&t.index)
+                .map_or(&[][..], |r| &p.dispatches[r.clone()]),
+            passes: pass_runs
+                .get(&t.index)
+                .map_or(&[][..], |r| &p.passes[r.clone()]),
         };
-        // Each pass: its own span, else the hull of its timed dispatches.
-        let pass_count = passes
+        track.token(w, t, events, submitted.contains(&t.index))?;
+    }
+    Ok(track.out)
+}
+
+/// One token's events (a run of each list).
+#[derive(Clone, Copy)]
+struct TokenEvents<'a> {
+    dispatches: &'a [DispatchEvent],
+    passes: &'a [PassEvent],
+}
+
+/// The flow from a token's submit span, until a slice ends it.
+struct PendingFlow(Option<u64>);
+
+impl PendingFlow {
+    /// The flows of a slice: this one ends here if `here`.
+    fn end_if(&mut self, here: bool) -> Flows {
+        match here {
+            true => Flows {
+                out: None,
+                end: self.0.take(),
+            },
+            false => Flows::default(),
+        }
+    }
+}
+
+/// What writing the track keeps between tokens.
+struct GpuTrack<'a> {
+    names: Names,
+    ceilings: Option<&'a RooflineCeilings>,
+    clock: Clock,
+    lanes: Lanes,
+    out: GpuWritten,
+}
+
+impl GpuTrack<'_> {
+    /// A dispatch's valid span on the trace's clock.
+    fn on_trace(&self, d: &DispatchEvent) -> Option<Span> {
+        d.valid_gpu_ns().and(d.gpu).map(|g| Span {
+            start: self.clock.gpu(g.start_ns),
+            end: self.clock.gpu(g.end_ns),
+        })
+    }
+
+    /// Each pass index's span: its own, else the hull of its timed dispatches.
+    fn pass_spans(&self, events: TokenEvents) -> Vec<Option<Span>> {
+        let pass_count = events
+            .passes
             .iter()
             .map(|s| s.index as usize + 1)
-            .chain(dispatches.iter().map(|d| d.pass as usize + 1))
+            .chain(events.dispatches.iter().map(|d| d.pass as usize + 1))
             .max()
             .unwrap_or(0);
         let mut pass_span: Vec<Option<Span>> = vec![None; pass_count];
-        for d in dispatches {
-            if let Some(s) = on_trace(d) {
+        for d in events.dispatches {
+            if let Some(s) = self.on_trace(d) {
                 let slot = &mut pass_span[d.pass as usize];
                 *slot = Some(Span::hull(*slot, s));
             }
         }
-        for s in passes {
+        for s in events.passes {
             if let (Some(_), Some(g)) = (s.valid_gpu_ns(), s.gpu) {
                 pass_span[s.index as usize] = Some(Span {
-                    start: clock.gpu(g.start_ns),
-                    end: clock.gpu(g.end_ns),
+                    start: self.clock.gpu(g.start_ns),
+                    end: self.clock.gpu(g.end_ns),
                 });
             }
         }
+        pass_span
+    }
+
+    /// The token's slice around its passes; nothing for a token without a GPU span.
+    fn token<W: Write>(
+        &mut self,
+        w: &mut Writer<W>,
+        t: &TokenRecord,
+        events: TokenEvents,
+        submitted: bool,
+    ) -> std::io::Result<()> {
+        let pass_span = self.pass_spans(events);
         let Some(token_span) = pass_span
             .iter()
             .flatten()
             .fold(None, |h, s| Some(Span::hull(h, *s)))
         else {
-            continue;
+            return Ok(());
         };
-        out.tokens_with_slices.insert(t.index);
-        out.token_start.insert(t.index, token_span.start);
-        let mut flow = submitted.contains(&t.index).then(|| flow_id(t.index));
-        let timed_dispatch = dispatches.iter().any(|d| on_trace(d).is_some());
-        let mut take_flow = |level_has_it: bool| -> Flows {
-            match level_has_it {
-                true => Flows {
-                    out: None,
-                    end: flow.take(),
-                },
-                false => Flows::default(),
-            }
-        };
+        self.out.tokens_with_slices.insert(t.index);
+        self.out.token_start.insert(t.index, token_span.start);
+        let mut flow = PendingFlow(submitted.then(|| flow_id(t.index)));
+        let timed_dispatch = events.dispatches.iter().any(|d| self.on_trace(d).is_some());
         let token_name = t
             .name
             .clone()
             .unwrap_or_else(|| format!("token {}", t.index));
+        let names = &self.names;
         let mut token_args = vec![
             (names.position, Arg::Uint(t.position as u64)),
             (names.token_id, Arg::Uint(t.token_id as u64)),
@@ -193,7 +253,7 @@ pub fn write<W: Write>(
         if let Some(b) = t.gpu_busy_ns {
             token_args.push((names.gpu_busy_ns, Arg::Uint(b)));
         }
-        let flows = take_flow(pass_span.iter().all(Option::is_none));
+        let flows = flow.end_if(pass_span.iter().all(Option::is_none));
         w.begin(
             token_span.start,
             GPU_TRACK,
@@ -201,50 +261,77 @@ pub fn write<W: Write>(
             token_args,
             flows,
         )?;
-        out.slices += 1;
+        self.out.slices += 1;
         let mut prev_end = token_span.start;
-        let by_pass = group_by_pass(dispatches, pass_count);
+        let by_pass = group_by_pass(events.dispatches, pass_span.len());
         for (index, span) in pass_span.iter().enumerate() {
             let Some(span) = span else { continue };
             let span = span.clamp(prev_end, token_span.end);
-            let pass: Option<&PassEvent> = passes.iter().find(|s| s.index as usize == index);
-            let name = pass.map_or_else(|| format!("pass {index}"), |s| s.name.clone());
-            let name_iid = w.interner.name(&name);
-            let mut args = vec![];
-            if let Some(l) = pass.and_then(|s| s.layer) {
-                args.push((names.layer, Arg::Uint(l as u64)));
-            }
-            if let Some(s) = pass {
-                args.push((names.dispatches, Arg::Uint(s.dispatches as u64)));
-            }
-            let flows = take_flow(!timed_dispatch);
-            w.begin(span.start, GPU_TRACK, Name::Interned(name_iid), args, flows)?;
-            out.slices += 1;
+            let pass = events.passes.iter().find(|s| s.index as usize == index);
+            let flows = flow.end_if(!timed_dispatch);
+            self.pass(w, index, pass, span, flows)?;
             for d in &by_pass[index] {
-                let Some(ds) = on_trace(d) else { continue };
-                // Inside its pass; beside (not after) a dispatch it overlaps.
-                let ds = ds.clamp(span.start, span.end);
-                let track = lanes.place(w, ds.start, ds.end)?;
-                let flows = take_flow(true);
-                let (args, rate) = dispatch_args(&names, d, ceilings);
-                let op = w.interner.name(&d.op);
-                w.begin(ds.start, track, Name::Interned(op), args, flows)?;
-                out.slices += 1;
-                if let Some(r) = rate {
-                    w.counter(ds.start, COUNTER_DISPATCH_GBPS, Value::Double(r))?;
-                    out.counter_samples += 1;
-                }
+                self.dispatch(w, d, span, &mut flow)?;
             }
-            lanes.close_all(w)?;
+            self.lanes.close_all(w)?;
             w.end(span.end, GPU_TRACK)?;
             prev_end = span.end;
         }
         w.end(token_span.end, GPU_TRACK)?;
-        if flow.is_none() && submitted.contains(&t.index) {
-            out.flows += 1;
+        if flow.0.is_none() && submitted {
+            self.out.flows += 1;
         }
+        Ok(())
     }
-    Ok(out)
+
+    /// Begins pass `index`'s slice (ended by the caller after its dispatches).
+    fn pass<W: Write>(
+        &mut self,
+        w: &mut Writer<W>,
+        index: usize,
+        pass: Option<&PassEvent>,
+        span: Span,
+        flows: Flows,
+    ) -> std::io::Result<()> {
+        let name = pass.map_or_else(|| format!("pass {index}"), |s| s.name.clone());
+        let name_iid = w.interner.name(&name);
+        let mut args = vec![];
+        if let Some(l) = pass.and_then(|s| s.layer) {
+            args.push((self.names.layer, Arg::Uint(l as u64)));
+        }
+        if let Some(s) = pass {
+            args.push((self.names.dispatches, Arg::Uint(s.dispatches as u64)));
+        }
+        w.begin(span.start, GPU_TRACK, Name::Interned(name_iid), args, flows)?;
+        self.out.slices += 1;
+        Ok(())
+    }
+
+    /// A timed dispatch's slice inside its pass's `span` (beside, not after, a dispatch
+    /// it overlaps), and its GB/s counter sample.
+    fn dispatch<W: Write>(
+        &mut self,
+        w: &mut Writer<W>,
+        d: &DispatchEvent,
+        span: Span,
+        flow: &mut PendingFlow,
+    ) -> std::io::Result<()> {
+        let Some(ds) = self.on_trace(d) else {
+            return Ok(());
+        };
+        let ds = ds.clamp(span.start, span.end);
+        let track = self.lanes.place(w, ds.start, ds.end)?;
+        let flows = flow.end_if(true);
+        let (args, rate) = dispatch_args(&self.names, d, self.ceilings);
+        let op = w.interner.name(&d.op);
+        w.begin(ds.start, track, Name::Interned(op), args, flows)?;
+        self.out.slices += 1;
+        if let Some(r) = rate {
+            w.counter(ds.start, COUNTER_DISPATCH_GBPS, Value::Double(r))?;
+            self.out.counter_samples += 1;
+        }
+        Ok(())
+    }
 }
 
 /// A token's dispatches by pass index, in order.

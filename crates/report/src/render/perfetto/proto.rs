@@ -7,7 +7,7 @@
 //! here: on the wire they are the same.
 
 /// `TracePacket`. A trace is `repeated TracePacket packet = 1`, so packets are
-/// written one after the other, each as field 1 (see [`super::Writer`]).
+/// written one after the other, each as field 1 (see `super::Writer`).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TracePacket {
     #[prost(uint64, optional, tag = "8")]

@@ -19,9 +19,10 @@ use gpuscope_ops::rope::Rope;
 use gpuscope_ops::silu_mul::SiluMul;
 use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, Graph, Section};
 
+use crate::activations::Activations;
 use crate::config::LlamaConfig;
 use crate::error::ModelError;
-use crate::gpu::{Activations, GpuMatrix, GpuWeights};
+use crate::gpu_weights::{GpuLayer, GpuMatrix, GpuWeights};
 use crate::plan::{Fusion, KernelPlan};
 use crate::PlantedSlowdown;
 
@@ -36,11 +37,19 @@ pub(crate) enum AttnCost {
     Values,
 }
 
+/// A dispatch whose cost grows with the context: where it is in the graph, and how.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AttentionSite {
+    pub section: usize,
+    pub dispatch: usize,
+    pub kind: AttnCost,
+}
+
 /// The built graph and what the decoder needs to keep from building it.
 pub(crate) struct DecodeGraph {
     pub graph: Graph,
-    /// (section, dispatch, kind) of the dispatches whose cost grows with the context.
-    pub attention: Vec<(usize, usize, AttnCost)>,
+    /// The dispatches whose cost grows with the context.
+    pub attention: Vec<AttentionSite>,
     /// The resolved choices, for profiles.
     pub settings: BTreeMap<String, String>,
 }
@@ -68,194 +77,64 @@ pub(crate) fn build_decode(
     a: &Activations,
     planted: Option<&PlantedSlowdown>,
 ) -> Result<DecodeGraph, ModelError> {
-    let b = Builder {
+    let attn = c.attention(max_ctx);
+    let attention_variant = match plan.attention {
+        Some(v) => {
+            v.supported(gpu, &attn).map_err(ModelError::Kernel)?;
+            v
+        }
+        None => AttnVariant::for_adapter(gpu, &attn),
+    };
+    let mut b = Builder {
         gpu,
         c,
         plan,
         a,
         planted,
-        attn: c.attention(max_ctx),
+        attn,
+        attention_variant,
         rope: c.rope(max_ctx),
         rms: RmsNorm {
             n: c.dim,
             eps: c.rms_eps,
         },
+        skipped: BTreeMap::new(),
     };
-    let attention_variant = match plan.attention {
-        Some(v) => {
-            v.supported(gpu, &b.attn).map_err(ModelError::Kernel)?;
-            v
-        }
-        None => AttnVariant::for_adapter(gpu, &b.attn),
-    };
-    let mut skipped: BTreeMap<&'static str, String> = BTreeMap::new();
-    let mut sections = Vec::new();
     let embed = w
         .token_embd
         .embedding(gpu, &a.token, &a.x)?
         .into_iter()
         .map(|d| d.labelled("token_embd", None))
         .collect();
-    sections.push(Section::new("embed", None, embed));
-
+    let mut sections = vec![Section::new("embed", None, embed)];
     let mut attention = Vec::new();
     for (i, layer) in w.layers.iter().enumerate() {
-        let li = i as u32;
         let mut l = Layer {
-            index: li,
+            index: i as u32,
             dispatches: Vec::new(),
             attention: Vec::new(),
         };
-        let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
-
-        // Attention block.
-        let norm_folded = b.fused(Fusion::Norm);
-        if !norm_folded {
-            l.push(
-                "attn_norm",
-                vec![b.rms.dispatch(gpu, &a.x, &layer.attn_norm, &a.xn)?],
-            );
+        b.attention_block(&mut l, layer, i)?;
+        b.ffn_block(&mut l, layer, w.up_row)?;
+        for (dispatch, kind) in l.attention {
+            attention.push(AttentionSite {
+                section: sections.len(),
+                dispatch,
+                kind,
+            });
         }
-        let (qkv_in, qkv_norm) = b.input(&layer.attn_norm);
-        let rope_fused = b.fused(Fusion::Rope) && layer.wqkv.iter().all(GpuMatrix::whole_pairs);
-        if b.fused(Fusion::Rope) && !rope_fused {
-            skipped.insert(
-                "rope",
-                format!("layer {li}: q/k/v row chunks do not hold whole row pairs"),
-            );
-        }
-        let mut qkv = Vec::new();
-        for part in &layer.wqkv {
-            let (epilogue, io) = if rope_fused {
-                let mut io = GemvBuffers::new(qkv_in, qkv_in, &a.qkv);
-                io.kv = Some((&a.step, kc, vc));
-                (GemvEpilogue::RopeKv(b.rope), io)
-            } else {
-                (
-                    GemvEpilogue::Store,
-                    GemvBuffers::new(qkv_in, qkv_in, &a.qkv),
-                )
-            };
-            let io = GemvBuffers {
-                norm_weight: qkv_norm,
-                ..io
-            };
-            qkv.extend(part.gemv_fused(
-                gpu,
-                plan,
-                b.norm_eps(),
-                epilogue,
-                io,
-                b.extra("attn_qkv"),
-            )?);
-        }
-        l.push("attn_qkv", qkv);
-        if !rope_fused {
-            let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
-            l.push(
-                "rope",
-                vec![b.rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
-            );
-        }
-        b.attention(&mut l, attention_variant, kc, vc)?;
-        b.residual_gemv(&mut l, "attn_output", &layer.wo, &a.attn)?;
-
-        // Feed-forward block.
-        if !norm_folded {
-            l.push(
-                "ffn_norm",
-                vec![b.rms.dispatch(gpu, &a.x, &layer.ffn_norm, &a.xn)?],
-            );
-        }
-        let (ffn_in, ffn_norm) = b.input(&layer.ffn_norm);
-        let stacked = match layer.w_gate_up.as_slice() {
-            [m] if m.chunks.len() == 1 => Some(m),
-            _ => None,
-        };
-        match stacked {
-            Some(m) if b.fused(Fusion::Silu) => {
-                let io = GemvBuffers {
-                    norm_weight: ffn_norm,
-                    ..GemvBuffers::new(ffn_in, ffn_in, &a.hidden)
-                };
-                let epilogue = GemvEpilogue::SiluMul {
-                    n: c.ffn_dim,
-                    up_row: w.up_row,
-                };
-                l.push(
-                    "ffn_gate_up",
-                    m.gemv_fused(
-                        gpu,
-                        plan,
-                        b.norm_eps(),
-                        epilogue,
-                        io,
-                        b.extra("ffn_gate_up"),
-                    )?,
-                );
-            }
-            _ => {
-                if b.fused(Fusion::Silu) {
-                    skipped.insert(
-                        "silu",
-                        format!("layer {li}: gate and up are not one matrix (formats differ or row chunks)"),
-                    );
-                }
-                let mut gu = Vec::new();
-                for part in &layer.w_gate_up {
-                    let io = GemvBuffers {
-                        norm_weight: ffn_norm,
-                        ..GemvBuffers::new(ffn_in, ffn_in, &a.gate_up)
-                    };
-                    gu.extend(part.gemv_fused(
-                        gpu,
-                        plan,
-                        b.norm_eps(),
-                        GemvEpilogue::Store,
-                        io,
-                        b.extra("ffn_gate_up"),
-                    )?);
-                }
-                l.push("ffn_gate_up", gu);
-                let silu = SiluMul { n: c.ffn_dim };
-                l.push(
-                    "ffn_silu_mul",
-                    vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?],
-                );
-            }
-        }
-        b.residual_gemv(&mut l, "ffn_down", &layer.w_down, &a.hidden)?;
-        for (d, kind) in l.attention {
-            attention.push((sections.len(), d, kind));
-        }
-        sections.push(Section::new(format!("L{li}"), Some(li), l.dispatches));
+        sections.push(Section::new(
+            format!("L{}", l.index),
+            Some(l.index),
+            l.dispatches,
+        ));
     }
-
-    let mut head = Vec::new();
-    if !b.fused(Fusion::Norm) {
-        head.push(
-            b.rms
-                .dispatch(gpu, &a.x, &w.output_norm, &a.xn)?
-                .labelled("output_norm", None),
-        );
-    }
-    let (head_in, head_norm) = b.input(&w.output_norm);
-    head.extend(output_and_argmax(
-        gpu,
-        plan,
-        w,
-        a,
-        head_in,
-        b.norm_eps().zip(head_norm),
-        c.vocab,
-    )?);
-    sections.push(Section::new("head", None, head));
-
+    sections.push(b.head(w)?);
     let gemv_detail = gemv_detail(gpu, plan);
     Ok(DecodeGraph {
         graph: Graph { sections },
         attention,
-        settings: crate::plan::settings(plan, &gemv_detail, attention_variant, &skipped),
+        settings: crate::plan::settings(plan, &gemv_detail, attention_variant, &b.skipped),
     })
 }
 
@@ -333,6 +212,7 @@ fn gemv_detail(gpu: &Gpu, plan: &KernelPlan) -> String {
     }
 }
 
+/// What building every layer reads, and the fusions it had to skip.
 struct Builder<'a> {
     gpu: &'a Gpu,
     c: &'a LlamaConfig,
@@ -340,8 +220,12 @@ struct Builder<'a> {
     a: &'a Activations,
     planted: Option<&'a PlantedSlowdown>,
     attn: AttnFused,
+    attention_variant: AttnVariant,
     rope: Rope,
     rms: RmsNorm,
+    /// Fusions the plan asks for that some layer cannot take, with why (the settings
+    /// say so).
+    skipped: BTreeMap<&'static str, String>,
 }
 
 /// One layer's dispatches as they are built.
@@ -367,7 +251,7 @@ impl Layer {
     }
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
     fn fused(&self, f: Fusion) -> bool {
         self.plan.fusions.has(f)
     }
@@ -383,7 +267,10 @@ impl Builder<'_> {
 
     /// What a gemv after an rms_norm reads: the residual stream and the norm weight (the
     /// norm folded in), or the normed vector.
-    fn input<'b>(&'b self, norm_weight: &'b GpuBuffer) -> (&'b GpuBuffer, Option<&'b GpuBuffer>) {
+    fn input<'b>(&self, norm_weight: &'b GpuBuffer) -> (&'b GpuBuffer, Option<&'b GpuBuffer>)
+    where
+        'a: 'b,
+    {
         if self.fused(Fusion::Norm) {
             (&self.a.x, Some(norm_weight))
         } else {
@@ -391,13 +278,172 @@ impl Builder<'_> {
         }
     }
 
-    fn attention(
-        &self,
+    /// rms_norm, q/k/v (with rope and the KV store, fused or not), attention and the
+    /// output projection with its residual add.
+    fn attention_block(
+        &mut self,
         l: &mut Layer,
-        variant: AttnVariant,
-        kc: &GpuBuffer,
-        vc: &GpuBuffer,
+        layer: &GpuLayer,
+        i: usize,
     ) -> Result<(), ModelError> {
+        let (gpu, c, a, li) = (self.gpu, self.c, self.a, l.index);
+        let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
+        if !self.fused(Fusion::Norm) {
+            l.push(
+                "attn_norm",
+                vec![self.rms.dispatch(gpu, &a.x, &layer.attn_norm, &a.xn)?],
+            );
+        }
+        let (qkv_in, qkv_norm) = self.input(&layer.attn_norm);
+        let rope_fused = self.fused(Fusion::Rope) && layer.wqkv.iter().all(GpuMatrix::whole_pairs);
+        if self.fused(Fusion::Rope) && !rope_fused {
+            self.skipped.insert(
+                "rope",
+                format!("layer {li}: q/k/v row chunks do not hold whole row pairs"),
+            );
+        }
+        let mut qkv = Vec::new();
+        for part in &layer.wqkv {
+            let (epilogue, io) = if rope_fused {
+                let mut io = GemvBuffers::new(qkv_in, qkv_in, &a.qkv);
+                io.kv = Some((&a.step, kc, vc));
+                (GemvEpilogue::RopeKv(self.rope), io)
+            } else {
+                (
+                    GemvEpilogue::Store,
+                    GemvBuffers::new(qkv_in, qkv_in, &a.qkv),
+                )
+            };
+            let io = GemvBuffers {
+                norm_weight: qkv_norm,
+                ..io
+            };
+            qkv.extend(part.gemv_fused(
+                gpu,
+                self.plan,
+                self.norm_eps(),
+                epilogue,
+                io,
+                self.extra("attn_qkv"),
+            )?);
+        }
+        l.push("attn_qkv", qkv);
+        if !rope_fused {
+            let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
+            l.push(
+                "rope",
+                vec![self
+                    .rope
+                    .dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
+            );
+        }
+        self.attention(l, kc, vc)?;
+        self.residual_gemv(l, "attn_output", &layer.wo, &a.attn)
+    }
+
+    /// rms_norm, gate/up with silu_mul (fused where gate and up are one matrix), and
+    /// the down projection with its residual add.
+    fn ffn_block(
+        &mut self,
+        l: &mut Layer,
+        layer: &GpuLayer,
+        up_row: u32,
+    ) -> Result<(), ModelError> {
+        let (gpu, c, a, li) = (self.gpu, self.c, self.a, l.index);
+        if !self.fused(Fusion::Norm) {
+            l.push(
+                "ffn_norm",
+                vec![self.rms.dispatch(gpu, &a.x, &layer.ffn_norm, &a.xn)?],
+            );
+        }
+        let (ffn_in, ffn_norm) = self.input(&layer.ffn_norm);
+        let stacked = match layer.w_gate_up.as_slice() {
+            [m] if m.chunks.len() == 1 => Some(m),
+            _ => None,
+        };
+        match stacked {
+            Some(m) if self.fused(Fusion::Silu) => {
+                let io = GemvBuffers {
+                    norm_weight: ffn_norm,
+                    ..GemvBuffers::new(ffn_in, ffn_in, &a.hidden)
+                };
+                let epilogue = GemvEpilogue::SiluMul {
+                    n: c.ffn_dim,
+                    up_row,
+                };
+                l.push(
+                    "ffn_gate_up",
+                    m.gemv_fused(
+                        gpu,
+                        self.plan,
+                        self.norm_eps(),
+                        epilogue,
+                        io,
+                        self.extra("ffn_gate_up"),
+                    )?,
+                );
+            }
+            _ => {
+                if self.fused(Fusion::Silu) {
+                    self.skipped.insert(
+                        "silu",
+                        format!("layer {li}: gate and up are not one matrix (formats differ or row chunks)"),
+                    );
+                }
+                let mut gu = Vec::new();
+                for part in &layer.w_gate_up {
+                    let io = GemvBuffers {
+                        norm_weight: ffn_norm,
+                        ..GemvBuffers::new(ffn_in, ffn_in, &a.gate_up)
+                    };
+                    gu.extend(part.gemv_fused(
+                        gpu,
+                        self.plan,
+                        self.norm_eps(),
+                        GemvEpilogue::Store,
+                        io,
+                        self.extra("ffn_gate_up"),
+                    )?);
+                }
+                l.push("ffn_gate_up", gu);
+                let silu = SiluMul { n: c.ffn_dim };
+                l.push(
+                    "ffn_silu_mul",
+                    vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?],
+                );
+            }
+        }
+        self.residual_gemv(l, "ffn_down", &layer.w_down, &a.hidden)
+    }
+
+    /// The `head` section: the output norm (unless folded into the output gemv), the
+    /// logits and the argmax.
+    fn head(&self, w: &GpuWeights) -> Result<Section, ModelError> {
+        let (gpu, a) = (self.gpu, self.a);
+        let mut head = Vec::new();
+        if !self.fused(Fusion::Norm) {
+            head.push(
+                self.rms
+                    .dispatch(gpu, &a.x, &w.output_norm, &a.xn)?
+                    .labelled("output_norm", None),
+            );
+        }
+        let (head_in, head_norm) = self.input(&w.output_norm);
+        head.extend(output_and_argmax(
+            gpu,
+            self.plan,
+            w,
+            a,
+            head_in,
+            self.norm_eps().zip(head_norm),
+            self.c.vocab,
+        )?);
+        Ok(Section::new("head", None, head))
+    }
+
+    /// Attention: fused (one dispatch, or two for `split`) or scores, softmax, values.
+    fn attention(&self, l: &mut Layer, kc: &GpuBuffer, vc: &GpuBuffer) -> Result<(), ModelError> {
+        let variant = self.attention_variant;
         let (gpu, a, op) = (self.gpu, self.a, &self.attn);
         if !self.fused(Fusion::Attention) {
             let scores = a.scores.as_ref().expect("allocated");

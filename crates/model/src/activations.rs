@@ -1,0 +1,109 @@
+//! The decoder's activations and KV cache: one token's vectors, each a buffer (or a
+//! view of one) the decode graph's dispatches bind; the prefill graph writes its head
+//! into them too.
+
+use gpuscope_ops::attention::AttnVariant;
+use gpuscope_runtime::{Gpu, GpuBuffer, Graph, StepRunner, STEP_BUFFER_BYTES};
+use gpuscope_trace::MemoryKind;
+
+use crate::config::LlamaConfig;
+use crate::error::ModelError;
+use crate::gpu_weights::up_start_row;
+use crate::plan::{Fusion, KernelPlan};
+
+/// Activations and caches of the decoder.
+pub(crate) struct Activations {
+    pub(crate) step: GpuBuffer,
+    pub(crate) token: GpuBuffer,
+    pub(crate) x: GpuBuffer,
+    pub(crate) xn: GpuBuffer,
+    /// q, k and v, written by one gemv over the concatenated matrices.
+    pub(crate) qkv: GpuBuffer,
+    /// The q part of `qkv` (attention reads it).
+    pub(crate) q: GpuBuffer,
+    pub(crate) attn: GpuBuffer,
+    /// gate and up, written by one gemv; `up` starts at row `up_row` (aligned for binding).
+    pub(crate) gate_up: GpuBuffer,
+    pub(crate) gate: GpuBuffer,
+    pub(crate) up: GpuBuffer,
+    pub(crate) hidden: GpuBuffer,
+    pub(crate) logits: GpuBuffer,
+    pub(crate) k_cache: Vec<GpuBuffer>,
+    pub(crate) v_cache: Vec<GpuBuffer>,
+    /// A projection's output before the residual add, when that fusion is off.
+    pub(crate) delta: Option<GpuBuffer>,
+    /// Attention scores (`n_heads × max_ctx`), when attention is not fused.
+    pub(crate) scores: Option<GpuBuffer>,
+    /// Split-K attention's partials, with that variant.
+    pub(crate) attn_scratch: Option<GpuBuffer>,
+}
+
+impl Activations {
+    pub(crate) fn new(
+        gpu: &Gpu,
+        c: &LlamaConfig,
+        max_ctx: u32,
+        plan: &KernelPlan,
+    ) -> Result<Activations, ModelError> {
+        let f32s = |n: u32| n as u64 * 4;
+        let buf =
+            |label: &str, bytes: u64| gpu.create_buffer_as(MemoryKind::Activations, label, bytes);
+        let kv_cache = |name: &str| {
+            let bytes = f32s(c.kv_dim()) * max_ctx as u64;
+            (0..c.n_layers)
+                .map(|i| gpu.create_buffer_as(MemoryKind::KvCache, &format!("L{i}.{name}"), bytes))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let qkv_rows = c.q_dim() + 2 * c.kv_dim();
+        let up_row = up_start_row(gpu, c.ffn_dim);
+        let qkv = buf("qkv", f32s(qkv_rows))?;
+        let gate_up = buf("ffn_gate_up", f32s(up_row + c.ffn_dim))?;
+        let attn = c.attention(max_ctx);
+        let fused = |f| plan.fusions.has(f);
+        let split = fused(Fusion::Attention)
+            && plan
+                .attention
+                .unwrap_or_else(|| AttnVariant::for_adapter(gpu, &attn))
+                == AttnVariant::Split;
+        Ok(Activations {
+            step: gpu.create_buffer_as(MemoryKind::Other, "step", STEP_BUFFER_BYTES)?,
+            token: gpu.create_buffer_as(MemoryKind::Other, "token", 4)?,
+            x: buf("x", f32s(c.dim))?,
+            xn: buf("x_norm", f32s(c.dim))?,
+            q: qkv.view("q", 0, f32s(c.q_dim()))?,
+            qkv,
+            attn: buf("attn_out", f32s(c.q_dim()))?,
+            gate: gate_up.view("ffn_gate", 0, f32s(c.ffn_dim))?,
+            up: gate_up.view("ffn_up", f32s(up_row), f32s(c.ffn_dim))?,
+            gate_up,
+            hidden: buf("ffn_hidden", f32s(c.ffn_dim))?,
+            logits: buf("logits", f32s(c.vocab))?,
+            k_cache: kv_cache("k_cache")?,
+            v_cache: kv_cache("v_cache")?,
+            delta: (!fused(Fusion::Residual))
+                .then(|| buf("delta", f32s(c.dim)))
+                .transpose()?,
+            scores: (!fused(Fusion::Attention))
+                .then(|| buf("attn_scores", f32s(c.n_heads) * max_ctx as u64))
+                .transpose()?,
+            attn_scratch: split
+                .then(|| buf("attn_partials", attn.split_scratch_bytes()))
+                .transpose()?,
+        })
+    }
+
+    /// A step runner for `graph`, which writes the next token (and the logits) here: it
+    /// reads back the token, and the logits with `read_logits`.
+    pub(crate) fn runner(
+        &self,
+        gpu: &Gpu,
+        graph: &Graph,
+        read_logits: bool,
+    ) -> Result<StepRunner, ModelError> {
+        let mut readbacks = vec![&self.token];
+        if read_logits {
+            readbacks.push(&self.logits);
+        }
+        Ok(StepRunner::new(gpu, graph, &readbacks)?)
+    }
+}
