@@ -145,7 +145,7 @@ impl Device {
 
     /// Whether this dispatch (the `n`-th recorded, in the `r`-th recording) is timed.
     pub fn times(&self, n: u64, r: u64) -> bool {
-        self.timing == TimingMode::Dispatch && (n + r) % u64::from(self.stride.max(1)) == 0
+        self.timing == TimingMode::Dispatch && (n + r).is_multiple_of(u64::from(self.stride.max(1)))
     }
 
     /// Takes the next timestamp slot of `rec` for `cb`, creating and resetting (inside

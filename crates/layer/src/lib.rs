@@ -19,7 +19,7 @@
 //! Rules it keeps: query pools are its own, one set per command buffer, recycled; it
 //! adds no wait and no submit to the program's queues and reads timestamps only after
 //! the program's own sync; no panic crosses into the program (every hook's bookkeeping
-//! runs under [`guard`], which records the panic and lets the call go through); a
+//! runs under `guard`, which records the panic and lets the call go through); a
 //! failure to write the recording is said once and the program runs on.
 //!
 //! Built on `ash` and `ash-layer`: ash for Vulkan's types and function pointer types (the

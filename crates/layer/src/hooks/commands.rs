@@ -42,6 +42,15 @@ pub fn hook(name: &[u8]) -> Option<*const ()> {
 /// The device of a command buffer and its next function, or return `$none` (a handle
 /// the layer never saw: nothing can be called).
 macro_rules! next_or {
+    ($handle:expr, $f:ident) => {{
+        let Some(d) = registry::device($handle.as_raw()) else {
+            return;
+        };
+        let Some(next) = d.fns.$f else {
+            return;
+        };
+        (d, next)
+    }};
     ($handle:expr, $f:ident, $none:expr) => {{
         let Some(d) = registry::device($handle.as_raw()) else {
             return $none;
@@ -159,7 +168,7 @@ unsafe extern "system" fn free_command_buffers(
     n: u32,
     cbs: *const vk::CommandBuffer,
 ) {
-    let (d, next) = next_or!(device, free_command_buffers, ());
+    let (d, next) = next_or!(device, free_command_buffers);
     guard("vkFreeCommandBuffers", || {
         let handles: Vec<u64> = (0..n as usize).map(|i| (*cbs.add(i)).as_raw()).collect();
         let mut st = d.lock();
@@ -186,7 +195,7 @@ unsafe extern "system" fn destroy_command_pool(
     pool: vk::CommandPool,
     allocator: *const vk::AllocationCallbacks,
 ) {
-    let (d, next) = next_or!(device, destroy_command_pool, ());
+    let (d, next) = next_or!(device, destroy_command_pool);
     guard("vkDestroyCommandPool", || {
         let mut st = d.lock();
         settle(&d, &mut st, |_, c| c.pool == pool.as_raw(), true);
@@ -293,7 +302,7 @@ unsafe extern "system" fn cmd_bind_pipeline(
     bind_point: vk::PipelineBindPoint,
     pipeline: vk::Pipeline,
 ) {
-    let (d, next) = next_or!(cb, cmd_bind_pipeline, ());
+    let (d, next) = next_or!(cb, cmd_bind_pipeline);
     if bind_point == vk::PipelineBindPoint::COMPUTE {
         guard("vkCmdBindPipeline", || {
             let mut st = d.lock();
@@ -404,7 +413,7 @@ unsafe extern "system" fn cmd_pipeline_barrier(
     n_image: u32,
     image: *const vk::ImageMemoryBarrier,
 ) {
-    let (d, next) = next_or!(cb, cmd_pipeline_barrier, ());
+    let (d, next) = next_or!(cb, cmd_pipeline_barrier);
     guard("vkCmdPipelineBarrier", || {
         with_recording(&d, cb, |rec| {
             count_barrier(rec, n_memory, n_buffer, n_image)
@@ -426,7 +435,7 @@ unsafe extern "system" fn cmd_pipeline_barrier2(
     cb: vk::CommandBuffer,
     info: *const vk::DependencyInfo,
 ) {
-    let (d, next) = next_or!(cb, cmd_pipeline_barrier2, ());
+    let (d, next) = next_or!(cb, cmd_pipeline_barrier2);
     guard("vkCmdPipelineBarrier2", || {
         let i = &*info;
         with_recording(&d, cb, |rec| {
@@ -448,7 +457,7 @@ unsafe extern "system" fn cmd_copy_buffer(
     n: u32,
     regions: *const vk::BufferCopy,
 ) {
-    let (d, next) = next_or!(cb, cmd_copy_buffer, ());
+    let (d, next) = next_or!(cb, cmd_copy_buffer);
     guard("vkCmdCopyBuffer", || {
         let bytes: u64 = (0..n as usize).map(|i| (*regions.add(i)).size).sum();
         with_recording(&d, cb, |rec| {
@@ -463,7 +472,7 @@ unsafe extern "system" fn cmd_copy_buffer2(
     cb: vk::CommandBuffer,
     info: *const vk::CopyBufferInfo2,
 ) {
-    let (d, next) = next_or!(cb, cmd_copy_buffer2, ());
+    let (d, next) = next_or!(cb, cmd_copy_buffer2);
     guard("vkCmdCopyBuffer2", || {
         let i = &*info;
         let bytes: u64 = (0..i.region_count as usize)
@@ -484,7 +493,7 @@ unsafe extern "system" fn cmd_fill_buffer(
     size: vk::DeviceSize,
     data: u32,
 ) {
-    let (d, next) = next_or!(cb, cmd_fill_buffer, ());
+    let (d, next) = next_or!(cb, cmd_fill_buffer);
     guard("vkCmdFillBuffer", || {
         with_recording(&d, cb, |rec| {
             count(rec, "fills", 1);
@@ -504,7 +513,7 @@ unsafe extern "system" fn cmd_update_buffer(
     size: vk::DeviceSize,
     data: *const std::ffi::c_void,
 ) {
-    let (d, next) = next_or!(cb, cmd_update_buffer, ());
+    let (d, next) = next_or!(cb, cmd_update_buffer);
     guard("vkCmdUpdateBuffer", || {
         with_recording(&d, cb, |rec| {
             count(rec, "updates", 1);
@@ -521,7 +530,7 @@ unsafe extern "system" fn cmd_execute_commands(
     n: u32,
     secondaries: *const vk::CommandBuffer,
 ) {
-    let (d, next) = next_or!(cb, cmd_execute_commands, ());
+    let (d, next) = next_or!(cb, cmd_execute_commands);
     guard("vkCmdExecuteCommands", || {
         let mut st = d.lock();
         let mut added: Vec<Dispatch> = Vec::new();

@@ -38,6 +38,10 @@ pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(
 }
 
 /// The layer's `vkGetInstanceProcAddr`.
+///
+/// # Safety
+/// Called by the loader (or the program) with a valid instance (or null) and a
+/// nul-terminated name.
 pub unsafe extern "system" fn get_instance_proc_addr(
     instance: vk::Instance,
     name: *const c_char,
@@ -61,6 +65,9 @@ pub unsafe extern "system" fn get_instance_proc_addr(
 /// The layer's `vkGetDeviceProcAddr`: its hook where the next layer has the function
 /// (the debug-utils functions always: the layer provides them when the driver lacks
 /// them), else the next layer's function.
+///
+/// # Safety
+/// Called by the loader (or the program) with a valid device and a nul-terminated name.
 pub unsafe extern "system" fn get_device_proc_addr(
     device: vk::Device,
     name: *const c_char,
