@@ -169,7 +169,7 @@ fn capture_tiny_tokens(dir: &std::path::Path, tokens: &str) -> String {
         text(&out.stderr)
     );
     assert!(
-        text(&out.stderr).contains("capture of 3 tokens written"),
+        text(&out.stderr).contains("capture of 3 steps written"),
         "{}",
         text(&out.stderr)
     );

@@ -44,11 +44,21 @@ fn workspace_root() -> PathBuf {
 /// (package name, src dir) of every workspace member.
 fn members() -> Vec<(String, PathBuf, serde_json::Value)> {
     let out = std::process::Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(workspace_root())
         .output()
         .expect("cargo metadata");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     meta["packages"]
         .as_array()
@@ -329,8 +339,7 @@ fn scan_crate(src: &Path) -> (Vec<FileScan>, BTreeMap<Vec<String>, PathBuf>) {
         .iter()
         .map(|(module, path)| {
             let text = std::fs::read_to_string(path).unwrap();
-            let file = syn::parse_file(&text)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let mut scan = FileScan {
                 module: module.clone(),
                 refs: Vec::new(),
@@ -365,10 +374,7 @@ fn no_module_cycle_inside_a_crate() {
                 if is_prefix(&target, &scan.module) || is_prefix(&scan.module, &target) {
                     continue;
                 }
-                edges
-                    .entry(scan.module.clone())
-                    .or_default()
-                    .insert(target);
+                edges.entry(scan.module.clone()).or_default().insert(target);
             }
         }
         for scc in cycles(&edges) {

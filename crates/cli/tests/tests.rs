@@ -9,7 +9,7 @@ mod errors;
 mod example;
 #[cfg(unix)]
 mod faults;
-// `layout` (crate layers, module cycles, function lengths) joins once the tree passes it.
+mod layout;
 mod peak;
 mod sweep;
 mod viewers;

@@ -100,3 +100,14 @@ impl Config {
         }
     }
 }
+
+/// The timing the header states: that of the first device (set before the header is
+/// written; see `hooks::create_device`).
+pub fn timing_hint() -> (TimingMode, u32, String) {
+    TIMING
+        .get()
+        .cloned()
+        .unwrap_or((TimingMode::Off, 1, "no device".into()))
+}
+
+pub static TIMING: std::sync::OnceLock<(TimingMode, u32, String)> = std::sync::OnceLock::new();

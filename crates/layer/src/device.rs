@@ -377,14 +377,3 @@ pub fn thread_id() -> u64 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as u64 }
 }
-
-/// The timing the header states: that of the first device (set before the header is
-/// written; see `hooks::create_device`).
-pub fn timing_hint() -> (TimingMode, u32, String) {
-    TIMING
-        .get()
-        .cloned()
-        .unwrap_or((TimingMode::Off, 1, "no device".into()))
-}
-
-pub static TIMING: std::sync::OnceLock<(TimingMode, u32, String)> = std::sync::OnceLock::new();

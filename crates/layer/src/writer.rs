@@ -115,7 +115,7 @@ fn start() -> std::io::Result<Option<Writer>> {
         file: std::io::BufWriter::new(file),
         ids: Ids::default(),
     };
-    let (timing, stride, timing_reason) = crate::device::timing_hint();
+    let (timing, stride, timing_reason) = crate::config::timing_hint();
     w.write(&Record::Header(Header {
         format: RECORDING_FORMAT,
         tool: concat!("gpuscope-layer ", env!("CARGO_PKG_VERSION")).into(),

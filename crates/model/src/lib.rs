@@ -12,11 +12,12 @@
 //!   graph (`prefill_graph`); [`plan`]: its kernel variants and fusions, per adapter and
 //!   overridable.
 //! - [`cpu`]: the CPU reference decoder, built from the ops' oracles.
-//! - [`generate`]: the generation loop (prompt, steps in flight, end of text,
+//! - [`mod@generate`]: the generation loop (prompt, steps in flight, end of text,
 //!   interrupts) that `run`, `profile`, `check` and `bench` share.
 //! - [`check`]: every dispatch of the GPU graph compared with a reference path
 //!   (`gpuscope check`).
-//! - [`profile`]: a decode run recorded into a [`gpuscope_trace::Profile`].
+//! - [`session`]: one run from options to a finished result: a profile (the workload
+//!   described, the capture written, the ceilings embedded) or generated text.
 //! - [`bench`](mod@bench): llama-bench's pp / tg / pg tests, timed on the wall clock.
 
 mod activations;
@@ -34,7 +35,7 @@ pub mod load;
 pub mod plan;
 mod planted;
 mod prefill_graph;
-pub mod profile;
+pub mod session;
 pub mod synth;
 pub mod synthetic;
 pub mod test_model;
@@ -50,9 +51,9 @@ pub use generate::{Ended, Flow, GenerateOptions, Generator, PromptDone, Step};
 pub use load::{load_gguf, load_model, LoadError, LoadedModel, ModelInfo};
 pub use plan::{Fusion, Fusions, GemvTuning, KernelPlan, LARGE_GEMV_WEIGHTS};
 pub use planted::PlantedSlowdown;
-pub use profile::{
-    profile_decode, profile_decode_captured, CaptureRequest, CapturedRun, ProfileOptions,
-    ProfileRun, Warmup, PREFILL_BATCH,
+pub use session::{
+    generate, profile, profile_decode, CaptureOutcome, CaptureTarget, Generation,
+    GenerationRequest, ProfileOptions, ProfileRun, Warmup, Workload, PREFILL_BATCH,
 };
 pub use synthetic::synthetic_weights;
 pub use tokenizer::{Tokenizer, TokenizerError};

@@ -4,6 +4,9 @@
 //! otherwise it prints `skipped: no adapter` with the reason and appends a line to the
 //! file `$GPUSCOPE_SKIP_LOG` names (when set), so a run can say how many GPU tests did
 //! not run (`.ci/run` sets both and fails on any skip).
+//!
+//! Also the fault the CLI's hidden `--fault oom-after=N` test hook provokes
+//! ([`allocate_over_budget`]): GPU resources made on purpose belong with the runtime.
 
 use std::io::Write;
 use std::sync::OnceLock;
@@ -51,4 +54,48 @@ pub fn skipped(why: &str) {
             );
         }
     }
+}
+
+/// Caps the address space at what the process maps now plus 64 MiB, allocates a buffer
+/// of the device's largest size outside any error scope (the driver's allocation
+/// fails; wgpu reports it as out of memory to the device's error handler, which the
+/// decode loop checks at every step), then restores the cap.
+#[cfg(target_os = "linux")]
+pub fn allocate_over_budget(gpu: &Gpu) {
+    const MARGIN: u64 = 64 << 20;
+    let mapped = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|pages| pages * 4096)
+        .expect("/proc/self/statm gives the mapped size");
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid rlimit struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_AS, &mut old);
+        let capped = libc::rlimit {
+            rlim_cur: (mapped + MARGIN).min(old.rlim_max) as libc::rlim_t,
+            rlim_max: old.rlim_max,
+        };
+        libc::setrlimit(libc::RLIMIT_AS, &capped);
+    }
+    let size = gpu.limits().max_buffer_size;
+    let buffer = gpu.device().create_buffer(&crate::wgpu::BufferDescriptor {
+        label: Some("gpuscope.fault.over_budget"),
+        size: size.max(MARGIN * 2),
+        usage: crate::wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    drop(buffer);
+    // SAFETY: as above.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_AS, &old);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn allocate_over_budget(_gpu: &Gpu) {
+    eprintln!("gpuscope: --fault oom-after needs Linux (setrlimit on the address space)");
 }

@@ -722,104 +722,21 @@ impl Recording {
             .get(step.queue as usize)
             .and_then(|q| self.devices.get(q.device as usize))
             .map_or(1.0, |d| d.timestamp_period_ns);
-        let span = |ticks: Option<(u64, u64)>| -> (Option<GpuSpan>, Option<TimestampIssue>) {
-            match ticks {
-                None => (None, None),
-                Some((0, _)) | Some((_, 0)) => (None, Some(TimestampIssue::Zero)),
-                Some((a, b)) if b < a => (None, Some(TimestampIssue::Negative)),
-                Some((a, b)) => (
-                    Some(GpuSpan {
-                        start_ns: ((a.saturating_sub(origin)) as f64 * period) as u64,
-                        end_ns: ((b.saturating_sub(origin)) as f64 * period) as u64,
-                    }),
-                    None,
-                ),
-            }
-        };
-        let mut index = 0u32;
-        let mut busy: Option<u64> = None;
-        // Command buffers with work are the token's passes (wgpu, for one, submits
-        // empty ones of its own around every submit).
-        let with_work = step
-            .command_buffers
+        let clock = TickClock { origin, period };
+        let busy = add_events(p, token, step, names, clock);
+        let passes = p
+            .passes
             .iter()
-            .filter(|cb| !cb.dispatches.is_empty() || cb.ticks.is_some());
-        for (pass, cb) in with_work.enumerate() {
-            let (gpu, issue) = span(cb.ticks);
-            if let Some(g) = gpu {
-                let b = busy.get_or_insert(0);
-                *b = b.saturating_add(g.duration_ns());
-            }
-            p.passes.push(PassEvent {
-                token,
-                index: pass as u32,
-                name: cb.name.clone().unwrap_or_else(|| format!("cb{pass}")),
-                layer: None,
-                dispatches: cb.dispatches.len() as u32,
-                gpu,
-                timestamp_issue: issue,
-            });
-            for d in &cb.dispatches {
-                let (pipeline, op) = names[d.pipeline as usize].clone();
-                let label = dispatch_label(d, &pipeline);
-                let (gpu, issue) = span(d.ticks);
-                if cb.ticks.is_none() {
-                    if let Some(g) = gpu {
-                        let b = busy.get_or_insert(0);
-                        *b = b.saturating_add(g.duration_ns());
-                    }
-                }
-                p.dispatches.push(DispatchEvent {
-                    token,
-                    index,
-                    op,
-                    layer: layer_of(&label),
-                    label,
-                    pass: pass as u32,
-                    pipeline,
-                    workgroups: d.workgroups,
-                    bytes: 0,
-                    flops: 0,
-                    cpu_encode_ns: 0,
-                    gpu,
-                    timestamp_issue: issue,
-                });
-                index += 1;
-            }
-        }
-        let c = |k: &str| step.counters.get(k).copied().unwrap_or(0);
-        let counters = Counters {
-            dispatches: u64::from(index),
-            passes: p
-                .passes
-                .iter()
-                .rev()
-                .take_while(|s| s.token == token)
-                .count() as u64,
-            submits: c("submits"),
-            syncs: c("syncs"),
-            barriers: c("barriers"),
-            buffers_created: c("buffers_created"),
-            bind_groups_created: 0,
-            pipelines_created: c("pipelines_created"),
-            // vkCmdUpdateBuffer carries its bytes from the host; copies and fills stay
-            // on the device (in `other_counters`).
-            bytes_uploaded: c("update_bytes"),
-            bytes_downloaded: 0,
-        };
-        let known = [
-            "submits",
-            "syncs",
-            "barriers",
-            "buffers_created",
-            "pipelines_created",
-        ];
-        let other_counters = step
-            .counters
+            .rev()
+            .take_while(|s| s.token == token)
+            .count();
+        let dispatches = p
+            .dispatches
             .iter()
-            .filter(|(k, _)| !known.contains(&k.as_str()))
-            .map(|(k, &v)| (k.clone(), v))
-            .collect();
+            .rev()
+            .take_while(|d| d.token == token)
+            .count();
+        let (counters, other_counters) = step_counters(step, dispatches as u64, passes as u64);
         p.tokens.push(TokenRecord {
             index: token,
             position: token,
@@ -844,6 +761,130 @@ impl Recording {
             });
         }
     }
+}
+
+/// GPU ticks to the profile's nanoseconds since the recording's first timestamp.
+#[derive(Clone, Copy)]
+struct TickClock {
+    origin: u64,
+    period: f64,
+}
+
+impl TickClock {
+    fn span(self, ticks: Option<(u64, u64)>) -> (Option<GpuSpan>, Option<TimestampIssue>) {
+        let ns = |t: u64| (t.saturating_sub(self.origin) as f64 * self.period) as u64;
+        match ticks {
+            None => (None, None),
+            Some((0, _)) | Some((_, 0)) => (None, Some(TimestampIssue::Zero)),
+            Some((a, b)) if b < a => (None, Some(TimestampIssue::Negative)),
+            Some((a, b)) => (
+                Some(GpuSpan {
+                    start_ns: ns(a),
+                    end_ns: ns(b),
+                }),
+                None,
+            ),
+        }
+    }
+}
+
+/// The step's command buffers with work as passes (wgpu, for one, submits empty ones of
+/// its own around every submit) and their dispatches as events; returns the GPU time
+/// they cover (command buffers' spans, else their dispatches').
+fn add_events(
+    p: &mut Profile,
+    token: u32,
+    step: &StepRecord,
+    names: &[(String, String)],
+    clock: TickClock,
+) -> Option<u64> {
+    let mut busy: Option<u64> = None;
+    let mut add_busy = |g: Option<GpuSpan>| {
+        if let Some(g) = g {
+            let b = busy.get_or_insert(0);
+            *b = b.saturating_add(g.duration_ns());
+        }
+    };
+    let mut index = 0u32;
+    let with_work = step
+        .command_buffers
+        .iter()
+        .filter(|cb| !cb.dispatches.is_empty() || cb.ticks.is_some());
+    for (pass, cb) in with_work.enumerate() {
+        let (gpu, issue) = clock.span(cb.ticks);
+        add_busy(gpu);
+        p.passes.push(PassEvent {
+            token,
+            index: pass as u32,
+            name: cb.name.clone().unwrap_or_else(|| format!("cb{pass}")),
+            layer: None,
+            dispatches: cb.dispatches.len() as u32,
+            gpu,
+            timestamp_issue: issue,
+        });
+        for d in &cb.dispatches {
+            let (pipeline, op) = names[d.pipeline as usize].clone();
+            let label = dispatch_label(d, &pipeline);
+            let (gpu, issue) = clock.span(d.ticks);
+            if cb.ticks.is_none() {
+                add_busy(gpu);
+            }
+            p.dispatches.push(DispatchEvent {
+                token,
+                index,
+                op,
+                layer: layer_of(&label),
+                label,
+                pass: pass as u32,
+                pipeline,
+                workgroups: d.workgroups,
+                bytes: 0,
+                flops: 0,
+                cpu_encode_ns: 0,
+                gpu,
+                timestamp_issue: issue,
+            });
+            index += 1;
+        }
+    }
+    busy
+}
+
+/// The step's counters: those [`Counters`] has, and the rest by name.
+fn step_counters(
+    step: &StepRecord,
+    dispatches: u64,
+    passes: u64,
+) -> (Counters, std::collections::BTreeMap<String, u64>) {
+    let c = |k: &str| step.counters.get(k).copied().unwrap_or(0);
+    let counters = Counters {
+        dispatches,
+        passes,
+        submits: c("submits"),
+        syncs: c("syncs"),
+        barriers: c("barriers"),
+        buffers_created: c("buffers_created"),
+        bind_groups_created: 0,
+        pipelines_created: c("pipelines_created"),
+        // vkCmdUpdateBuffer carries its bytes from the host; copies and fills stay on
+        // the device (in `other_counters`).
+        bytes_uploaded: c("update_bytes"),
+        bytes_downloaded: 0,
+    };
+    let known = [
+        "submits",
+        "syncs",
+        "barriers",
+        "buffers_created",
+        "pipelines_created",
+    ];
+    let other = step
+        .counters
+        .iter()
+        .filter(|(k, _)| !known.contains(&k.as_str()))
+        .map(|(k, &v)| (k.clone(), v))
+        .collect();
+    (counters, other)
 }
 
 /// A dispatch's label: the innermost debug label, unless that only repeats the

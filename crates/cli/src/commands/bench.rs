@@ -76,7 +76,7 @@ fn model(args: &BenchArgs) -> Result<(ModelWeights, BenchContext, u32), Exit> {
         );
         return Ok((m.weights, ctx, bos));
     }
-    let preset = super::profile::preset(&args.preset)?;
+    let preset = super::common::preset(&args.preset)?;
     let format = args
         .weights
         .parse()
@@ -149,7 +149,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         return Err(anyhow!("nothing to run: every -p, -n and -pg is 0").into());
     }
     let (weights, mut ctx, first_token) = model(args)?;
-    let gpu = Gpu::new(&super::run::run_gpu_options(&args.device))?;
+    let gpu = Gpu::new(&super::common::untimed_gpu_options(&args.device))?;
     // An interrupt ends the run between repetitions: the tests measured so far are
     // printed, then the exit says so.
     let interrupt = Interrupt::install()?;

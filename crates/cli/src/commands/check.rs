@@ -75,10 +75,10 @@ pub fn run(args: &CheckArgs) -> Result<(), Exit> {
     let synthetic: ModelWeights;
     let (weights, model, prompt) = match &args.model {
         Some(path) => {
-            let (m, tokenizer, _) = super::run::load(path)?;
+            let (m, tokenizer, _) = super::common::load(path)?;
             loaded = m;
             let prompt = match &args.prompt {
-                Some(p) => super::run::prompt_ids(&tokenizer, p, false)?,
+                Some(p) => super::common::prompt_ids(&tokenizer, p, false)?,
                 None => vec![args.first_token],
             };
             let name = path.file_name().map_or_else(
@@ -88,7 +88,7 @@ pub fn run(args: &CheckArgs) -> Result<(), Exit> {
             (&loaded.weights, name, prompt)
         }
         None => {
-            let (preset, format) = super::profile::synthetic_shape(&args.preset, &args.weights)?;
+            let (preset, format) = super::common::synthetic_shape(&args.preset, &args.weights)?;
             synthetic = synthetic_weights(&preset.config(), format, args.seed, preset.name());
             let name = format!(
                 "{} ({}, synthetic, seed {})",

@@ -4,6 +4,7 @@ mod attach;
 mod bench;
 mod ceilings;
 mod check;
+mod common;
 mod devices;
 mod diff;
 mod inspect;
@@ -21,10 +22,7 @@ use crate::exit::Exit;
 
 pub fn run(cli: Cli) -> Result<(), Exit> {
     match cli.command {
-        Command::Profile(args) => match &args.model {
-            Some(model) => run::profile_model(&args, model),
-            None => profile::run(&args),
-        },
+        Command::Profile(args) => profile::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Devices => devices::run(),

@@ -9,7 +9,7 @@ use crate::args::SynthArgs;
 use crate::exit::Exit;
 
 pub fn run(args: &SynthArgs) -> Result<(), Exit> {
-    let (preset, format) = super::profile::synthetic_shape(&args.preset, &args.weights)?;
+    let (preset, format) = super::common::synthetic_shape(&args.preset, &args.weights)?;
     let start = Instant::now();
     let config = preset.config();
     let weights = synthetic_weights(&config, format, args.seed, preset.name());

@@ -13,7 +13,8 @@ use gpuscope_trace::recording::{DeviceRecord, Record};
 use gpuscope_trace::TimingMode;
 
 use super::{commands, objects, queues};
-use crate::device::{Device, DeviceState, TIMING};
+use crate::config::TIMING;
+use crate::device::{Device, DeviceState};
 use crate::fns::{DeviceFns, InstanceFns};
 use crate::registry::{self, Instance};
 use crate::{guard, writer};

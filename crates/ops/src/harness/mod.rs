@@ -19,6 +19,7 @@ pub mod cases;
 pub mod guard;
 pub mod perf;
 pub mod sweep;
+pub mod sweep_plan;
 pub mod test;
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuError, ShaderSource};

@@ -59,28 +59,7 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
             duration(r.band_ns)
         );
     }
-    if let Some(g) = &s.growth {
-        let carried: Vec<String> = g
-            .by_op
-            .iter()
-            .filter(|(_, slope)| *slope > 0.1 * g.ns_per_position)
-            .take(3)
-            .map(|(op, slope)| format!("{op} +{slope:.2}"))
-            .collect();
-        emit!(
-            out,
-            "  grows with context: +{:.2} µs per 1,000 positions (least squares over positions {}-{}, R² {:.2}), taken out before judging the run{}",
-            g.us_per_1k(),
-            g.first_position,
-            g.last_position,
-            g.r2,
-            if carried.is_empty() {
-                String::new()
-            } else {
-                format!("; carried by {} (µs per 1,000 positions)", carried.join(", "))
-            }
-        );
-    }
+    growth(out, s);
     match &s.slow_start {
         Some(slow) => {
             let gpu = match slow.gpu {
@@ -116,6 +95,53 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
             "  the slow start ran into the recorded tokens: rerun with --warmup {n} so it is discarded"
         );
     }
+    outliers(out, s);
+    if let Some(d) = &s.drift {
+        emit!(
+            out,
+            "  still drifting: the steady tokens' first half has median {} ms, the second half {} ms",
+            ms(d.first_half_median_ns),
+            ms(d.second_half_median_ns)
+        );
+    }
+    if !s.settled {
+        emit!(
+            out,
+            "  the numbers below describe a run that was still changing: decode more tokens (--tokens) or more warm-up (--warmup)"
+        );
+    }
+}
+
+/// The line of time against position taken out before judging the run.
+fn growth(out: &mut String, s: &crate::analysis::SteadyState) {
+    let Some(g) = &s.growth else {
+        return;
+    };
+    {
+        let carried: Vec<String> = g
+            .by_op
+            .iter()
+            .filter(|(_, slope)| *slope > 0.1 * g.ns_per_position)
+            .take(3)
+            .map(|(op, slope)| format!("{op} +{slope:.2}"))
+            .collect();
+        emit!(
+            out,
+            "  grows with context: +{:.2} µs per 1,000 positions (least squares over positions {}-{}, R² {:.2}), taken out before judging the run{}",
+            g.us_per_1k(),
+            g.first_position,
+            g.last_position,
+            g.r2,
+            if carried.is_empty() {
+                String::new()
+            } else {
+                format!("; carried by {} (µs per 1,000 positions)", carried.join(", "))
+            }
+        );
+    }
+}
+
+fn outliers(out: &mut String, s: &crate::analysis::SteadyState) {
     if s.outliers.is_empty() {
         emit!(out, "  outliers: none");
     } else {
@@ -136,20 +162,6 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
             } else {
                 String::new()
             }
-        );
-    }
-    if let Some(d) = &s.drift {
-        emit!(
-            out,
-            "  still drifting: the steady tokens' first half has median {} ms, the second half {} ms",
-            ms(d.first_half_median_ns),
-            ms(d.second_half_median_ns)
-        );
-    }
-    if !s.settled {
-        emit!(
-            out,
-            "  the numbers below describe a run that was still changing: decode more tokens (--tokens) or more warm-up (--warmup)"
         );
     }
 }

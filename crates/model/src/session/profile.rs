@@ -1,13 +1,17 @@
-//! Profiling a decode run: the decoder built, N tokens decoded, every step recorded.
+//! A profile run: the decoder built, warmed up, the prompt fed, N tokens decoded and
+//! recorded, the profile finished (see [`super`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use gpuscope_runtime::capture::{CaptureRecordError, CaptureRecorder, StepRecord};
-use gpuscope_runtime::{Gpu, StepOutput, TimingRequest};
-use gpuscope_trace::{Overhead, Profile, PromptRecord, TimingMode, WorkloadDesc, PROFILE_FORMAT};
+use gpuscope_runtime::{Gpu, TimingRequest};
+use gpuscope_trace::ceilings::Ceilings;
+use gpuscope_trace::stats::median;
+use gpuscope_trace::{Counters, Overhead, Profile, PromptRecord, TimingMode, PROFILE_FORMAT};
 
+use super::capture::{CaptureOutcome, CaptureTarget, CapturedStep, SessionCapture};
+use super::Workload;
 use crate::decoder::{DecoderOptions, GpuDecoder};
 use crate::error::ModelError;
 use crate::generate::{Ended, Flow, GenerateOptions, Generator, SETTLE_TOLERANCE, SETTLE_WINDOW};
@@ -42,6 +46,10 @@ pub struct ProfileOptions {
     pub planted_slowdown: Option<crate::PlantedSlowdown>,
     /// Kernel variants and fusions; `None`: the adapter's ([`KernelPlan::for_adapter`]).
     pub plan: Option<KernelPlan>,
+    /// Record every GPU command of the recorded tokens, and write it there.
+    pub capture: Option<CaptureTarget>,
+    /// The measured ceilings of this adapter (`gpuscope peak`), embedded in the profile.
+    pub ceilings: Option<Ceilings>,
 }
 
 /// How many tokens the warm-up decodes before the recorded ones.
@@ -104,76 +112,110 @@ impl ProfileOptions {
     }
 }
 
-/// A profile and, when the run stopped early, why. The profile holds everything measured
-/// before the error (and says so in `incomplete`).
+/// A finished profile; when the run stopped early, why (the profile holds everything
+/// measured before and says so in `incomplete`); and what became of the capture.
 pub struct ProfileRun {
     pub profile: Profile,
     pub error: Option<ModelError>,
-}
-
-fn median(mut v: Vec<u64>) -> Option<u64> {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied()
+    pub capture: CaptureOutcome,
 }
 
 /// Median wall time of the tokens after the first (the first pays one-time warm-up).
 fn steady_median_wall(walls: &[u64]) -> Option<u64> {
-    median(
-        walls
-            .iter()
-            .skip(usize::from(walls.len() > 1))
-            .copied()
-            .collect(),
-    )
+    median(walls.iter().skip(usize::from(walls.len() > 1)).copied())
 }
 
-/// What `--capture` asks for.
-#[derive(Debug, Clone)]
-pub struct CaptureRequest {
-    /// The capture's name (prefix of its candle-style views).
-    pub name: String,
-    /// Record every buffer's contents before the first recorded token.
-    pub data: bool,
-    /// Recorded tokens whose dispatch outputs are recorded too (needs `data`). They are
-    /// decoded again, dispatch by dispatch, after the timed run.
-    pub output_tokens: Option<std::ops::Range<u32>>,
-}
-
-/// A profile run and, when asked for, its capture (or why recording it failed).
-pub struct CapturedRun {
-    pub run: ProfileRun,
-    pub capture: Option<Result<CaptureRecorder, CaptureRecordError>>,
-}
-
-/// Builds the GPU decoder for `weights`, decodes `opts.tokens` tokens and records them.
+/// Profiles `weights` (a synthetic model): [`profile`] with [`Workload::synthetic`].
 pub fn profile_decode(
     gpu: &Gpu,
     weights: &ModelWeights,
     opts: &ProfileOptions,
 ) -> Result<ProfileRun, ModelError> {
-    profile_decode_captured(gpu, weights, opts, None).map(|c| c.run)
+    profile(gpu, &Workload::synthetic(weights), opts)
 }
 
-/// The decoded tokens of one recorded run: (index, position, token id, output).
-type Recorded = Vec<(u32, u32, u32, StepOutput)>;
+/// The decoder and loop of a run, built: what setup cost, and the workload as built.
+struct Built<'g> {
+    gen: Generator<'g>,
+    setup: Counters,
+    setup_wall_ns: u64,
+    workload: gpuscope_trace::WorkloadDesc,
+    /// The KV cache's size: the prompt, the tokens and the warm-up fit.
+    max_ctx: u32,
+}
 
-/// [`profile_decode`], also recording a capture of the recorded tokens (not of the
-/// warm-up or `--overhead` ones).
+/// Decodes `opts.tokens` tokens of `workload` on `gpu` and records them: the finished
+/// profile and capture (see [`super`]).
 ///
 /// The profile is the recorder's (`gpuscope_record::Recorder::take_profile`): the
 /// decoder's steps go through the same public instrumentation API as any program's.
-/// This adds what only the model knows: the workload, setup counters and time, the
-/// prompt, the timing-off comparison.
-pub fn profile_decode_captured(
+/// The session adds what only the model knows: the workload, setup counters and time,
+/// the warm-up, the prompt, the timing-off comparison, the ceilings.
+pub fn profile(
     gpu: &Gpu,
-    weights: &ModelWeights,
+    workload: &Workload,
     opts: &ProfileOptions,
-    capture: Option<&CaptureRequest>,
-) -> Result<CapturedRun, ModelError> {
+) -> Result<ProfileRun, ModelError> {
     let rec = gpu.recorder();
     rec.restart_profile();
+    let mut built = build(gpu, workload, opts)?;
+    let (warmed, mut error) = match warm_up(&mut built.gen, opts, built.max_ctx) {
+        Ok(w) => (Some(w), None),
+        Err(e) => (None, Some(e)),
+    };
+    let prompt = if error.is_none() {
+        feed_prompt(&mut built.gen, &opts.prompt).unwrap_or_else(|e| {
+            error = Some(e);
+            None
+        })
+    } else {
+        None
+    };
+    // Warm-up and prompt steps are not the profile's: it starts with the first token.
+    rec.restart_profile();
+    let mut capture = match (&opts.capture, &error) {
+        (Some(t), None) => Some(SessionCapture::begin(
+            gpu,
+            built.gen.decoder(),
+            built.workload.clone(),
+            t,
+        )),
+        _ => None,
+    };
+    let mut interrupted = false;
+    if error.is_none() {
+        match record_tokens(&mut built.gen, opts, capture.as_mut()) {
+            Ok(i) => interrupted = i,
+            Err(e) => error = Some(e),
+        }
+    }
+    let mut profile = rec.take_profile().map_err(|e| ModelError::Gpu(e.into()))?;
+    describe(&mut profile, &built, opts, prompt, warmed);
+    if opts.overhead && error.is_none() && !interrupted {
+        if let Err(e) = add_overhead(gpu, &mut built.gen, opts, &mut profile) {
+            error = Some(e);
+        }
+    }
+    profile.incomplete = incomplete(&profile, opts, interrupted, error.as_ref());
+    let capture = match capture {
+        Some(c) => c.finish(gpu, profile.incomplete.as_deref()),
+        None => CaptureOutcome::NotAsked,
+    };
+    Ok(ProfileRun {
+        profile,
+        error,
+        capture,
+    })
+}
+
+/// The decoder (with the KV cache the run needs) and its loop; what setup cost.
+fn build<'g>(
+    gpu: &'g Gpu,
+    workload: &Workload,
+    opts: &ProfileOptions,
+) -> Result<Built<'g>, ModelError> {
     let setup_start = Instant::now();
-    let before_setup = gpu.counters();
+    let before = gpu.counters();
     let warmup_steps = match opts.warmup {
         Warmup::Steps(n) => n,
         Warmup::Auto => AUTO_WARMUP_MAX_STEPS,
@@ -184,7 +226,7 @@ pub fn profile_decode_captured(
         .max(1);
     let decoder = GpuDecoder::with_planted_slowdown(
         gpu,
-        weights,
+        workload.weights,
         DecoderOptions {
             max_ctx,
             read_logits: false,
@@ -192,153 +234,137 @@ pub fn profile_decode_captured(
         opts.plan.unwrap_or_else(|| KernelPlan::for_adapter(gpu)),
         opts.planted_slowdown.as_ref(),
     )?;
-    let mut gen = Generator::from_decoder(
+    let gen = Generator::from_decoder(
         gpu,
         decoder,
         opts.generate_options(),
         opts.prompt.len() as u32,
     )?;
-    let setup = gpu.counters().since(&before_setup);
-    let setup_wall_ns = setup_start.elapsed().as_nanos() as u64;
     let graph = gen.decoder().graph();
-    let c = &weights.config;
-    let workload = WorkloadDesc {
-        name: weights.name.clone(),
-        architecture: "llama".into(),
-        weights: weights.format_summary(),
-        params: c.params(),
-        weight_bytes: weights.weight_bytes(),
-        layers: c.n_layers,
-        graph_dispatches_per_token: graph.dispatch_count() as u32,
-        graph_passes_per_token: gpuscope_runtime::passes_per_step(graph, gpu.timing()) as u32,
-        // The kernel choices as built, and a planted slowdown when there is one.
-        settings: gen
-            .decoder()
-            .settings()
-            .clone()
-            .into_iter()
-            .chain(
-                opts.planted_slowdown
-                    .iter()
-                    .map(|p| (crate::PlantedSlowdown::SETTING.to_string(), p.to_string())),
-            )
-            .collect(),
-    };
-    let mut error = None;
-    let (mut warmed, mut warmup_note) = (0, None);
-    match warm_up(&mut gen, opts, max_ctx) {
-        Ok((steps, note)) => (warmed, warmup_note) = (steps, note),
-        Err(e) => error = Some(e),
+    // The kernel choices as built, and a planted slowdown when there is one.
+    let settings = gen
+        .decoder()
+        .settings()
+        .clone()
+        .into_iter()
+        .chain(
+            opts.planted_slowdown
+                .iter()
+                .map(|p| (crate::PlantedSlowdown::SETTING.to_string(), p.to_string())),
+        )
+        .collect();
+    let workload = workload.describe(
+        graph.dispatch_count() as u32,
+        gpuscope_runtime::passes_per_step(graph, gpu.timing()) as u32,
+        settings,
+    );
+    Ok(Built {
+        setup: gpu.counters().since(&before),
+        setup_wall_ns: setup_start.elapsed().as_nanos() as u64,
+        gen,
+        workload,
+        max_ctx,
+    })
+}
+
+/// Feeds the prompt (batched where the plan can), timed as prompt processing.
+fn feed_prompt(gen: &mut Generator, prompt: &[u32]) -> Result<Option<PromptRecord>, ModelError> {
+    if prompt.is_empty() {
+        return Ok(None);
     }
-    let mut prompt = None;
-    if error.is_none() && !opts.prompt.is_empty() {
-        match gen.prompt(&opts.prompt, |_| Ok(())) {
-            Ok(done) => {
-                prompt = Some(PromptRecord {
-                    tokens: done.tokens,
-                    wall_ns: done.wall_ns,
-                    method: done.method,
-                })
-            }
-            Err(e) => error = Some(e),
+    let done = gen.prompt(prompt, |_| Ok(()))?;
+    Ok(Some(PromptRecord {
+        tokens: done.tokens,
+        wall_ns: done.wall_ns,
+        method: done.method,
+    }))
+}
+
+/// Decodes the recorded tokens, each handed to the capture; whether a stop cut it short.
+fn record_tokens(
+    gen: &mut Generator,
+    opts: &ProfileOptions,
+    mut capture: Option<&mut SessionCapture>,
+) -> Result<bool, ModelError> {
+    let ended = gen.decode(opts.first_input(), opts.tokens, |s| {
+        if let Some(c) = capture.as_deref_mut() {
+            c.push(CapturedStep {
+                position: s.position,
+                token_id: s.token,
+                output: s.output.clone(),
+            });
         }
-    }
-    // Warm-up and prompt steps are not the profile's: it starts with the first token.
-    rec.restart_profile();
-    let mut recorder = match capture {
-        Some(req) if error.is_none() => Some(
-            CaptureRecorder::new(gpu, gen.decoder().graph(), &req.name, workload.clone())
-                .and_then(|mut r| r.begin(gpu, req.data).map(|()| r)),
-        ),
-        _ => None,
-    };
-    let mut recorded: Recorded = Vec::with_capacity(opts.tokens as usize);
-    let mut interrupted = false;
-    if error.is_none() {
-        let ended = gen.decode(opts.first_input(), opts.tokens, |s| {
-            recorded.push((s.index, s.position, s.token, s.output.clone()));
-            if let Some(p) = &opts.progress {
-                p.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(Flow::Continue)
-        });
-        match ended {
-            Ok(Ended::Interrupted) => interrupted = true,
-            Ok(_) => {}
-            Err(e) => error = Some(e),
+        if let Some(p) = &opts.progress {
+            p.fetch_add(1, Ordering::Relaxed);
         }
-    }
-    let mut profile = match rec.take_profile() {
-        Ok(p) => p,
-        Err(e) => {
-            return Err(ModelError::Gpu(e.into()));
-        }
-    };
+        Ok(Flow::Continue)
+    })?;
+    Ok(ended == Ended::Interrupted)
+}
+
+/// Everything the recorder cannot know, written into its profile.
+fn describe(
+    profile: &mut Profile,
+    built: &Built,
+    opts: &ProfileOptions,
+    prompt: Option<PromptRecord>,
+    warmed: Option<(u32, Option<String>)>,
+) {
     profile.format = PROFILE_FORMAT;
     profile.tool = format!("gpuscope {}", env!("CARGO_PKG_VERSION"));
-    profile.workload = workload;
-    profile.setup = setup;
-    profile.setup_wall_ns = setup_wall_ns;
+    profile.workload = built.workload.clone();
+    profile.setup = built.setup;
+    profile.setup_wall_ns = built.setup_wall_ns;
     profile.prompt = prompt;
-    profile.graph = Some(gpuscope_runtime::graph_desc(gen.decoder().graph()));
-    profile.warmup_tokens = Some(warmed);
-    profile.notes.extend(warmup_note);
-    if let Some(Ok(r)) = &mut recorder {
-        let steps: Vec<StepRecord> = recorded
-            .iter()
-            .map(|(index, position, token_id, output)| StepRecord {
-                index: *index,
-                position: *position,
-                token_id: *token_id,
-                output,
-            })
-            .collect();
-        if let Err(e) = r.end(gpu, &steps) {
-            recorder = Some(Err(e));
-        }
+    profile.graph = Some(gpuscope_runtime::graph_desc(built.gen.decoder().graph()));
+    let (steps, note) = warmed.unwrap_or((0, None));
+    profile.warmup_tokens = Some(steps);
+    profile.notes.extend(note);
+    profile.ceilings = opts
+        .ceilings
+        .clone()
+        .filter(|c| c.identity.same_device(&profile.adapter));
+}
+
+/// The same tokens again with timing off: what the timing mode costs.
+fn add_overhead(
+    gpu: &Gpu,
+    gen: &mut Generator,
+    opts: &ProfileOptions,
+    profile: &mut Profile,
+) -> Result<(), ModelError> {
+    if profile.timing.mode == TimingMode::Off {
+        return Ok(());
     }
-    if opts.overhead && error.is_none() && !interrupted && profile.timing.mode != TimingMode::Off {
-        let walls: Vec<u64> = profile.tokens.iter().map(|t| t.wall_ns).collect();
-        match measure_untimed(gpu, &mut gen, opts) {
-            Ok(off_walls) => {
-                // The rates here skip only each run's first token; the report compares
-                // the steady tokens of both (off_wall_ns).
-                let rate = |ns: Option<u64>| ns.map(|n| 1e9 / n as f64).unwrap_or(0.0);
-                profile.overhead = Some(Overhead {
-                    mode: profile.timing.mode,
-                    tok_per_s_profiled: rate(steady_median_wall(&walls)),
-                    tok_per_s_off: rate(steady_median_wall(&off_walls)),
-                    off_wall_ns: off_walls,
-                });
-            }
-            Err(e) => error = Some(e),
-        }
-    }
+    let walls: Vec<u64> = profile.tokens.iter().map(|t| t.wall_ns).collect();
+    let off_walls = measure_untimed(gpu, gen, opts)?;
+    // The rates here skip only each run's first token; the report compares the steady
+    // tokens of both (off_wall_ns).
+    let rate = |ns: Option<u64>| ns.map(|n| 1e9 / n as f64).unwrap_or(0.0);
+    profile.overhead = Some(Overhead {
+        mode: profile.timing.mode,
+        tok_per_s_profiled: rate(steady_median_wall(&walls)),
+        tok_per_s_off: rate(steady_median_wall(&off_walls)),
+        off_wall_ns: off_walls,
+    });
+    Ok(())
+}
+
+/// Why the run stopped before doing all it was asked to, if it did.
+fn incomplete(
+    profile: &Profile,
+    opts: &ProfileOptions,
+    interrupted: bool,
+    error: Option<&ModelError>,
+) -> Option<String> {
+    let done = profile.tokens.len();
     if interrupted {
-        profile.incomplete = Some(format!(
-            "interrupted after {} of {} tokens",
-            profile.tokens.len(),
-            opts.tokens
-        ));
-    } else if let Some(e) = &error {
-        profile.incomplete = Some(format!(
-            "stopped after {} of {} tokens: {e}",
-            profile.tokens.len(),
+        return Some(format!(
+            "interrupted after {done} of {} tokens",
             opts.tokens
         ));
     }
-    // After everything timed: the chosen tokens decoded again, dispatch by dispatch.
-    if let (Some(Ok(r)), Some(range)) =
-        (&mut recorder, capture.and_then(|c| c.output_tokens.clone()))
-    {
-        if let Err(e) = r.capture_outputs(gpu, range.start as usize..range.end as usize) {
-            recorder = Some(Err(e));
-        }
-    }
-    Ok(CapturedRun {
-        run: ProfileRun { profile, error },
-        capture: recorder,
-    })
+    error.map(|e| format!("stopped after {done} of {} tokens: {e}", opts.tokens))
 }
 
 /// The warm-up `opts` asks for; returns the steps decoded and, for `auto`, a note that
