@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::{anyhow, Context};
 use gpuscope_model::check::{check, Against, BreakAt, CheckOptions, Fault, Filter, Precision};
-use gpuscope_model::{synthetic_weights, ModelWeights};
+use gpuscope_model::{synthetic_weights, ModelWeights, Workload};
 use gpuscope_report::analysis::divergence::verdict;
 use gpuscope_runtime::{Gpu, GpuOptions, TimingRequest};
 use gpuscope_trace::compare::Thresholds;
@@ -70,10 +70,11 @@ pub fn run(args: &CheckArgs) -> Result<(), Exit> {
         "f64" => Precision::F64,
         _ => Precision::F32,
     };
-    // The model: a file (and its tokenizer for --prompt) or a synthetic preset.
+    // The model: a file (and its tokenizer for --prompt) or a synthetic preset, named
+    // as the session names it.
     let loaded;
     let synthetic: ModelWeights;
-    let (weights, model, prompt) = match &args.model {
+    let (workload, prompt) = match &args.model {
         Some(path) => {
             let (m, tokenizer, _) = super::common::load(path)?;
             loaded = m;
@@ -81,29 +82,19 @@ pub fn run(args: &CheckArgs) -> Result<(), Exit> {
                 Some(p) => super::common::prompt_ids(&tokenizer, p, false)?,
                 None => vec![args.first_token],
             };
-            let name = path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into(),
-            );
-            (&loaded.weights, name, prompt)
+            (Workload::file(&loaded, path), prompt)
         }
         None => {
             let (preset, format) = super::common::synthetic_shape(&args.preset, &args.weights)?;
             synthetic = synthetic_weights(&preset.config(), format, args.seed, preset.name());
-            let name = format!(
-                "{} ({}, synthetic, seed {})",
-                preset.name(),
-                format.name(),
-                args.seed
-            );
-            (&synthetic, name, vec![args.first_token])
+            (Workload::synthetic(&synthetic), vec![args.first_token])
         }
     };
     let mut device = args.device.gpu_options();
     device.timing = TimingRequest::Exactly(TimingMode::Off);
     let gpu = Gpu::new(&device)?;
     let opts = CheckOptions {
-        model,
+        model: workload.name.clone(),
         prompt,
         tokens: args.tokens,
         max_ctx: args.tokens.max(1),
@@ -122,7 +113,7 @@ pub fn run(args: &CheckArgs) -> Result<(), Exit> {
         "gpuscope: checking {} token(s) of {} dispatch by dispatch against {} ...",
         opts.tokens, opts.model, args.against
     );
-    let run = check(&gpu, weights, &opts)?;
+    let run = check(&gpu, workload.weights, &opts)?;
     let text = gpuscope_report::render::render_check(&run.report);
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&run.report)?;
