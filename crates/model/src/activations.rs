@@ -48,10 +48,13 @@ impl Activations {
         let f32s = |n: u32| n as u64 * 4;
         let buf =
             |label: &str, bytes: u64| gpu.create_buffer_as(MemoryKind::Activations, label, bytes);
+        // A windowed layer's cache is a ring of its window's rows.
         let kv_cache = |name: &str| {
-            let bytes = f32s(c.kv_dim()) * max_ctx as u64;
             (0..c.n_layers)
-                .map(|i| gpu.create_buffer_as(MemoryKind::KvCache, &format!("L{i}.{name}"), bytes))
+                .map(|i| {
+                    let bytes = f32s(c.kv_dim()) * u64::from(c.kv_rows_at(i, max_ctx));
+                    gpu.create_buffer_as(MemoryKind::KvCache, &format!("L{i}.{name}"), bytes)
+                })
                 .collect::<Result<Vec<_>, _>>()
         };
         let qkv_rows = c.q_dim() + 2 * c.kv_dim();
@@ -60,11 +63,10 @@ impl Activations {
         let gate_up = buf("ffn_gate_up", f32s(up_row + c.ffn_dim))?;
         let attn = c.attention(max_ctx);
         let fused = |f| plan.fusions.has(f);
-        let split = fused(Fusion::Attention)
-            && plan
-                .attention
-                .unwrap_or_else(|| AttnVariant::for_adapter(gpu, &attn))
-                == AttnVariant::Split;
+        let (variant, _) = plan
+            .attention_choice(gpu, &attn)
+            .map_err(ModelError::Kernel)?;
+        let split = variant == Some(AttnVariant::Split);
         Ok(Activations {
             step: gpu.create_buffer_as(MemoryKind::Other, "step", STEP_BUFFER_BYTES)?,
             token: gpu.create_buffer_as(MemoryKind::Other, "token", 4)?,
@@ -80,10 +82,11 @@ impl Activations {
             logits: buf("logits", f32s(c.vocab))?,
             k_cache: kv_cache("k_cache")?,
             v_cache: kv_cache("v_cache")?,
-            delta: (!fused(Fusion::Residual))
+            delta: (!fused(Fusion::Residual) || c.arch.post_norms)
                 .then(|| buf("delta", f32s(c.dim)))
                 .transpose()?,
-            scores: (!fused(Fusion::Attention))
+            scores: variant
+                .is_none()
                 .then(|| buf("attn_scores", f32s(c.n_heads) * max_ctx as u64))
                 .transpose()?,
             attn_scratch: split

@@ -1,6 +1,14 @@
-//! Llama-family model shapes, and the presets gpuscope can synthesize.
+//! Decoder shapes (the Llama family and the architectures that differ from it in a few
+//! places: Gemma 3, Qwen2, Qwen3, Mistral, Phi-3), and the presets gpuscope can
+//! synthesize.
+//!
+//! An architecture is data ([`ArchFeatures`]): which norms, biases, activation, rope
+//! mode, attention window and rope base per layer it has. The decoders read those
+//! features; nothing is copied per architecture.
 
-/// The shape of a Llama-family decoder.
+pub use crate::arch::{Activation, ArchFeatures, Architecture};
+
+/// The shape of a decoder, with its architecture's features.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlamaConfig {
     pub n_layers: u32,
@@ -16,101 +24,8 @@ pub struct LlamaConfig {
     pub rms_eps: f32,
     /// Output projection shares the token embedding table.
     pub tied_embeddings: bool,
-}
-
-/// A named model shape for synthetic runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preset {
-    /// Two layers of toy size: fast tests.
-    Tiny,
-    /// SmolLM2-135M's exact shape.
-    Smollm2_135m,
-    /// Llama-3.2-1B's shape.
-    Llama1b,
-    /// Llama-3.1-8B's shape.
-    Llama8b,
-}
-
-impl Preset {
-    pub const ALL: [Preset; 4] = [
-        Preset::Tiny,
-        Preset::Smollm2_135m,
-        Preset::Llama1b,
-        Preset::Llama8b,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Tiny => "tiny",
-            Preset::Smollm2_135m => "smollm2-135m",
-            Preset::Llama1b => "llama-1b",
-            Preset::Llama8b => "llama-8b",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Preset> {
-        Preset::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    pub fn config(self) -> LlamaConfig {
-        match self {
-            Preset::Tiny => LlamaConfig {
-                n_layers: 2,
-                dim: 128,
-                n_heads: 4,
-                n_kv_heads: 2,
-                head_dim: 32,
-                ffn_dim: 256,
-                vocab: 512,
-                rope_base: 10000.0,
-                rope_dims: 32,
-                rms_eps: 1e-5,
-                tied_embeddings: true,
-            },
-            // From SmolLM2-135M-Instruct's GGUF metadata.
-            Preset::Smollm2_135m => LlamaConfig {
-                n_layers: 30,
-                dim: 576,
-                n_heads: 9,
-                n_kv_heads: 3,
-                head_dim: 64,
-                ffn_dim: 1536,
-                vocab: 49152,
-                rope_base: 100000.0,
-                rope_dims: 64,
-                rms_eps: 1e-5,
-                tied_embeddings: true,
-            },
-            // From Llama-3.2-1B's config.json.
-            Preset::Llama1b => LlamaConfig {
-                n_layers: 16,
-                dim: 2048,
-                n_heads: 32,
-                n_kv_heads: 8,
-                head_dim: 64,
-                ffn_dim: 8192,
-                vocab: 128256,
-                rope_base: 500000.0,
-                rope_dims: 64,
-                rms_eps: 1e-5,
-                tied_embeddings: true,
-            },
-            // From Llama-3.1-8B's config.json.
-            Preset::Llama8b => LlamaConfig {
-                n_layers: 32,
-                dim: 4096,
-                n_heads: 32,
-                n_kv_heads: 8,
-                head_dim: 128,
-                ffn_dim: 14336,
-                vocab: 128256,
-                rope_base: 500000.0,
-                rope_dims: 128,
-                rms_eps: 1e-5,
-                tied_embeddings: false,
-            },
-        }
-    }
+    /// Where the architecture differs from Llama.
+    pub arch: ArchFeatures,
 }
 
 impl LlamaConfig {
@@ -122,19 +37,13 @@ impl LlamaConfig {
         self.n_kv_heads * self.head_dim
     }
 
-    /// The rope op of this shape over a KV cache of `max_ctx` rows.
+    /// The rope op of layer 0 over a KV cache of `max_ctx` rows ([`Self::rope_at`]).
     pub fn rope(&self, max_ctx: u32) -> gpuscope_ops::rope::Rope {
-        gpuscope_ops::rope::Rope {
-            n_heads: self.n_heads,
-            n_kv_heads: self.n_kv_heads,
-            head_dim: self.head_dim,
-            rope_dims: self.rope_dims,
-            base: self.rope_base,
-            max_ctx,
-        }
+        self.rope_at(0, max_ctx)
     }
 
-    /// The fused attention op of this shape over a KV cache of `max_ctx` rows.
+    /// The largest attention op over a KV cache of `max_ctx` rows: a full-attention
+    /// layer's (what buffers shared by every layer are sized for).
     pub fn attention(&self, max_ctx: u32) -> gpuscope_ops::attention::AttnFused {
         gpuscope_ops::attention::AttnFused {
             n_heads: self.n_heads,
@@ -142,6 +51,53 @@ impl LlamaConfig {
             head_dim: self.head_dim,
             max_ctx,
         }
+    }
+
+    /// The window of layer `layer`, when it has one narrower than `max_ctx`.
+    pub fn window_at(&self, layer: u32, max_ctx: u32) -> Option<u32> {
+        let w = self.arch.sliding_window;
+        (self.arch.is_swa(layer) && w < max_ctx).then_some(w)
+    }
+
+    /// Rows of layer `layer`'s KV cache: the window (a ring, position `p` in row
+    /// `p % window`) on windowed layers, else `max_ctx`. Attention reads every row it
+    /// holds, which for a ring are exactly the window's positions.
+    pub fn kv_rows_at(&self, layer: u32, max_ctx: u32) -> u32 {
+        self.window_at(layer, max_ctx).unwrap_or(max_ctx)
+    }
+
+    /// Layer `layer`'s rope base: the windowed layers' own where the architecture has one.
+    pub fn rope_base_at(&self, layer: u32) -> f32 {
+        match self.arch.rope_base_swa {
+            Some(b) if self.arch.is_swa(layer) => b,
+            _ => self.rope_base,
+        }
+    }
+
+    /// Layer `layer`'s rope op (its base, the architecture's mode) and KV-cache store
+    /// over the layer's cache ([`Self::kv_rows_at`]).
+    pub fn rope_at(&self, layer: u32, max_ctx: u32) -> gpuscope_ops::rope::Rope {
+        gpuscope_ops::rope::Rope {
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+            head_dim: self.head_dim,
+            rope_dims: self.rope_dims,
+            base: self.rope_base_at(layer),
+            max_ctx: self.kv_rows_at(layer, max_ctx),
+            neox: self.arch.rope_neox,
+            ring: self.window_at(layer, max_ctx).is_some(),
+        }
+    }
+
+    /// Layer `layer`'s attention op over its KV cache ([`Self::kv_rows_at`]).
+    pub fn attention_at(&self, layer: u32, max_ctx: u32) -> gpuscope_ops::attention::AttnFused {
+        self.attention(self.kv_rows_at(layer, max_ctx))
+    }
+
+    /// The factor embeddings are multiplied by: √dim in f32 (llama.cpp's `sqrtf(n_embd)`)
+    /// where the architecture scales them.
+    pub fn embed_scale(&self) -> Option<f32> {
+        self.arch.embed_scale.then(|| (self.dim as f32).sqrt())
     }
 
     /// Parameters in the weight matrices, embeddings and norms.
@@ -153,7 +109,17 @@ impl LlamaConfig {
             self.ffn_dim as u64,
             self.vocab as u64,
         );
-        let per_layer = d * q + 2 * d * kv + q * d + 3 * d * f + 2 * d;
+        let a = &self.arch;
+        let mut per_layer = d * q + 2 * d * kv + q * d + 3 * d * f + 2 * d;
+        if a.qkv_bias {
+            per_layer += q + 2 * kv;
+        }
+        if a.qk_norm {
+            per_layer += 2 * self.head_dim as u64;
+        }
+        if a.post_norms {
+            per_layer += 2 * d;
+        }
         let output = if self.tied_embeddings { 0 } else { v * d };
         v * d + output + self.n_layers as u64 * per_layer + d
     }

@@ -5,21 +5,29 @@
 //! (+ residual), rms_norm+gate/up gemv+silu_mul, down projection (+ residual); with none
 //! it is 13 (norm, q/k/v, rope, scores, softmax, values, projection, add, norm, gate/up,
 //! silu_mul, down, add). A fusion whose precondition a layer does not meet (q/k/v or
-//! gate/up split over formats or row chunks) falls back to the unfused ops there, and
-//! the settings say so.
+//! gate/up split over formats or row chunks; an architecture's biases, head norms, NeoX
+//! rope, sliding-window ring, GeGLU or post norms, which the epilogues do not do) falls
+//! back to the unfused ops there, and the settings say so.
+//!
+//! What an architecture adds is a few more dispatches in the layer: the q/k/v bias
+//! (`add`), the q and k head norms (`head_norm`), the post norms (`rms_norm` of the
+//! projection's output, then `add`), GeGLU (`gelu_mul`); per layer, its rope (base,
+//! mode, ring) and its attention over its own KV cache (a window's ring of rows).
 
 use std::collections::BTreeMap;
 
 use gpuscope_ops::add::Add;
 use gpuscope_ops::argmax::Argmax;
 use gpuscope_ops::attention::{AttnFused, AttnVariant};
+use gpuscope_ops::gelu_mul::GeluMul;
 use gpuscope_ops::gemv::{GemvBuffers, GemvEpilogue};
+use gpuscope_ops::head_norm::HeadNorm;
 use gpuscope_ops::rms_norm::RmsNorm;
-use gpuscope_ops::rope::Rope;
 use gpuscope_ops::silu_mul::SiluMul;
 use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, Graph, Section};
 
 use crate::activations::Activations;
+use crate::arch::Activation;
 use crate::config::LlamaConfig;
 use crate::error::ModelError;
 use crate::gpu_weights::{GpuLayer, GpuMatrix, GpuWeights};
@@ -37,12 +45,14 @@ pub(crate) enum AttnCost {
     Values,
 }
 
-/// A dispatch whose cost grows with the context: where it is in the graph, and how.
+/// A dispatch whose cost grows with the context: where it is in the graph, how, and
+/// its layer's attention (over that layer's cache rows).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AttentionSite {
     pub section: usize,
     pub dispatch: usize,
     pub kind: AttnCost,
+    pub op: AttnFused,
 }
 
 /// The built graph and what the decoder needs to keep from building it.
@@ -78,31 +88,29 @@ pub(crate) fn build_decode(
     planted: Option<&PlantedSlowdown>,
 ) -> Result<DecodeGraph, ModelError> {
     let attn = c.attention(max_ctx);
-    let attention_variant = match plan.attention {
-        Some(v) => {
-            v.supported(gpu, &attn).map_err(ModelError::Kernel)?;
-            v
-        }
-        None => AttnVariant::for_adapter(gpu, &attn),
-    };
+    let (attention_variant, attention_skipped) = plan
+        .attention_choice(gpu, &attn)
+        .map_err(ModelError::Kernel)?;
     let mut b = Builder {
         gpu,
         c,
         plan,
         a,
         planted,
-        attn,
+        max_ctx,
         attention_variant,
-        rope: c.rope(max_ctx),
         rms: RmsNorm {
             n: c.dim,
             eps: c.rms_eps,
         },
         skipped: BTreeMap::new(),
     };
+    if let Some(why) = attention_skipped {
+        b.skipped.insert("attention", why);
+    }
     let embed = w
         .token_embd
-        .embedding(gpu, &a.token, &a.x)?
+        .embedding(gpu, &a.token, &a.x, c.embed_scale())?
         .into_iter()
         .map(|d| d.labelled("token_embd", None))
         .collect();
@@ -121,6 +129,7 @@ pub(crate) fn build_decode(
                 section: sections.len(),
                 dispatch,
                 kind,
+                op: c.attention_at(i as u32, max_ctx),
             });
         }
         sections.push(Section::new(
@@ -219,9 +228,9 @@ struct Builder<'a> {
     plan: &'a KernelPlan,
     a: &'a Activations,
     planted: Option<&'a PlantedSlowdown>,
-    attn: AttnFused,
-    attention_variant: AttnVariant,
-    rope: Rope,
+    max_ctx: u32,
+    /// The fused attention kernel, or `None` for scores, softmax and values.
+    attention_variant: Option<AttnVariant>,
     rms: RmsNorm,
     /// Fusions the plan asks for that some layer cannot take, with why (the settings
     /// say so).
@@ -278,8 +287,33 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// rms_norm, q/k/v (with rope and the KV store, fused or not), attention and the
-    /// output projection with its residual add.
+    /// The rope of layer `li` fused into the q/k/v gemv where every part holds whole
+    /// row pairs and the architecture adds nothing between the gemv and rope; else why
+    /// not (`Err`, the settings' reason).
+    fn rope_fusion(&self, layer: &GpuLayer, li: u32) -> Result<(), String> {
+        let a = &self.c.arch;
+        if !layer.wqkv.iter().all(GpuMatrix::whole_pairs) {
+            return Err(format!(
+                "layer {li}: q/k/v row chunks do not hold whole row pairs"
+            ));
+        }
+        let why = if a.rope_neox {
+            "NeoX rope (the epilogue rotates adjacent rows)"
+        } else if layer.extra.qkv_bias.is_some() {
+            "q/k/v biases come between the gemv and rope"
+        } else if layer.extra.q_norm.is_some() {
+            "q/k head norms come between the gemv and rope"
+        } else if self.c.window_at(li, self.max_ctx).is_some() {
+            "sliding-window layers keep a ring cache (the epilogue stores rows linearly)"
+        } else {
+            return Ok(());
+        };
+        Err(format!("{} ({why})", a.architecture.name()))
+    }
+
+    /// rms_norm, q/k/v (with rope and the KV store, fused or not; biases and head norms
+    /// where the architecture has them), attention and the output projection with its
+    /// residual add (and post norm).
     fn attention_block(
         &mut self,
         l: &mut Layer,
@@ -288,6 +322,7 @@ impl<'a> Builder<'a> {
     ) -> Result<(), ModelError> {
         let (gpu, c, a, li) = (self.gpu, self.c, self.a, l.index);
         let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
+        let rope = c.rope_at(li, self.max_ctx);
         if !self.fused(Fusion::Norm) {
             l.push(
                 "attn_norm",
@@ -295,24 +330,22 @@ impl<'a> Builder<'a> {
             );
         }
         let (qkv_in, qkv_norm) = self.input(&layer.attn_norm);
-        let rope_fused = self.fused(Fusion::Rope) && layer.wqkv.iter().all(GpuMatrix::whole_pairs);
-        if self.fused(Fusion::Rope) && !rope_fused {
-            self.skipped.insert(
-                "rope",
-                format!("layer {li}: q/k/v row chunks do not hold whole row pairs"),
-            );
-        }
+        let rope_fused = self.fused(Fusion::Rope)
+            && match self.rope_fusion(layer, li) {
+                Ok(()) => true,
+                Err(why) => {
+                    self.skipped.entry("rope").or_insert(why);
+                    false
+                }
+            };
         let mut qkv = Vec::new();
         for part in &layer.wqkv {
-            let (epilogue, io) = if rope_fused {
-                let mut io = GemvBuffers::new(qkv_in, qkv_in, &a.qkv);
+            let mut io = GemvBuffers::new(qkv_in, qkv_in, &a.qkv);
+            let epilogue = if rope_fused {
                 io.kv = Some((&a.step, kc, vc));
-                (GemvEpilogue::RopeKv(self.rope), io)
+                GemvEpilogue::RopeKv(rope)
             } else {
-                (
-                    GemvEpilogue::Store,
-                    GemvBuffers::new(qkv_in, qkv_in, &a.qkv),
-                )
+                GemvEpilogue::Store
             };
             let io = GemvBuffers {
                 norm_weight: qkv_norm,
@@ -329,20 +362,46 @@ impl<'a> Builder<'a> {
         }
         l.push("attn_qkv", qkv);
         if !rope_fused {
+            self.qkv_extras(l, layer)?;
             let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
             l.push(
                 "rope",
-                vec![self
-                    .rope
-                    .dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
+                vec![rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
             );
         }
         self.attention(l, kc, vc)?;
-        self.residual_gemv(l, "attn_output", &layer.wo, &a.attn)
+        let post = layer.extra.post_attn_norm.as_ref();
+        self.residual_gemv(l, "attn_output", &layer.wo, &a.attn, post)
     }
 
-    /// rms_norm, gate/up with silu_mul (fused where gate and up are one matrix), and
-    /// the down projection with its residual add.
+    /// What comes between the q/k/v gemv and rope: the biases, then the q and k head
+    /// norms, in place in the q/k/v buffer.
+    fn qkv_extras(&self, l: &mut Layer, layer: &GpuLayer) -> Result<(), ModelError> {
+        let (gpu, c, a) = (self.gpu, self.c, self.a);
+        let e = &layer.extra;
+        if let Some(bias) = &e.qkv_bias {
+            let add = Add {
+                n: c.q_dim() + 2 * c.kv_dim(),
+            };
+            l.push("attn_qkv_bias", vec![add.dispatch(gpu, &a.qkv, bias)?]);
+        }
+        if let (Some(qn), Some(kn)) = (&e.q_norm, &e.k_norm) {
+            let op = HeadNorm {
+                n_heads: c.n_heads,
+                n_kv_heads: c.n_kv_heads,
+                head_dim: c.head_dim,
+                q_off: 0,
+                k_off: c.q_dim(),
+                eps: c.rms_eps,
+            };
+            l.push("attn_qk_norm", vec![op.dispatch(gpu, &a.qkv, qn, kn)?]);
+        }
+        Ok(())
+    }
+
+    /// rms_norm, gate/up with the activation (silu_mul fused into the gemv where gate and
+    /// up are one matrix and the activation is silu), and the down projection with its
+    /// residual add (and post norm).
     fn ffn_block(
         &mut self,
         l: &mut Layer,
@@ -361,8 +420,9 @@ impl<'a> Builder<'a> {
             [m] if m.chunks.len() == 1 => Some(m),
             _ => None,
         };
+        let silu = c.arch.activation == Activation::Silu;
         match stacked {
-            Some(m) if self.fused(Fusion::Silu) => {
+            Some(m) if self.fused(Fusion::Silu) && silu => {
                 let io = GemvBuffers {
                     norm_weight: ffn_norm,
                     ..GemvBuffers::new(ffn_in, ffn_in, &a.hidden)
@@ -385,35 +445,60 @@ impl<'a> Builder<'a> {
             }
             _ => {
                 if self.fused(Fusion::Silu) {
-                    self.skipped.insert(
-                        "silu",
-                        format!("layer {li}: gate and up are not one matrix (formats differ or row chunks)"),
-                    );
-                }
-                let mut gu = Vec::new();
-                for part in &layer.w_gate_up {
-                    let io = GemvBuffers {
-                        norm_weight: ffn_norm,
-                        ..GemvBuffers::new(ffn_in, ffn_in, &a.gate_up)
+                    let why = if !silu {
+                        format!(
+                            "{} (GeGLU: the epilogue is silu's)",
+                            c.arch.architecture.name()
+                        )
+                    } else {
+                        format!("layer {li}: gate and up are not one matrix (formats differ or row chunks)")
                     };
-                    gu.extend(part.gemv_fused(
-                        gpu,
-                        self.plan,
-                        self.norm_eps(),
-                        GemvEpilogue::Store,
-                        io,
-                        self.extra("ffn_gate_up"),
-                    )?);
+                    self.skipped.entry("silu").or_insert(why);
                 }
-                l.push("ffn_gate_up", gu);
-                let silu = SiluMul { n: c.ffn_dim };
-                l.push(
-                    "ffn_silu_mul",
-                    vec![silu.dispatch(gpu, &a.gate, &a.up, &a.hidden)?],
-                );
+                self.gate_up_unfused(l, layer, ffn_in, ffn_norm)?;
             }
         }
-        self.residual_gemv(l, "ffn_down", &layer.w_down, &a.hidden)
+        let post = layer.extra.post_ffn_norm.as_ref();
+        self.residual_gemv(l, "ffn_down", &layer.w_down, &a.hidden, post)
+    }
+
+    /// gate/up into their buffer, then the activation (`silu_mul` or `gelu_mul`).
+    fn gate_up_unfused(
+        &self,
+        l: &mut Layer,
+        layer: &GpuLayer,
+        ffn_in: &GpuBuffer,
+        ffn_norm: Option<&GpuBuffer>,
+    ) -> Result<(), ModelError> {
+        let (gpu, c, a) = (self.gpu, self.c, self.a);
+        let mut gu = Vec::new();
+        for part in &layer.w_gate_up {
+            let io = GemvBuffers {
+                norm_weight: ffn_norm,
+                ..GemvBuffers::new(ffn_in, ffn_in, &a.gate_up)
+            };
+            gu.extend(part.gemv_fused(
+                gpu,
+                self.plan,
+                self.norm_eps(),
+                GemvEpilogue::Store,
+                io,
+                self.extra("ffn_gate_up"),
+            )?);
+        }
+        l.push("ffn_gate_up", gu);
+        let act = match c.arch.activation {
+            Activation::Silu => (
+                "ffn_silu_mul",
+                SiluMul { n: c.ffn_dim }.dispatch(gpu, &a.gate, &a.up, &a.hidden)?,
+            ),
+            Activation::GeluTanh => (
+                "ffn_gelu_mul",
+                GeluMul { n: c.ffn_dim }.dispatch(gpu, &a.gate, &a.up, &a.hidden)?,
+            ),
+        };
+        l.push(act.0, vec![act.1]);
+        Ok(())
     }
 
     /// The `head` section: the output norm (unless folded into the output gemv), the
@@ -441,11 +526,12 @@ impl<'a> Builder<'a> {
         Ok(Section::new("head", None, head))
     }
 
-    /// Attention: fused (one dispatch, or two for `split`) or scores, softmax, values.
+    /// Attention over layer `l`'s cache: fused (one dispatch, or two for `split`) or
+    /// scores, softmax, values.
     fn attention(&self, l: &mut Layer, kc: &GpuBuffer, vc: &GpuBuffer) -> Result<(), ModelError> {
-        let variant = self.attention_variant;
-        let (gpu, a, op) = (self.gpu, self.a, &self.attn);
-        if !self.fused(Fusion::Attention) {
+        let (gpu, a) = (self.gpu, self.a);
+        let op = self.c.attention_at(l.index, self.max_ctx);
+        let Some(variant) = self.attention_variant else {
             let scores = a.scores.as_ref().expect("allocated");
             let (scores_op, softmax, values_op) = op.parts();
             let d = scores_op.dispatch(gpu, &a.step, &a.q, kc, scores)?;
@@ -455,7 +541,7 @@ impl<'a> Builder<'a> {
             let d = values_op.dispatch(gpu, &a.step, scores, vc, &a.attn)?;
             l.push_attention("attn_values", d, AttnCost::Values);
             return Ok(());
-        }
+        };
         let ds = op.dispatch_variant(
             gpu,
             variant,
@@ -474,25 +560,47 @@ impl<'a> Builder<'a> {
     }
 
     /// x += W·input: the residual add in the gemv's epilogue, or a gemv into `delta` and
-    /// an `add` dispatch.
+    /// an `add` dispatch; with a post norm (Gemma 3), x += rms_norm(W·input)·w through
+    /// `x_norm`.
     fn residual_gemv(
-        &self,
+        &mut self,
         l: &mut Layer,
         name: &str,
         m: &GpuMatrix,
         input: &GpuBuffer,
+        post_norm: Option<&GpuBuffer>,
     ) -> Result<(), ModelError> {
         let (gpu, a) = (self.gpu, self.a);
-        if self.fused(Fusion::Residual) {
+        if self.fused(Fusion::Residual) && post_norm.is_none() {
             let ds = m.gemv(gpu, self.plan, input, &a.x, true, self.extra(name))?;
             l.push(name, ds);
-        } else {
-            let delta = a.delta.as_ref().expect("allocated");
-            let ds = m.gemv(gpu, self.plan, input, delta, false, self.extra(name))?;
-            l.push(name, ds);
-            let add = Add { n: self.c.dim }.dispatch(gpu, &a.x, delta)?;
-            l.push(&format!("{name}_add"), vec![add]);
+            return Ok(());
         }
+        if self.fused(Fusion::Residual) {
+            let why = format!(
+                "{} (a norm of the projection comes before the residual add)",
+                self.c.arch.architecture.name()
+            );
+            self.skipped.entry("residual").or_insert(why);
+        }
+        let delta = a.delta.as_ref().expect("allocated");
+        let ds = m.gemv(gpu, self.plan, input, delta, false, self.extra(name))?;
+        l.push(name, ds);
+        let add = Add { n: self.c.dim };
+        let added = match post_norm {
+            Some(w) => {
+                let norm = self.rms.dispatch(gpu, delta, w, &a.xn)?;
+                let post = if name == "attn_output" {
+                    "post_attention_norm"
+                } else {
+                    "post_ffw_norm"
+                };
+                l.push(post, vec![norm]);
+                add.dispatch(gpu, &a.x, &a.xn)?
+            }
+            None => add.dispatch(gpu, &a.x, delta)?,
+        };
+        l.push(&format!("{name}_add"), vec![added]);
         Ok(())
     }
 }

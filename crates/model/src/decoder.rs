@@ -260,11 +260,10 @@ impl GpuDecoder {
 
     /// Attention's bytes and FLOPs grow with the context; keep the declared costs exact.
     fn update_attention_costs(&mut self, n_ctx: u32) {
-        let c = &self.config;
-        let op = c.attention(self.options.max_ctx);
         for site in &self.attention_dispatches {
+            // A window's ring holds at most its rows.
             self.graph.sections[site.section].dispatches[site.dispatch].cost =
-                site.kind.at(&op, n_ctx);
+                site.kind.at(&site.op, n_ctx.min(site.op.max_ctx));
         }
     }
 }
@@ -305,7 +304,12 @@ impl GpuDecoder {
         }
         self.prefill = None;
         self.prefill_steps = None;
-        if self.plan.gemv == GemvVariant::Rows && !layers_run_wide(&self.weights, gpu, max_batch) {
+        // The batched graph is Llama's: other architectures' prompts go through the
+        // decode graph, a step per token.
+        if !self.config.arch.is_plain()
+            || self.plan.gemv == GemvVariant::Rows
+                && !layers_run_wide(&self.weights, gpu, max_batch)
+        {
             self.prefill_steps = Some(max_batch);
             return Ok(());
         }
@@ -341,6 +345,12 @@ impl GpuDecoder {
     pub fn prefill_method(&self) -> String {
         match (&self.prefill, self.prefill_steps) {
             (Some(p), _) => format!("batched prefill, up to {} tokens per submit", p.max_batch),
+            (None, Some(_)) if !self.config.arch.is_plain() => format!(
+                "one decode step per token, up to {} in flight (the batched prefill graph is Llama's; {} adds {})",
+                gpuscope_runtime::MAX_IN_FLIGHT,
+                self.config.arch.architecture.name(),
+                self.config.arch.describe()
+            ),
             (None, Some(_)) => format!(
                 "one decode step per token, up to {} in flight (gemv variant {}: the batched kernels have no CPU-style form)",
                 gpuscope_runtime::MAX_IN_FLIGHT,

@@ -188,11 +188,13 @@ impl GpuMatrix {
             .any(|(_, op)| op.runs_gemm(kind, gpu))
     }
 
+    /// The lookup of `token`'s row into `out`, times `scale` where given (Gemma's √dim).
     pub(crate) fn embedding(
         &self,
         gpu: &Gpu,
         token: &GpuBuffer,
         out: &GpuBuffer,
+        scale: Option<f32>,
     ) -> Result<Vec<Dispatch>, ModelError> {
         self.chunks
             .iter()
@@ -203,7 +205,7 @@ impl GpuMatrix {
                     format: self.tensor_format,
                     row_start: c.first_row,
                 };
-                Ok(op.dispatch(gpu, &c.buffer, token, out)?)
+                Ok(op.dispatch_scaled(gpu, &c.buffer, token, out, scale.unwrap_or(1.0))?)
             })
             .collect()
     }
@@ -281,6 +283,46 @@ pub(crate) struct GpuLayer {
     pub(crate) wo: GpuMatrix,
     pub(crate) w_gate_up: Vec<GpuMatrix>,
     pub(crate) w_down: GpuMatrix,
+    /// What the architecture adds ([`crate::weights::LayerExtras`]).
+    pub(crate) extra: GpuExtras,
+}
+
+/// The buffers of an architecture's extra vectors, each where the layer has it.
+#[derive(Default)]
+pub(crate) struct GpuExtras {
+    pub(crate) qkv_bias: Option<GpuBuffer>,
+    pub(crate) q_norm: Option<GpuBuffer>,
+    pub(crate) k_norm: Option<GpuBuffer>,
+    pub(crate) post_attn_norm: Option<GpuBuffer>,
+    pub(crate) post_ffn_norm: Option<GpuBuffer>,
+}
+
+impl GpuExtras {
+    fn upload(
+        gpu: &Gpu,
+        layer: usize,
+        e: &crate::weights::LayerExtras,
+    ) -> Result<GpuExtras, ModelError> {
+        let up = |name: &str, v: &Option<Vec<f32>>| -> Result<Option<GpuBuffer>, ModelError> {
+            v.as_ref()
+                .map(|v| {
+                    gpu.create_buffer_init_as(
+                        MemoryKind::Weights,
+                        &format!("L{layer}.{name}"),
+                        bytemuck::cast_slice(v),
+                    )
+                })
+                .transpose()
+                .map_err(ModelError::from)
+        };
+        Ok(GpuExtras {
+            qkv_bias: up("attn_qkv_bias", &e.qkv_bias)?,
+            q_norm: up("attn_q_norm", &e.q_norm)?,
+            k_norm: up("attn_k_norm", &e.k_norm)?,
+            post_attn_norm: up("post_attention_norm", &e.post_attn_norm)?,
+            post_ffn_norm: up("post_ffw_norm", &e.post_ffn_norm)?,
+        })
+    }
 }
 
 /// Every weight buffer on the GPU: shared by the decode and prefill graphs (uploaded once).
@@ -359,6 +401,7 @@ impl GpuWeights {
                         plan,
                     )?,
                     w_down: upload_matrix(gpu, &layer.w_down, plan)?,
+                    extra: GpuExtras::upload(gpu, i, &layer.extra)?,
                 })
             })
             .collect::<Result<_, ModelError>>()?;

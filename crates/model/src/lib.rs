@@ -1,6 +1,9 @@
-//! gpuscope-model: the workload gpuscope profiles — Llama-family decoding.
+//! gpuscope-model: the workload gpuscope profiles — decoding Llama, Gemma 3, Qwen2/2.5,
+//! Qwen3, Mistral and Phi-3 models.
 //!
-//! - [`config`]: model shapes and the presets (`smollm2-135m`, `llama-1b`, `llama-8b`).
+//! - [`config`]: model shapes and the presets (`smollm2-135m`, `llama-1b`, `llama-8b`,
+//!   `gemma3-270m`, `qwen2.5-0.5b`, `qwen3-0.6b`, `mistral-7b`, `phi3-mini`, tiny ones);
+//!   [`arch`]: what each architecture adds to Llama, as data.
 //! - [`gguf`]: the GGUF reader (memory-mapped, hostile-input proof); [`load`]: its Llama
 //!   mapping to weights; [`tokenizer`]: the file's tokenizer; [`test_model`]: the real
 //!   model the tests fetch.
@@ -21,6 +24,7 @@
 //! - [`bench`](mod@bench): llama-bench's pp / tg / pg tests, timed on the wall clock.
 
 mod activations;
+pub mod arch;
 pub mod bench;
 pub mod check;
 pub mod config;
@@ -35,6 +39,7 @@ pub mod load;
 pub mod plan;
 mod planted;
 mod prefill_graph;
+pub mod presets;
 pub mod session;
 pub mod synth;
 pub mod synthetic;
@@ -42,8 +47,9 @@ pub mod test_model;
 pub mod tokenizer;
 pub mod weights;
 
+pub use arch::{Activation, ArchFeatures, Architecture};
 pub use bench::{bench_decoder, run_bench_test, BenchTest};
-pub use config::{LlamaConfig, Preset};
+pub use config::LlamaConfig;
 pub use cpu::CpuDecoder;
 pub use decoder::{DecoderOptions, GpuDecoder, PendingPrefill};
 pub use error::ModelError;
@@ -51,6 +57,7 @@ pub use generate::{Ended, Flow, GenerateOptions, Generator, PromptDone, Step};
 pub use load::{load_gguf, load_model, LoadError, LoadedModel, ModelInfo};
 pub use plan::{Fusion, Fusions, GemvTuning, KernelPlan, LARGE_GEMV_WEIGHTS};
 pub use planted::PlantedSlowdown;
+pub use presets::Preset;
 pub use session::{
     generate, profile, profile_decode, CaptureOutcome, CaptureTarget, Generation,
     GenerationRequest, ProfileOptions, ProfileRun, Warmup, Workload, PREFILL_BATCH,

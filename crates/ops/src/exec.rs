@@ -180,6 +180,16 @@ impl<'a, T: Real> Call<'a, T> {
     }
 
     /// An override constant used as f32 by the kernel (rounded to f32, as the GPU sees it).
+    /// [`Self::f32_const`], or `default` when the pipeline does not set it (constants
+    /// added after captures were made).
+    pub fn f32_const_or(&self, name: &str, default: f32) -> Result<f32, ExecError> {
+        if self.constants.iter().any(|(k, _)| k == name) {
+            self.f32_const(name)
+        } else {
+            Ok(default)
+        }
+    }
+
     pub fn f32_const(&self, name: &str) -> Result<f32, ExecError> {
         Ok(self.constant(name)? as f32)
     }
@@ -473,6 +483,16 @@ pub static EXECUTORS: &[Executor] = &[
         crate::silu_mul::exec::batched_shaders,
         &[F32, F32, U32],
         crate::silu_mul::exec::run_batched
+    ),
+    entry!(
+        || vec![crate::gelu_mul::SHADER.name],
+        &[F32, F32, F32],
+        crate::gelu_mul::exec::run
+    ),
+    entry!(
+        || vec![crate::head_norm::SHADER.name],
+        &[F32, F32, F32],
+        crate::head_norm::exec::run
     ),
     entry!(
         || vec![crate::add::SHADER.name],

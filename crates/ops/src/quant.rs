@@ -11,13 +11,17 @@
 //! | q8_0   | 32    | 34    | `f16 d`, `i8 qs[32]`; x = qs·d                           |
 //! | q4_0   | 32    | 18    | `f16 d`, `u8 qs[16]`; x = (nibble − 8)·d                  |
 //! | q4_1   | 32    | 20    | `f16 d`, `f16 m`, `u8 qs[16]`; x = nibble·d + m           |
+//! | q5_0   | 32    | 22    | `f16 d`, `u32 qh`, `u8 qs[16]`; x = (q − 16)·d, q = nibble + 16·bit |
+//! | q5_1   | 32    | 24    | `f16 d`, `f16 m`, `u32 qh`, `u8 qs[16]`; x = q·d + m       |
 //! | bf16   | 1     | 2     | the high half of an f32                                 |
 //! | q4_k   | 256   | 144   | `f16 d`, `f16 dmin`, `u8 scales[12]`, `u8 qs[128]`        |
 //! | q5_k   | 256   | 176   | `f16 d`, `f16 dmin`, `u8 scales[12]`, `u8 qh[32]`, `u8 qs[128]` |
 //! | q6_k   | 256   | 210   | `u8 ql[128]`, `u8 qh[64]`, `i8 scales[16]`, `f16 d`         |
 //!
 //! In the 4-bit formats byte `j` of `qs` holds element `j` in its low nibble and element
-//! `j + 16` in its high nibble (ggml's `block_q4_0` / `block_q4_1`). The K formats
+//! `j + 16` in its high nibble (ggml's `block_q4_0` / `block_q4_1`); the 5-bit formats
+//! add each element's fifth bit, element `j`'s as bit `j` of `qh` (ggml's `block_q5_0` /
+//! `block_q5_1`). The K formats
 //! (256-element super-blocks with per-sub-block scales) are described in `quant/k.rs`.
 //!
 //! The quantizers follow ggml's `quantize_row_*_ref` in `ggml-quants.c` (the functions
@@ -37,7 +41,7 @@ mod k;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuantError {
     #[error(
-        "unknown weight format {0:?} (known: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k)"
+        "unknown weight format {0:?} (known: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k)"
     )]
     UnknownFormat(String),
     #[error(
@@ -63,11 +67,13 @@ pub enum WeightFormat {
     Q4_K,
     Q5_K,
     Q6_K,
+    Q5_0,
+    Q5_1,
 }
 
 impl WeightFormat {
     /// Every format, in declaration order (tests and sweeps iterate over it).
-    pub const ALL: [WeightFormat; 9] = [
+    pub const ALL: [WeightFormat; 11] = [
         Self::F32,
         Self::F16,
         Self::Q8_0,
@@ -77,6 +83,8 @@ impl WeightFormat {
         Self::Q4_K,
         Self::Q5_K,
         Self::Q6_K,
+        Self::Q5_0,
+        Self::Q5_1,
     ];
 
     /// ggml's lower-case name, as in `gemv_q4_1`.
@@ -91,6 +99,8 @@ impl WeightFormat {
             Self::Q4_K => "q4_k",
             Self::Q5_K => "q5_k",
             Self::Q6_K => "q6_k",
+            Self::Q5_0 => "q5_0",
+            Self::Q5_1 => "q5_1",
         }
     }
 
@@ -108,7 +118,8 @@ impl WeightFormat {
         Self::ALL.into_iter().find(|f| f.ggml_type_id() == id)
     }
 
-    /// ggml's `ggml_type` value: F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 8, Q4_K = 12,
+    /// ggml's `ggml_type` value: F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7,
+    /// Q8_0 = 8, Q4_K = 12,
     /// Q5_K = 13, Q6_K = 14, BF16 = 30.
     pub fn ggml_type_id(self) -> u32 {
         match self {
@@ -120,6 +131,8 @@ impl WeightFormat {
             Self::Q4_K => 12,
             Self::Q5_K => 13,
             Self::Q6_K => 14,
+            Self::Q5_0 => 6,
+            Self::Q5_1 => 7,
             Self::BF16 => 30,
         }
     }
@@ -128,7 +141,7 @@ impl WeightFormat {
     pub fn block_elems(self) -> u32 {
         match self {
             Self::F32 | Self::F16 | Self::BF16 => 1,
-            Self::Q8_0 | Self::Q4_0 | Self::Q4_1 => 32,
+            Self::Q8_0 | Self::Q4_0 | Self::Q4_1 | Self::Q5_0 | Self::Q5_1 => 32,
             Self::Q4_K | Self::Q5_K | Self::Q6_K => k::QK_K as u32,
         }
     }
@@ -145,6 +158,8 @@ impl WeightFormat {
             Self::Q4_K => k::Q4_K_BYTES as u32,
             Self::Q5_K => k::Q5_K_BYTES as u32,
             Self::Q6_K => k::Q6_K_BYTES as u32,
+            Self::Q5_0 => 22,
+            Self::Q5_1 => 24,
         }
     }
 
@@ -204,6 +219,12 @@ impl WeightFormat {
             Self::Q6_K => x
                 .chunks_exact(k::QK_K)
                 .for_each(|b| k::quantize_block_q6_k(b, &mut out)),
+            Self::Q5_0 => x
+                .chunks_exact(32)
+                .for_each(|b| quantize_block_q5_0(b, &mut out)),
+            Self::Q5_1 => x
+                .chunks_exact(32)
+                .for_each(|b| quantize_block_q5_1(b, &mut out)),
         }
         debug_assert_eq!(out.len() as u64, n);
         out
@@ -258,6 +279,8 @@ impl WeightFormat {
                 Self::Q4_K => k::dequantize_block_q4_k(b, o),
                 Self::Q5_K => k::dequantize_block_q5_k(b, o),
                 Self::Q6_K => k::dequantize_block_q6_k(b, o),
+                Self::Q5_0 => dequantize_block_q5(b, o, None),
+                Self::Q5_1 => dequantize_block_q5(b, o, Some(f16_at(b, 2))),
             }
         }
     }
@@ -356,6 +379,86 @@ fn quantize_block_q4_1(x: &[f32], out: &mut Vec<u8>) {
     for j in 0..16 {
         out.push(q(x[j]) | (q(x[j + 16]) << 4));
     }
+}
+
+/// `dequantize_row_q5_0` / `_q5_1` for one block: q = nibble | (bit << 4); q5_0 gives
+/// (q − 16)·d, q5_1 (`m` given) q·d + m.
+fn dequantize_block_q5(b: &[u8], o: &mut [f32], m: Option<f32>) {
+    let d = f16_at(b, 0);
+    let at = if m.is_some() { 4 } else { 2 };
+    let qh = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let qs = &b[at + 4..at + 20];
+    for j in 0..16 {
+        let q0 = i32::from(qs[j] & 0x0F) | (((qh >> j) & 1) << 4) as i32;
+        let q1 = i32::from(qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4) as i32;
+        match m {
+            None => {
+                o[j] = (q0 - 16) as f32 * d;
+                o[j + 16] = (q1 - 16) as f32 * d;
+            }
+            Some(m) => {
+                o[j] = q0 as f32 * d + m;
+                o[j + 16] = q1 as f32 * d + m;
+            }
+        }
+    }
+}
+
+/// The 16 nibble bytes and the fifth-bit word of a 5-bit block from its 32 quants.
+fn pack_q5(q: &[u8; 32]) -> ([u8; 16], u32) {
+    let (mut qs, mut qh) = ([0u8; 16], 0u32);
+    for j in 0..16 {
+        qs[j] = (q[j] & 0x0F) | ((q[j + 16] & 0x0F) << 4);
+        qh |= u32::from((q[j] & 0x10) >> 4) << j;
+        qh |= u32::from((q[j + 16] & 0x10) >> 4) << (j + 16);
+    }
+    (qs, qh)
+}
+
+/// `quantize_row_q5_0_ref`: as q4_0 with 32 levels: d = max/−16,
+/// q = min(31, (int8_t)(x·id + 16.5)).
+fn quantize_block_q5_0(x: &[f32], out: &mut Vec<u8>) {
+    let (mut amax, mut max) = (0.0f32, 0.0f32);
+    for &v in x {
+        if amax < v.abs() {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    let d = max / -16.0;
+    let id = recip_or_zero(d);
+    let mut q = [0u8; 32];
+    for (qj, &v) in q.iter_mut().zip(x) {
+        *qj = ((v * id + 16.5) as i8).min(31) as u8;
+    }
+    let (qs, qh) = pack_q5(&q);
+    out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+    out.extend_from_slice(&qh.to_le_bytes());
+    out.extend_from_slice(&qs);
+}
+
+/// `quantize_row_q5_1_ref`: d = (max−min)/31, m = min, q = (uint8_t)((x−min)·id + 0.5).
+fn quantize_block_q5_1(x: &[f32], out: &mut Vec<u8>) {
+    let (mut min, mut max) = (f32::MAX, -f32::MAX);
+    for &v in x {
+        if v < min {
+            min = v;
+        }
+        if v > max {
+            max = v;
+        }
+    }
+    let d = (max - min) / 31.0;
+    let id = recip_or_zero(d);
+    let mut q = [0u8; 32];
+    for (qj, &v) in q.iter_mut().zip(x) {
+        *qj = ((v - min) * id + 0.5) as u8;
+    }
+    let (qs, qh) = pack_q5(&q);
+    out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+    out.extend_from_slice(&f16::from_f32(min).to_le_bytes());
+    out.extend_from_slice(&qh.to_le_bytes());
+    out.extend_from_slice(&qs);
 }
 
 #[cfg(test)]

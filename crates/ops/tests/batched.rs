@@ -474,6 +474,8 @@ fn rope_batched_matches_oracle() {
         rope_dims: 16,
         base: 10000.0,
         max_ctx: 12,
+        neox: false,
+        ring: false,
     };
     let (q, kv) = (64u32, 32u32);
     let op = RopeBatched {

@@ -189,6 +189,8 @@ const ROPE_3X1: Rope = Rope {
     rope_dims: 6,
     base: 10000.0,
     max_ctx: 5,
+    neox: false,
+    ring: false,
 };
 
 /// The `rows` frame over 32-byte loads (`.wide` shaders: packed q4_0 / q4_1 / q8_0 on
@@ -694,6 +696,8 @@ fn rope_epilogue_matches_gemv_then_rope_and_cache_stores() {
         rope_dims: 6,
         base: 10000.0,
         max_ctx: 5,
+        neox: false,
+        ring: false,
     };
     let (q, kv) = (24u32, 8u32);
     for variant in variants(gpu) {
@@ -729,6 +733,8 @@ fn rope_epilogue_outside_the_cache_stores_nothing() {
         rope_dims: 4,
         base: 10000.0,
         max_ctx: 2,
+        neox: false,
+        ring: false,
     };
     let op = GemvFused {
         gemv: matrix(WeightFormat::Q8_0, 24, 64, 0),
@@ -771,6 +777,8 @@ fn fused_op_names_and_costs() {
         rope_dims: 32,
         base: 1e4,
         max_ctx: 8,
+        neox: false,
+        ring: false,
     };
     let plain = GemvFused::plain(g);
     let normed = GemvFused {
@@ -820,6 +828,8 @@ fn fused_forms_check_their_buffers() {
             rope_dims: 4,
             base: 1e4,
             max_ctx: 4,
+            neox: false,
+            ring: false,
         }),
         ..GemvFused::plain(Gemv { out_offset: 1, ..g })
     };

@@ -114,6 +114,8 @@ fn cpu_oracles_known_values() {
         rope_dims: 2,
         base: 10000.0,
         max_ctx: 2,
+        neox: false,
+        ring: false,
     };
     let mut q = [1.0, 0.0, 5.0, 6.0];
     let (mut kc, mut vc) = ([0.0; 8], [0.0; 8]);
@@ -251,6 +253,8 @@ fn rope_matches_cpu() {
             rope_dims,
             base,
             max_ctx,
+            neox: false,
+            ring: false,
         };
         let nq = (n_heads * head_dim) as usize;
         let row = op.kv_row() as usize;
@@ -420,6 +424,8 @@ fn attention_chain_over_tokens() {
         rope_dims: head_dim,
         base: 10000.0,
         max_ctx,
+        neox: false,
+        ring: false,
     };
     let scores = AttnScores {
         n_heads,
@@ -679,6 +685,8 @@ fn bad_shapes_and_short_buffers_are_errors() {
         rope_dims: 65,
         base: 1e4,
         max_ctx: 1,
+        neox: false,
+        ring: false,
     }
     .dispatch(gpu, &step, &big, &big, &big, &big, &big)
     .unwrap_err();
@@ -700,6 +708,8 @@ fn rope_qkv_matches_rope_on_separate_buffers() {
         rope_dims: head_dim,
         base: 100000.0,
         max_ctx,
+        neox: false,
+        ring: false,
     };
     let nq = (n_heads * head_dim) as usize;
     let row = op.kv_row() as usize;

@@ -31,7 +31,11 @@ pub(crate) fn rel_tol(format: WeightFormat) -> f32 {
         | WeightFormat::Q8_0
         | WeightFormat::Q4_0
         | WeightFormat::Q6_K => 3e-5,
-        WeightFormat::Q4_1 | WeightFormat::Q4_K | WeightFormat::Q5_K => 1e-4,
+        WeightFormat::Q4_1
+        | WeightFormat::Q5_1
+        | WeightFormat::Q5_0
+        | WeightFormat::Q4_K
+        | WeightFormat::Q5_K => 1e-4,
     }
 }
 
@@ -157,6 +161,8 @@ fn format_table_matches_ggml() {
         (Q4_K, "q4_k", 256, 144, 12),
         (Q5_K, "q5_k", 256, 176, 13),
         (Q6_K, "q6_k", 256, 210, 14),
+        (Q5_0, "q5_0", 32, 22, 6),
+        (Q5_1, "q5_1", 32, 24, 7),
     ];
     assert_eq!(WeightFormat::ALL.len(), expect.len());
     for (f, name, be, bb, id) in expect {
@@ -312,6 +318,14 @@ fn round_trip_error_within_format_bounds() {
                         WeightFormat::Q4_1 => {
                             let d = (max - min) / 15.0;
                             d * 0.5 + 15.0 * f16_err(d) + f16_err(min)
+                        }
+                        WeightFormat::Q5_0 => {
+                            let d = amax / 16.0;
+                            d + 16.0 * f16_err(d)
+                        }
+                        WeightFormat::Q5_1 => {
+                            let d = (max - min) / 31.0;
+                            d * 0.5 + 31.0 * f16_err(d) + f16_err(min)
                         }
                     };
                     // 1e-6 relative slack for the f32 arithmetic of the quantizer itself.
@@ -711,5 +725,72 @@ fn gemv_accumulate_adds_into_y() {
             &want,
             &scale,
         );
+    }
+}
+
+/// ggml's `quantize_row_q5_0_ref` / `quantize_row_q5_1_ref`, compiled from
+/// `ggml-quants.c` (gcc, `-O0 -ffp-contract=off`, f16 through `_Float16`, which rounds to
+/// nearest even as `GGML_FP32_TO_FP16`) on this input (uneven amplitudes per block,
+/// outliers, an all-positive stretch, an all-zero block), gave these FNV-1a hashes.
+#[test]
+fn q5_quantizers_are_byte_identical_with_ggml_reference() {
+    const N: usize = 1024;
+    let x: Vec<f32> = (0..N as u32)
+        .map(|i| {
+            let v = i.wrapping_mul(2654435761);
+            let u = (v >> 8) as f32 * (1.0f32 / 16777216.0) - 0.5;
+            let amp = (1 + (i / 32) % 5) as f32 * 0.01;
+            let mut x = u * amp;
+            if i % 97 == 0 {
+                x *= 8.0;
+            }
+            if i / 256 == 2 {
+                x = x * x + 0.003;
+            }
+            if i / 32 == 5 {
+                x = 0.0;
+            }
+            x
+        })
+        .collect();
+    let fnv = |b: &[u8]| {
+        b.iter().fold(0xcbf29ce484222325u64, |h, &v| {
+            (h ^ u64::from(v)).wrapping_mul(0x100000001b3)
+        })
+    };
+    for (f, want, len) in [
+        (WeightFormat::Q5_0, 0x20e1d5ed10b56a07u64, 704),
+        (WeightFormat::Q5_1, 0x65e699590c836300, 768),
+    ] {
+        let got = f.quantize_row(&x);
+        assert_eq!(got.len(), len);
+        assert_eq!(fnv(&got), want, "{f}: bytes differ from ggml's reference");
+    }
+}
+
+/// One q5_0 and one q5_1 block written by hand: every element's fifth bit from `qh`
+/// (element j's is bit j), nibbles as q4_0 / q4_1.
+#[test]
+fn q5_dequantize_known_blocks() {
+    let d = half::f16::from_f32(0.5).to_le_bytes();
+    let m = half::f16::from_f32(-2.0).to_le_bytes();
+    // Element j = (j * 7) % 32: nibble j*7 % 16, fifth bit (j*7 % 32) / 16.
+    let q: Vec<u32> = (0..32).map(|j| (j * 7) % 32).collect();
+    let mut qs = [0u8; 16];
+    let mut qh = 0u32;
+    for j in 0..16 {
+        qs[j] = (q[j] & 15) as u8 | (((q[j + 16] & 15) as u8) << 4);
+        qh |= (q[j] >> 4) << j | (q[j + 16] >> 4) << (j + 16);
+    }
+    let q5_0: Vec<u8> = [&d[..], &qh.to_le_bytes(), &qs].concat();
+    let q5_1: Vec<u8> = [&d[..], &m, &qh.to_le_bytes(), &qs].concat();
+    let mut out = [0f32; 32];
+    WeightFormat::Q5_0.dequantize_row(&q5_0, &mut out);
+    for j in 0..32 {
+        assert_eq!(out[j], (q[j] as f32 - 16.0) * 0.5, "q5_0 element {j}");
+    }
+    WeightFormat::Q5_1.dequantize_row(&q5_1, &mut out);
+    for j in 0..32 {
+        assert_eq!(out[j], q[j] as f32 * 0.5 - 2.0, "q5_1 element {j}");
     }
 }

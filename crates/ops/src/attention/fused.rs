@@ -225,6 +225,12 @@ impl AttnVariant {
 
     /// Whether `gpu` can run this variant for `op`'s shape, and if not, why.
     pub fn supported(self, gpu: &Gpu, op: &AttnFused) -> Result<(), String> {
+        if op.head_dim == 0 || !WG.is_multiple_of(op.head_dim) || !op.head_dim.is_multiple_of(4) {
+            return Err(format!(
+                "fused attention needs head_dim to divide {WG} and be a multiple of 4 (head_dim {}); the unfused scores, softmax and values take it",
+                op.head_dim
+            ));
+        }
         if !matches!(self, Self::Subgroup | Self::Groups) {
             return Ok(());
         }

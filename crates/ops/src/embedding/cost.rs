@@ -14,9 +14,13 @@ impl Embedding {
         let dim = u64::from(self.dim);
         let flops_per_elem = match self.format {
             WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 => 0,
-            WeightFormat::Q8_0 | WeightFormat::Q4_0 => 1,
+            WeightFormat::Q8_0 | WeightFormat::Q4_0 | WeightFormat::Q5_0 => 1,
             // q4_K / q5_K: d·sc·q − dmin·m; q6_K: (d·sc)·q, both per element in the kernel.
-            WeightFormat::Q4_1 | WeightFormat::Q4_K | WeightFormat::Q5_K | WeightFormat::Q6_K => 2,
+            WeightFormat::Q4_1
+            | WeightFormat::Q5_1
+            | WeightFormat::Q4_K
+            | WeightFormat::Q5_K
+            | WeightFormat::Q6_K => 2,
         };
         Cost {
             bytes: self.row_bytes() + 4 + dim * 4,

@@ -11,6 +11,11 @@ impl Embedding {
     /// # Panics
     /// If `table` is shorter than the chunk or `out` shorter than `dim`.
     pub fn cpu<T: Real>(&self, table: &[u8], token: u32, out: &mut [T]) {
+        self.cpu_scaled(table, token, out, 1.0)
+    }
+
+    /// [`Self::cpu`] with every element multiplied by `scale` (as the kernel's `SCALE`).
+    pub fn cpu_scaled<T: Real>(&self, table: &[u8], token: u32, out: &mut [T], scale: f32) {
         if !self.holds(token) {
             return;
         }
@@ -19,7 +24,7 @@ impl Embedding {
         let mut row = vec![0f32; self.dim as usize];
         self.format.dequantize_row(&table[r * rb..][..rb], &mut row);
         for (o, v) in out[..self.dim as usize].iter_mut().zip(row) {
-            *o = T::of(v);
+            *o = T::of(v) * T::of(scale);
         }
     }
 }

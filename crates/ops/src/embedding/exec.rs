@@ -32,7 +32,9 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let e = embedding(c, |f| shader(f).name)?;
     c.need_words(2, e.dim as u64)?;
     let (table, token) = (c.bytes(0)?, c.u32_at(1, 0)?);
-    e.cpu(table, token, c.out(2)?);
+    // Captures made before the scale existed lack the constant.
+    let scale = c.f32_const_or("SCALE", 1.0)?;
+    e.cpu_scaled(table, token, c.out(2)?, scale);
     Ok(())
 }
 

@@ -10,6 +10,8 @@
 override DIM: u32;
 override ROWS: u32;
 override ROW_START: u32;
+// What every element is multiplied by (Gemma: √dim; 1 otherwise, which is exact).
+override SCALE: f32 = 1.0;
 
 @group(0) @binding(1) var<storage, read> token: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -22,5 +24,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if c >= DIM || t < ROW_START || t - ROW_START >= ROWS {
         return;
     }
-    out[c] = dequant(t - ROW_START, c);
+    out[c] = dequant(t - ROW_START, c) * SCALE;
 }

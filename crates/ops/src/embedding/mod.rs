@@ -62,6 +62,8 @@ const SHADER_Q4_K: ShaderSource =
 const SHADER_Q5_K: ShaderSource =
     embedding_shader!("embedding_q5_k", "kernel_q5_k.wgsl", bytes, "common_k.wgsl");
 const SHADER_Q6_K: ShaderSource = embedding_shader!("embedding_q6_k", "kernel_q6_k.wgsl", bytes);
+const SHADER_Q5_0: ShaderSource = embedding_shader!("embedding_q5_0", "kernel_q5_0.wgsl", bytes);
+const SHADER_Q5_1: ShaderSource = embedding_shader!("embedding_q5_1", "kernel_q5_1.wgsl", bytes);
 
 /// The WGSL source of the embedding kernel for `format`.
 pub fn shader(format: WeightFormat) -> &'static ShaderSource {
@@ -75,6 +77,8 @@ pub fn shader(format: WeightFormat) -> &'static ShaderSource {
         WeightFormat::Q4_K => &SHADER_Q4_K,
         WeightFormat::Q5_K => &SHADER_Q5_K,
         WeightFormat::Q6_K => &SHADER_Q6_K,
+        WeightFormat::Q5_0 => &SHADER_Q5_0,
+        WeightFormat::Q5_1 => &SHADER_Q5_1,
     }
 }
 
@@ -105,6 +109,19 @@ impl Embedding {
         table: &GpuBuffer,
         token: &GpuBuffer,
         out: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
+        self.dispatch_scaled(gpu, table, token, out, 1.0)
+    }
+
+    /// [`Self::dispatch`] with every element multiplied by `scale` (f32, as the CPU's
+    /// [`Self::cpu_scaled`]): Gemma's embeddings times √dim.
+    pub fn dispatch_scaled(
+        &self,
+        gpu: &Gpu,
+        table: &GpuBuffer,
+        token: &GpuBuffer,
+        out: &GpuBuffer,
+        scale: f32,
     ) -> Result<Dispatch, GpuError> {
         let name = self.op_name();
         let invalid =
@@ -152,6 +169,7 @@ impl Embedding {
                 ("DIM", f64::from(self.dim)),
                 ("ROWS", f64::from(self.rows)),
                 ("ROW_START", f64::from(self.row_start)),
+                ("SCALE", f64::from(scale)),
             ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[table, token, out])?;

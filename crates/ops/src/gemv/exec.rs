@@ -120,6 +120,8 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
                 rope_dims: c.u32_const("ROPE_DIMS")?,
                 base: c.f32_const("BASE")?,
                 max_ctx: c.u32_const("MAX_CTX")?,
+                neox: false,
+                ring: false,
             };
             (GemvEpilogue::RopeKv(rope), logical_rows)
         }

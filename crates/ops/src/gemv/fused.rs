@@ -273,6 +273,11 @@ impl GemvFused {
                 if !ok_rope {
                     return Err(self.invalid(format!("rope: bad shape {rope:?}")));
                 }
+                if rope.neox || rope.ring {
+                    return Err(self.invalid(
+                        "rope: the epilogue rotates adjacent rows into a linear cache only (no NeoX mode, no ring); run the rope op after the gemv",
+                    ));
+                }
                 if !g.out_offset.is_multiple_of(2)
                     || !g.rows.is_multiple_of(2)
                     || u64::from(g.out_offset) + u64::from(g.rows)

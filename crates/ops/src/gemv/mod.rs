@@ -320,6 +320,8 @@ impl Gemv {
             WeightFormat::Q4_K => "gemv_q4_k",
             WeightFormat::Q5_K => "gemv_q5_k",
             WeightFormat::Q6_K => "gemv_q6_k",
+            WeightFormat::Q5_0 => "gemv_q5_0",
+            WeightFormat::Q5_1 => "gemv_q5_1",
         }
     }
 

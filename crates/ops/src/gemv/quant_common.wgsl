@@ -58,3 +58,9 @@ fn k_scale_min(c: u32, s0: u32, s1: u32, s2: u32) -> vec4<f32> {
     let m = select((b2 >> vec2<u32>(4u)) | ((b1 >> vec2<u32>(6u)) << vec2<u32>(4u)), b1 & vec2<u32>(63u), low);
     return bitcast<vec4<f32>>(vec4<u32>(sc, m) | vec4<u32>(0x4B000000u)) - TWO23;
 }
+
+// q5_0 / q5_1: bits 0..3 of h moved to bit 4 of bytes 0..3 (the fifth bits of four
+// consecutive elements, spliced into their nibble bytes).
+fn fifth_bits(h: u32) -> u32 {
+    return ((h & 1u) | ((h & 2u) << 7u) | ((h & 4u) << 14u) | ((h & 8u) << 21u)) << 4u;
+}

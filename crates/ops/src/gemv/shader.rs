@@ -161,6 +161,8 @@ pub(crate) fn format_part(format: WeightFormat, layout: WeightLayout) -> &'stati
         WeightFormat::Q4_K => quant!("kernel_q4_k.wgsl"),
         WeightFormat::Q5_K => quant!("kernel_q5_k.wgsl"),
         WeightFormat::Q6_K => quant!("kernel_q6_k.wgsl"),
+        WeightFormat::Q5_0 => quant!("kernel_q5_0.wgsl"),
+        WeightFormat::Q5_1 => quant!("kernel_q5_1.wgsl"),
     }
 }
 
@@ -310,6 +312,8 @@ fn compose(key: ShaderKey, name: &str) -> String {
         (WeightLayout::Gguf, WeightFormat::Q4_0) => include_str!("block_q4_0.wgsl"),
         (WeightLayout::Gguf, WeightFormat::Q4_1) => include_str!("block_q4_1.wgsl"),
         (WeightLayout::Gguf, WeightFormat::Q8_0) => include_str!("block_q8_0.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q5_0) => include_str!("block_q5_0.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q5_1) => include_str!("block_q5_1.wgsl"),
         (WeightLayout::Gguf, _) => include_str!("block_generic.wgsl"),
     };
     let (norm_binding, rope_first) = binding_numbers(key.norm);

@@ -124,6 +124,9 @@ pub enum Params {
         hd: u32,
         pos: u32,
         qkv: bool,
+        /// NeoX pairs; a ring cache of 4 rows.
+        neox: bool,
+        ring: bool,
     },
     RopeBatched {
         heads: u32,
@@ -168,6 +171,14 @@ pub enum Params {
     },
     SiluMul {
         n: u32,
+    },
+    GeluMul {
+        n: u32,
+    },
+    HeadNorm {
+        heads: u32,
+        kv: u32,
+        hd: u32,
     },
     SiluMulBatched {
         n: u32,
@@ -334,7 +345,9 @@ impl Case {
                 hd,
                 pos,
                 qkv,
-            } => b.rope(heads, kv, hd, pos, qkv),
+                neox,
+                ring,
+            } => b.rope(heads, kv, hd, pos, (qkv, neox, ring)),
             Params::RopeBatched {
                 heads,
                 kv,
@@ -377,6 +390,8 @@ impl Case {
                 n_ctx,
             } => b.softmax(rows, stride, n_ctx),
             Params::SiluMul { n } => b.silu_mul(n),
+            Params::GeluMul { n } => b.gelu_mul(n),
+            Params::HeadNorm { heads, kv, hd } => b.head_norm(heads, kv, hd),
             Params::SiluMulBatched { n, n_rows } => b.silu_mul_batched(n, n_rows),
             Params::Add { n } => b.add(n),
             Params::Argmax { n } => b.argmax(n),
@@ -548,7 +563,7 @@ impl Builder<'_> {
         kv: u32,
         hd: u32,
         pos: u32,
-        qkv: bool,
+        (qkv, neox, ring): (bool, bool, bool),
     ) -> Result<Dispatch, GpuError> {
         let gpu = self.gpu;
         let op = Rope {
@@ -557,7 +572,9 @@ impl Builder<'_> {
             head_dim: hd,
             rope_dims: hd,
             base: 10000.0,
-            max_ctx: pos + 1,
+            max_ctx: if ring { 4 } else { pos + 1 },
+            neox,
+            ring,
         };
         let step = self.step(pos, pos + 1)?;
         let cache = op.kv_row() * op.max_ctx as u64;
@@ -600,6 +617,8 @@ impl Builder<'_> {
             rope_dims: hd,
             base: 10000.0,
             max_ctx: pos0 + n_rows,
+            neox: false,
+            ring: false,
         };
         let (qn, kvn) = (heads * hd, rope.kv_row() as u32);
         let stride = qn + 2 * kvn;
@@ -759,6 +778,31 @@ impl Builder<'_> {
         let out = self.output("out", (n * n_rows) as u64, false)?;
         let params = self.input_u32("params", &[0, n_rows, 0, 0])?;
         op.dispatch(gpu, &gu, &out, &params)
+    }
+
+    fn gelu_mul(&mut self, n: u32) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let gate = self.input_f32("gate", n as u64)?;
+        let up = self.input_f32("up", n as u64)?;
+        let out = self.output("out", n as u64, false)?;
+        crate::gelu_mul::GeluMul { n }.dispatch(gpu, &gate, &up, &out)
+    }
+
+    fn head_norm(&mut self, heads: u32, kv: u32, hd: u32) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let op = crate::head_norm::HeadNorm {
+            n_heads: heads,
+            n_kv_heads: kv,
+            head_dim: hd,
+            q_off: 0,
+            k_off: heads * hd,
+            eps: 1e-6,
+        };
+        // q, k and v as the decoder's buffer holds them; v is left alone.
+        let qkv = self.output("qkv", u64::from((heads + 2 * kv) * hd), true)?;
+        let qw = self.input_f32("q_weight", u64::from(hd))?;
+        let kw = self.input_f32("k_weight", u64::from(hd))?;
+        op.dispatch(gpu, &qkv, &qw, &kw)
     }
 
     fn add(&mut self, n: u32) -> Result<Dispatch, GpuError> {
@@ -1082,6 +1126,14 @@ fn elementwise_cases() -> Vec<Case> {
                 n: if shape == "smollm2" { 1536 } else { n },
             },
         ));
+        out.push(case(
+            "gelu_mul",
+            None,
+            shape,
+            Params::GeluMul {
+                n: if shape == "smollm2" { 2048 } else { n },
+            },
+        ));
         out.push(case("add", None, shape, Params::Add { n }));
         out.push(case(
             "argmax",
@@ -1149,6 +1201,28 @@ fn batched_row_cases() -> Vec<Case> {
 /// rope on q and k, in place on a fused qkv row, and batched.
 fn rope_cases() -> Vec<Case> {
     let mut out = Vec::new();
+    // The NeoX architectures' shapes (Gemma 3 270M's windowed layers with a ring cache,
+    // Qwen2.5-0.5B, Phi-3-mini's head of 96), in place on q/k/v, as the decoder runs them.
+    for (shape, (heads, kv, hd), ring) in [
+        ("gemma3_270m.neox.ring4", (4, 1, 256), true),
+        ("qwen2.5_0.5b.neox", (14, 2, 64), false),
+        ("phi3_mini.neox", (32, 32, 96), false),
+    ] {
+        out.push(case(
+            "rope_qkv",
+            None,
+            shape,
+            Params::Rope {
+                heads,
+                kv,
+                hd,
+                pos: 37,
+                qkv: true,
+                neox: true,
+                ring,
+            },
+        ));
+    }
     for (shape, (heads, kv, hd)) in [
         ("smollm2", (9, 3, 64)),
         ("llama8b", (32, 8, 128)),
@@ -1164,6 +1238,8 @@ fn rope_cases() -> Vec<Case> {
                 hd,
                 pos: 37,
                 qkv: false,
+                neox: false,
+                ring: false,
             },
         ));
         out.push(case(
@@ -1176,6 +1252,8 @@ fn rope_cases() -> Vec<Case> {
                 hd,
                 pos: 37,
                 qkv: true,
+                neox: false,
+                ring: false,
             },
         ));
         out.push(case(
@@ -1198,11 +1276,52 @@ fn rope_cases() -> Vec<Case> {
 /// lengths, and batched over a prompt.
 fn attention_cases() -> Vec<Case> {
     let mut out = Vec::new();
+    // Phi-3's head of 96 has no fused kernel: the decoder runs the three ops.
+    for op in ["attn_scores", "attn_values", "softmax"] {
+        let (heads, kv, hd, max_ctx, n_ctx) = (32, 32, 96, 40, 33);
+        out.push(case(
+            op,
+            None,
+            "phi3_mini.ctx33",
+            match op {
+                "attn_scores" => Params::Scores {
+                    heads,
+                    kv,
+                    hd,
+                    max_ctx,
+                    n_ctx,
+                },
+                "attn_values" => Params::Values {
+                    heads,
+                    kv,
+                    hd,
+                    max_ctx,
+                    n_ctx,
+                },
+                _ => Params::Softmax {
+                    rows: heads,
+                    stride: max_ctx,
+                    n_ctx,
+                },
+            },
+        ));
+    }
+    for (shape, (heads, kv, hd)) in [("gemma3_270m", (4, 1, 256)), ("qwen3_0.6b", (16, 8, 128))] {
+        out.push(case(
+            "head_norm",
+            None,
+            shape,
+            Params::HeadNorm { heads, kv, hd },
+        ));
+    }
     for (shape, (heads, kv, hd), max_ctx, n_ctx) in [
         ("smollm2.ctx11", (9, 3, 64), 16, 11),
         ("smollm2.ctx1", (9, 3, 64), 16, 1),
         ("smollm2.ctx300", (9, 3, 64), 300, 300),
         ("llama8b.ctx33", (32, 8, 128), 40, 33),
+        // Gemma 3 270M: head_dim 256, one KV head; a window's ring of 8 rows, full.
+        ("gemma3_270m.ring8.ctx40", (4, 1, 256), 8, 40),
+        ("qwen2.5_0.5b.ctx21", (14, 2, 64), 24, 21),
     ] {
         out.push(case(
             "attention",

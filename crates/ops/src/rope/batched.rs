@@ -9,7 +9,11 @@ use super::Rope;
 
 pub static BATCHED_SHADER: ShaderSource = ShaderSource {
     name: "rope_qkv_batched",
-    wgsl: concat!(include_str!("batched.wgsl"), include_str!("angle.wgsl")),
+    wgsl: concat!(
+        include_str!("batched.wgsl"),
+        include_str!("angle.wgsl"),
+        include_str!("pair.wgsl")
+    ),
 };
 
 const WG: u32 = 256;
@@ -43,6 +47,13 @@ impl RopeBatched {
         {
             return Err(invalid("bad shape".into()));
         }
+        if r.ring {
+            // A batch longer than the ring would overwrite rows its own first tokens
+            // still attend to.
+            return Err(invalid(
+                "a ring (sliding-window) cache has no batched form; prefill it by steps".into(),
+            ));
+        }
         let m = u64::from(self.max_batch);
         let cache_bytes = 4 * r.kv_row() * u64::from(r.max_ctx);
         for (buf, bytes, role) in [
@@ -74,6 +85,7 @@ impl RopeBatched {
                 ("K_OFF", f64::from(k)),
                 ("V_OFF", f64::from(v)),
                 ("QKV_STRIDE", f64::from(self.qkv_stride)),
+                ("NEOX", f64::from(u8::from(r.neox))),
             ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[params, qkv, k_cache, v_cache])?;

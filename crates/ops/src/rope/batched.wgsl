@@ -12,6 +12,7 @@ override Q_OFF: u32 = 0u;
 override K_OFF: u32 = 0u;
 override V_OFF: u32 = 0u;
 override QKV_STRIDE: u32 = 0u;
+override NEOX: bool = false;
 const WG: u32 = 256u;
 
 @group(0) @binding(0) var<storage, read> params: array<u32, 4>;
@@ -43,27 +44,27 @@ fn main(
     if id < qp {
         let i = id % half;
         if i < ROPE_DIMS / 2u {
-            let e = base + Q_OFF + (id / half) * HEAD_DIM + 2u * i;
+            let e = base + Q_OFF + (id / half) * HEAD_DIM + pair_at(i);
             let cs = angle(pos, i);
-            let x0 = qkv[e];
-            let x1 = qkv[e + 1u];
-            qkv[e] = x0 * cs.x - x1 * cs.y;
-            qkv[e + 1u] = x0 * cs.y + x1 * cs.x;
+            let x0 = qkv[e.x];
+            let x1 = qkv[e.y];
+            qkv[e.x] = x0 * cs.x - x1 * cs.y;
+            qkv[e.y] = x0 * cs.y + x1 * cs.x;
         }
     } else if id < qp + kp {
         let p = id - qp;
         let i = p % half;
-        let e = (p / half) * HEAD_DIM + 2u * i;
-        var x0 = qkv[base + K_OFF + e];
-        var x1 = qkv[base + K_OFF + e + 1u];
+        let e = (p / half) * HEAD_DIM + pair_at(i);
+        var x0 = qkv[base + K_OFF + e.x];
+        var x1 = qkv[base + K_OFF + e.y];
         if i < ROPE_DIMS / 2u {
             let cs = angle(pos, i);
             let r0 = x0 * cs.x - x1 * cs.y;
             x1 = x0 * cs.y + x1 * cs.x;
             x0 = r0;
         }
-        k_cache[row + e] = x0;
-        k_cache[row + e + 1u] = x1;
+        k_cache[row + e.x] = x0;
+        k_cache[row + e.y] = x1;
     } else if id < qp + 2u * kp {
         let e = 2u * (id - qp - kp);
         v_cache[row + e] = qkv[base + V_OFF + e];

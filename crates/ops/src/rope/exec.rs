@@ -17,6 +17,9 @@ fn rope<T: Real>(c: &Call<T>) -> Result<Rope, ExecError> {
         rope_dims: c.u32_const("ROPE_DIMS")?,
         base: c.f32_const("BASE")?,
         max_ctx: c.u32_const("MAX_CTX")?,
+        // Captures made before the NeoX and ring forms existed have neither constant.
+        neox: c.u32_const_or("NEOX", 0)? != 0,
+        ring: c.u32_const_or("RING", 0)? != 0,
     };
     if !r.head_dim.is_multiple_of(2) || !r.rope_dims.is_multiple_of(2) || r.rope_dims > r.head_dim {
         return Err(ExecError::Constant {
@@ -34,7 +37,7 @@ fn rope<T: Real>(c: &Call<T>) -> Result<Rope, ExecError> {
 /// Position `pos` of the step buffer, or `None` past the cache (the kernel does nothing).
 fn position<T: Real>(c: &Call<T>, r: &Rope, at: usize) -> Result<Option<u32>, ExecError> {
     let pos = c.u32_at(0, at)?;
-    Ok((pos < r.max_ctx).then_some(pos))
+    Ok((r.ring || pos < r.max_ctx).then_some(pos))
 }
 
 fn need_caches<T: Real>(c: &Call<T>, r: &Rope, k: u32, v: u32) -> Result<(), ExecError> {

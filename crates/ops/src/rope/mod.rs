@@ -1,11 +1,13 @@
-//! `rope`: rotary position embedding (GGUF "normal" mode, as llama.cpp's Llama) fused
-//! with the KV-cache append.
+//! `rope`: rotary position embedding (GGUF "normal" mode, as llama.cpp's Llama, or NeoX
+//! mode, as its Qwen, Phi-3 and Gemma) fused with the KV-cache append.
 //!
-//! Pair `(x[2i], x[2i+1])` of every head, for `i < rope_dims / 2`, turns by
-//! `pos · base^(-2i / rope_dims)`; dims `>= rope_dims` are left alone. One dispatch
-//! rotates `q` in place, writes rotated `k` into `k_cache` row `pos` and copies `v` into
-//! `v_cache` row `pos` (caches laid out `[t][kv_head][d]`, a row being
-//! `n_kv_heads · head_dim` floats). `pos` comes from the step buffer (`step[0]`).
+//! Pair `i < rope_dims / 2` of every head — `(x[2i], x[2i+1])`, or with `neox`
+//! `(x[i], x[i + rope_dims/2])` — turns by `pos · base^(-2i / rope_dims)`; dims
+//! `>= rope_dims` are left alone. One dispatch rotates `q` in place, writes rotated `k`
+//! into `k_cache` row `pos` and copies `v` into `v_cache` row `pos` (caches laid out
+//! `[t][kv_head][d]`, a row being `n_kv_heads · head_dim` floats). `pos` comes from the
+//! step buffer (`step[0]`). With `ring` the cache is a sliding window's ring of
+//! `max_ctx` rows: position `pos` goes to row `pos % max_ctx`.
 //!
 //! # Precision
 //!
@@ -32,7 +34,8 @@ pub static SHADER: ShaderSource = ShaderSource {
     wgsl: concat!(
         include_str!("bindings_separate.wgsl"),
         include_str!("kernel.wgsl"),
-        include_str!("angle.wgsl")
+        include_str!("angle.wgsl"),
+        include_str!("pair.wgsl")
     ),
 };
 
@@ -42,7 +45,8 @@ pub static SHADER_QKV: ShaderSource = ShaderSource {
     wgsl: concat!(
         include_str!("bindings_qkv.wgsl"),
         include_str!("kernel.wgsl"),
-        include_str!("angle.wgsl")
+        include_str!("angle.wgsl"),
+        include_str!("pair.wgsl")
     ),
 };
 
@@ -60,6 +64,11 @@ pub struct Rope {
     pub base: f32,
     /// Rows in the KV cache.
     pub max_ctx: u32,
+    /// NeoX mode: pair `(i, i + rope_dims/2)` turns, not `(2i, 2i + 1)`.
+    pub neox: bool,
+    /// The cache is a ring: position `pos` goes to row `pos % max_ctx` (a sliding
+    /// window's cache); otherwise a `pos >= max_ctx` writes nothing.
+    pub ring: bool,
 }
 
 impl Rope {
@@ -89,7 +98,8 @@ impl Rope {
 
     /// Binds `step` (`[pos, ..]`), `q` (`n_heads · head_dim`, rotated in place), `k` and `v`
     /// (`n_kv_heads · head_dim`, read), `k_cache` and `v_cache` (`max_ctx` rows, row `pos`
-    /// written). A `pos >= max_ctx` makes the kernel do nothing.
+    /// written; row `pos % max_ctx` with `ring`). A `pos >= max_ctx` without `ring` makes
+    /// the kernel do nothing.
     #[allow(clippy::too_many_arguments)] // one per buffer the kernel binds
     pub fn dispatch(
         &self,
@@ -121,6 +131,8 @@ impl Rope {
                 ("ROPE_DIMS", self.rope_dims as f64),
                 ("MAX_CTX", self.max_ctx as f64),
                 ("BASE", self.base as f64),
+                ("NEOX", f64::from(u8::from(self.neox))),
+                ("RING", f64::from(u8::from(self.ring))),
             ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[step, q, k, v, k_cache, v_cache])?;
@@ -171,6 +183,8 @@ impl Rope {
                 ("ROPE_DIMS", self.rope_dims as f64),
                 ("MAX_CTX", self.max_ctx as f64),
                 ("BASE", self.base as f64),
+                ("NEOX", f64::from(u8::from(self.neox))),
+                ("RING", f64::from(u8::from(self.ring))),
                 ("Q_OFF", q_off as f64),
                 ("K_OFF", k_off as f64),
                 ("V_OFF", v_off as f64),

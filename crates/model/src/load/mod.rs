@@ -1,13 +1,20 @@
-//! From a GGUF file to a runnable model: the Llama mapping of metadata and tensor names.
+//! From a GGUF file to a runnable model: the mapping of metadata and tensor names for
+//! each architecture gpuscope runs ([`Architecture`]), as llama.cpp's loader does it.
 //!
-//! Shapes come from `<arch>.*` metadata (block count, widths, heads, rope, eps) and are
-//! checked against every tensor's shape; the vocabulary size is the embedding table's
-//! height; the output projection is tied to the embedding when `output.weight` is
-//! absent. Matrices keep their GGUF bytes as views into the file's memory map.
+//! Shapes come from `<arch>.*` metadata (block count, widths, heads, rope, eps, sliding
+//! window) and are checked against every tensor's shape; the vocabulary size is the
+//! embedding table's height; the output projection is tied to the embedding when
+//! `output.weight` is absent. Matrices keep their GGUF bytes as views into the file's
+//! memory map; fused tensors (Phi-3's `attn_qkv`, its double-height `ffn_up`) are split
+//! into views of their rows. What an architecture adds (biases, head norms, post norms)
+//! goes into [`crate::weights::LayerExtras`].
 //!
 //! No un-permuting of Q/K rows: llama.cpp's converter permutes them for the `llama`
 //! architecture so that its "normal" rope (rotating adjacent pairs) applies, and
-//! gpuscope's rope is that same mode.
+//! gpuscope's rope is that same mode; the NeoX architectures keep the original order
+//! and their rope rotates `(i, i + rope_dims/2)`.
+
+mod features;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,12 +23,14 @@ use gpuscope_ops::WeightFormat;
 use half::f16;
 use thiserror::Error;
 
+use crate::arch::Architecture;
 use crate::config::LlamaConfig;
 use crate::gguf::{Gguf, GgufError, TensorInfo};
-use crate::weights::{LayerWeights, ModelWeights, Tensor};
+use crate::weights::{LayerExtras, LayerWeights, ModelWeights, Tensor};
 
-/// Architectures gpuscope maps (GGUF `general.architecture`).
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama"];
+/// Architectures gpuscope maps (GGUF `general.architecture`): [`Architecture::ALL`].
+pub const SUPPORTED_ARCHITECTURES: &[&str] =
+    &["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma3"];
 
 #[derive(Debug, Error)]
 pub enum LoadError {
@@ -54,6 +63,8 @@ pub enum LoadError {
     },
     #[error("invalid model configuration: {0}")]
     Config(String),
+    #[error("{what} is not supported by gpuscope's {arch} decoder")]
+    Unsupported { arch: String, what: String },
 }
 
 /// What the file says about the model beyond its shape.
@@ -84,17 +95,18 @@ pub fn load_gguf(path: &Path) -> Result<LoadedModel, LoadError> {
     load_model(gguf)
 }
 
-struct Meta<'a> {
-    gguf: &'a Gguf,
-    arch: &'a str,
+/// The file's metadata under its architecture's prefix.
+pub(crate) struct Meta<'a> {
+    pub(crate) gguf: &'a Gguf,
+    pub(crate) arch: &'a str,
 }
 
 impl Meta<'_> {
-    fn key(&self, k: &str) -> String {
+    pub(crate) fn key(&self, k: &str) -> String {
         format!("{}.{k}", self.arch)
     }
 
-    fn u32_opt(&self, k: &str) -> Result<Option<u32>, LoadError> {
+    pub(crate) fn u32_opt(&self, k: &str) -> Result<Option<u32>, LoadError> {
         let key = self.key(k);
         match self.gguf.file.metadata.get(&key) {
             None => Ok(None),
@@ -114,7 +126,7 @@ impl Meta<'_> {
             .ok_or_else(|| LoadError::MissingKey { key: self.key(k) })
     }
 
-    fn f32_or(&self, k: &str, default: f32) -> Result<f32, LoadError> {
+    pub(crate) fn f32_or(&self, k: &str, default: f32) -> Result<f32, LoadError> {
         let key = self.key(k);
         match self.gguf.file.metadata.get(&key) {
             None => Ok(default),
@@ -200,7 +212,7 @@ fn vector(gguf: &Gguf, name: &str, n: u32) -> Result<Vec<f32>, LoadError> {
     }
 }
 
-/// Maps a parsed GGUF file to Llama weights.
+/// Maps a parsed GGUF file to weights of one of the [`Architecture`]s.
 pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
     let md = &gguf.file.metadata;
     let arch = md
@@ -209,9 +221,9 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
             key: "general.architecture".into(),
         })?
         .to_string();
-    if !SUPPORTED_ARCHITECTURES.contains(&arch.as_str()) {
+    let Some(architecture) = Architecture::parse(&arch) else {
         return Err(LoadError::Architecture { found: arch });
-    }
+    };
     let m = Meta {
         gguf: &gguf,
         arch: &arch,
@@ -219,8 +231,9 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
     let FileConfig {
         config,
         context_length,
-    } = file_config(&m)?;
-    let warnings = ignored_features(&m);
+        mut warnings,
+    } = file_config(&m, architecture)?;
+    warnings.extend(ignored_features(&m)?);
     let layers = (0..config.n_layers)
         .map(|i| layer_weights(&gguf, &config, i))
         .collect::<Result<Vec<_>, LoadError>>()?;
@@ -255,19 +268,16 @@ pub fn load_model(gguf: Gguf) -> Result<LoadedModel, LoadError> {
     })
 }
 
-/// The model's shape as the file's metadata gives it, and its training context.
+/// The model's shape as the file's metadata gives it, its training context, and what
+/// it asks for that the decoders leave out.
 struct FileConfig {
     config: LlamaConfig,
     context_length: u32,
+    warnings: Vec<String>,
 }
 
-/// The shape from the architecture's metadata keys and the embedding table's size,
-/// checked (head sizes that do not divide, widths that overflow, a bad table).
-fn file_config(m: &Meta) -> Result<FileConfig, LoadError> {
-    let n_layers = m.u32("block_count")?;
-    let dim = m.u32("embedding_length")?;
-    let n_heads = m.u32("attention.head_count")?;
-    let n_kv_heads = m.u32_opt("attention.head_count_kv")?.unwrap_or(n_heads);
+/// The head size: `attention.key_length`, else the width over the heads.
+fn head_dim(m: &Meta, dim: u32, n_heads: u32) -> Result<u32, LoadError> {
     let head_dim = match m.u32_opt("attention.key_length")? {
         Some(k) => k,
         None if dim % n_heads == 0 => dim / n_heads,
@@ -288,6 +298,17 @@ fn file_config(m: &Meta) -> Result<FileConfig, LoadError> {
             )));
         }
     }
+    Ok(head_dim)
+}
+
+/// The shape from the architecture's metadata keys and the embedding table's size,
+/// checked (head sizes that do not divide, widths that overflow, a bad table).
+fn file_config(m: &Meta, architecture: Architecture) -> Result<FileConfig, LoadError> {
+    let n_layers = m.u32("block_count")?;
+    let dim = m.u32("embedding_length")?;
+    let n_heads = m.u32("attention.head_count")?;
+    let n_kv_heads = m.u32_opt("attention.head_count_kv")?.unwrap_or(n_heads);
+    let head_dim = head_dim(m, dim, n_heads)?;
     // Widths multiply (heads × head size); hostile metadata must not overflow them.
     for (what, heads) in [
         ("attention.head_count", n_heads),
@@ -314,6 +335,7 @@ fn file_config(m: &Meta) -> Result<FileConfig, LoadError> {
             })
         }
     };
+    let mut warnings = Vec::new();
     let config = LlamaConfig {
         n_layers,
         dim,
@@ -326,16 +348,20 @@ fn file_config(m: &Meta) -> Result<FileConfig, LoadError> {
         rope_dims: m.u32_opt("rope.dimension_count")?.unwrap_or(head_dim),
         rms_eps: m.f32_or("attention.layer_norm_rms_epsilon", 1e-5)?,
         tied_embeddings: m.gguf.file.tensor("output.weight").is_none(),
+        arch: features::features(m, architecture, n_layers, &mut warnings)?,
     };
     config.validate().map_err(LoadError::Config)?;
     Ok(FileConfig {
         config,
         context_length,
+        warnings,
     })
 }
 
-/// Warnings for what the file asks that the decoder does not do (rope scaling).
-fn ignored_features(m: &Meta) -> Vec<String> {
+/// Warnings for what the file asks that the decoder does not do (rope scaling), and
+/// errors for what would make every token wrong (Phi-3's LongRoPE factors, an output
+/// bias).
+fn ignored_features(m: &Meta) -> Result<Vec<String>, LoadError> {
     let mut warnings = Vec::new();
     if m.gguf.file.tensor("rope_freqs.weight").is_some() {
         warnings.push("rope_freqs.weight (Llama 3.1-style rope frequency scaling) is ignored: long-range positions will be off".into());
@@ -351,24 +377,96 @@ fn ignored_features(m: &Meta) -> Vec<String> {
             "rope scaling {s:?} is ignored: positions beyond the original context will be off"
         ));
     }
-    warnings
+    for name in [
+        "rope_factors_short.weight",
+        "rope_factors_long.weight",
+        "output.bias",
+    ] {
+        if m.gguf.file.tensor(name).is_some()
+            || m.gguf.file.tensor(&format!("blk.0.{name}")).is_some()
+        {
+            return Err(LoadError::Unsupported {
+                arch: m.arch.to_string(),
+                what: format!("tensor {name}"),
+            });
+        }
+    }
+    Ok(warnings)
 }
 
-/// Layer `i`'s norms and matrices, each checked against the shape.
+/// Layer `i`'s norms and matrices, each checked against the shape; fused tensors split.
 fn layer_weights(gguf: &Gguf, config: &LlamaConfig, i: u32) -> Result<LayerWeights, LoadError> {
     let (dim, ffn_dim) = (config.dim, config.ffn_dim);
     let (q, kv) = (config.q_dim(), config.kv_dim());
     let b = |n: &str| format!("blk.{i}.{n}.weight");
+    let (wq, wk, wv) = if config.arch.fused_qkv {
+        let qkv = matrix(gguf, &b("attn_qkv"), q + 2 * kv, dim)?;
+        (
+            qkv.rows_view(&b("attn_qkv[q]"), 0, q),
+            qkv.rows_view(&b("attn_qkv[k]"), q, kv),
+            qkv.rows_view(&b("attn_qkv[v]"), q + kv, kv),
+        )
+    } else {
+        (
+            matrix(gguf, &b("attn_q"), q, dim)?,
+            matrix(gguf, &b("attn_k"), kv, dim)?,
+            matrix(gguf, &b("attn_v"), kv, dim)?,
+        )
+    };
+    let (w_gate, w_up) = if config.arch.fused_gate_up {
+        let gate_up = matrix(gguf, &b("ffn_up"), 2 * ffn_dim, dim)?;
+        (
+            gate_up.rows_view(&b("ffn_up[gate]"), 0, ffn_dim),
+            gate_up.rows_view(&b("ffn_up[up]"), ffn_dim, ffn_dim),
+        )
+    } else {
+        (
+            matrix(gguf, &b("ffn_gate"), ffn_dim, dim)?,
+            matrix(gguf, &b("ffn_up"), ffn_dim, dim)?,
+        )
+    };
     Ok(LayerWeights {
         attn_norm: vector(gguf, &b("attn_norm"), dim)?,
-        wq: matrix(gguf, &b("attn_q"), q, dim)?,
-        wk: matrix(gguf, &b("attn_k"), kv, dim)?,
-        wv: matrix(gguf, &b("attn_v"), kv, dim)?,
+        wq,
+        wk,
+        wv,
         wo: matrix(gguf, &b("attn_output"), dim, q)?,
         ffn_norm: vector(gguf, &b("ffn_norm"), dim)?,
-        w_gate: matrix(gguf, &b("ffn_gate"), ffn_dim, dim)?,
-        w_up: matrix(gguf, &b("ffn_up"), ffn_dim, dim)?,
+        w_gate,
+        w_up,
         w_down: matrix(gguf, &b("ffn_down"), dim, ffn_dim)?,
+        extra: layer_extras(gguf, config, i)?,
+    })
+}
+
+/// Layer `i`'s biases and extra norms, as the architecture has them.
+fn layer_extras(gguf: &Gguf, c: &LlamaConfig, i: u32) -> Result<LayerExtras, LoadError> {
+    let a = &c.arch;
+    let name = |n: &str| format!("blk.{i}.{n}");
+    let norm = |on: bool, n: &str, len: u32| -> Result<Option<Vec<f32>>, LoadError> {
+        on.then(|| vector(gguf, &name(&format!("{n}.weight")), len))
+            .transpose()
+    };
+    let qkv_bias = if !a.qkv_bias {
+        None
+    } else if gguf.file.tensor(&name("attn_qkv.bias")).is_some() {
+        Some(vector(
+            gguf,
+            &name("attn_qkv.bias"),
+            c.q_dim() + 2 * c.kv_dim(),
+        )?)
+    } else {
+        let mut v = vector(gguf, &name("attn_q.bias"), c.q_dim())?;
+        v.extend(vector(gguf, &name("attn_k.bias"), c.kv_dim())?);
+        v.extend(vector(gguf, &name("attn_v.bias"), c.kv_dim())?);
+        Some(v)
+    };
+    Ok(LayerExtras {
+        qkv_bias,
+        q_norm: norm(a.qk_norm, "attn_q_norm", c.head_dim)?,
+        k_norm: norm(a.qk_norm, "attn_k_norm", c.head_dim)?,
+        post_attn_norm: norm(a.post_norms, "post_attention_norm", c.dim)?,
+        post_ffn_norm: norm(a.post_norms, "post_ffw_norm", c.dim)?,
     })
 }
 
