@@ -78,10 +78,10 @@ fn norm_weights(seed: u64, name: &str, n: u32) -> Vec<f32> {
     (0..n).map(|_| rng.random_range(0.8f32..1.2)).collect()
 }
 
-/// Biases ~ U(-0.1, 0.1).
+/// Biases ~ U(-0.02, 0.02).
 fn bias_weights(seed: u64, name: &str, n: u32) -> Vec<f32> {
     let mut rng = SmallRng::seed_from_u64(seed_for(seed, name, 0));
-    (0..n).map(|_| rng.random_range(-0.1f32..0.1)).collect()
+    (0..n).map(|_| rng.random_range(-0.02f32..0.02)).collect()
 }
 
 /// The vectors layer `i` of `c`'s architecture adds (norms ~ U(0.8, 1.2), as the others;
@@ -132,8 +132,11 @@ pub fn synthetic_weights(
         .collect();
     // Embedding rows ~ N(0, 0.05²), small next to what the layers add (as in trained
     // models): with tied embeddings a unit-scale row would dominate the residual stream
-    // and greedy decoding would repeat the input token forever.
-    let token_embd = random_tensor(seed, "token_embd.weight", format, c.vocab, c.dim, 0.05);
+    // and greedy decoding would repeat the input token forever. Where the architecture
+    // multiplies embeddings by √dim (Gemma), they are drawn √dim times smaller, so the
+    // residual stream starts at the same scale.
+    let embd_std = 0.05 / c.embed_scale().unwrap_or(1.0);
+    let token_embd = random_tensor(seed, "token_embd.weight", format, c.vocab, c.dim, embd_std);
     let output = (!c.tied_embeddings).then(|| mat("output.weight", c.vocab, c.dim));
     ModelWeights {
         config: c.clone(),
