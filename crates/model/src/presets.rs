@@ -138,15 +138,18 @@ impl Preset {
 }
 
 /// Two layers of toy size with `arch`'s features (a window of 4 where it has one; Gemma 3
-/// with 3 layers, so that one is a full-attention layer with its own rope base).
+/// with 3 layers, so that one is a full-attention layer with its own rope base: 10 000 on
+/// the windowed layers, 1 000 000 on the full one, as the real model).
 pub fn tiny(arch: Architecture) -> LlamaConfig {
     let mut features = arch.features();
     let mut n_layers = 2;
+    let mut rope_base = 10000.0;
     match arch {
         Architecture::Gemma3 => {
             features.sliding_window = 4;
             features.swa_pattern = 3;
             n_layers = 3;
+            rope_base = 1_000_000.0;
         }
         Architecture::Mistral => features.sliding_window = 4,
         _ => {}
@@ -159,7 +162,7 @@ pub fn tiny(arch: Architecture) -> LlamaConfig {
         head_dim: 32,
         ffn_dim: 256,
         vocab: 512,
-        rope_base: 10000.0,
+        rope_base,
         rope_dims: 32,
         rms_eps: 1e-5,
         tied_embeddings: arch != Architecture::Phi3,

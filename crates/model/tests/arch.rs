@@ -99,12 +99,292 @@ fn tiny_architectures_pass_check_in_f64() {
         let run = check(gpu, &w, &o).unwrap();
         let v = verdict(&run.report);
         assert!(v.passed(), "{}: {:?}", preset.name(), v.first());
-        let labels: Vec<&str> = run.report.dispatches.iter().map(|d| d.label.as_str()).collect();
+        let labels: Vec<&str> = run
+            .report
+            .dispatches
+            .iter()
+            .map(|d| d.label.as_str())
+            .collect();
         let has = |s: &str| labels.iter().any(|l| l.ends_with(s));
         let a = &preset.config().arch;
         assert_eq!(has(".attn_qk_norm"), a.qk_norm, "{}", preset.name());
         assert_eq!(has(".attn_qkv_bias"), a.qkv_bias, "{}", preset.name());
         assert_eq!(has(".post_ffw_norm"), a.post_norms, "{}", preset.name());
         assert_eq!(has(".ffn_gelu_mul"), a.architecture == Architecture::Gemma3);
+    }
+}
+
+/// A float64 forward pass over a GGUF file's f32 tensors, written from llama.cpp's graphs
+/// (`src/models/{llama,qwen2,qwen3,phi3,gemma3}.cpp`) with nothing of gpuscope's decoders
+/// or ops: full K/V history, windows as llama.cpp's mask (`pos - p < window`).
+struct Reference<'g> {
+    g: &'g Gguf,
+    c: gpuscope_model::LlamaConfig,
+    /// Per layer, per position: (k, v) after rope.
+    kv: Vec<Vec<(Vec<f64>, Vec<f64>)>>,
+}
+
+impl<'g> Reference<'g> {
+    fn floats(&self, name: &str) -> Vec<f64> {
+        let t = self
+            .g
+            .file
+            .tensor(name)
+            .unwrap_or_else(|| panic!("no {name}"));
+        assert_eq!(t.ggml_type.name, "f32", "{name}");
+        self.g
+            .tensor_bytes(t)
+            .chunks_exact(4)
+            .map(|b| f64::from(f32::from_le_bytes(b.try_into().unwrap())))
+            .collect()
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.g.file.tensor(name).is_some()
+    }
+
+    /// W·x for the `rows` rows of `name` from row `first`.
+    fn matvec(&self, name: &str, first: usize, rows: usize, x: &[f64]) -> Vec<f64> {
+        let w = self.floats(name);
+        let n = x.len();
+        (first..first + rows)
+            .map(|r| {
+                w[r * n..(r + 1) * n]
+                    .iter()
+                    .zip(x)
+                    .map(|(a, b)| a * b)
+                    .sum()
+            })
+            .collect()
+    }
+
+    fn rms(&self, x: &[f64], w: &[f64]) -> Vec<f64> {
+        let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+        let s = 1.0 / (ms + f64::from(self.c.rms_eps)).sqrt();
+        x.iter().zip(w).map(|(v, w)| v * s * w).collect()
+    }
+
+    fn rope(&self, head: &mut [f64], pos: u32, base: f64) {
+        let d = self.c.rope_dims as usize;
+        for i in 0..d / 2 {
+            let theta = f64::from(pos) * base.powf(-((2 * i) as f64) / d as f64);
+            let (a, b) = if self.c.arch.rope_neox {
+                (i, i + d / 2)
+            } else {
+                (2 * i, 2 * i + 1)
+            };
+            let (x0, x1) = (head[a], head[b]);
+            head[a] = x0 * theta.cos() - x1 * theta.sin();
+            head[b] = x0 * theta.sin() + x1 * theta.cos();
+        }
+    }
+
+    /// q, k, v of layer `l` for the normed input `xn`, biased, head-normed and roped.
+    fn qkv(&self, l: usize, xn: &[f64], pos: u32) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let c = &self.c;
+        let (q_dim, kv_dim, hd) = (c.q_dim() as usize, c.kv_dim() as usize, c.head_dim as usize);
+        let n = |s: &str| format!("blk.{l}.{s}");
+        let (mut q, mut k, mut v) = if self.has(&n("attn_qkv.weight")) {
+            let m = |first, rows| self.matvec(&n("attn_qkv.weight"), first, rows, xn);
+            (m(0, q_dim), m(q_dim, kv_dim), m(q_dim + kv_dim, kv_dim))
+        } else {
+            let m = |t: &str, rows| self.matvec(&n(t), 0, rows, xn);
+            (
+                m("attn_q.weight", q_dim),
+                m("attn_k.weight", kv_dim),
+                m("attn_v.weight", kv_dim),
+            )
+        };
+        for (t, part) in [
+            ("attn_q.bias", &mut q),
+            ("attn_k.bias", &mut k),
+            ("attn_v.bias", &mut v),
+        ] {
+            if self.has(&n(t)) {
+                part.iter_mut()
+                    .zip(self.floats(&n(t)))
+                    .for_each(|(a, b)| *a += b);
+            }
+        }
+        let swa = c.arch.sliding_window > 0
+            && (c.arch.swa_pattern == 0
+                || (l as u32) % c.arch.swa_pattern < c.arch.swa_pattern - 1);
+        let base = match c.arch.rope_base_swa {
+            Some(b) if swa => f64::from(b),
+            _ => f64::from(c.rope_base),
+        };
+        for (part, norm) in [
+            (&mut q, "attn_q_norm.weight"),
+            (&mut k, "attn_k_norm.weight"),
+        ] {
+            for head in part.chunks_exact_mut(hd) {
+                if self.has(&n(norm)) {
+                    let normed = self.rms(head, &self.floats(&n(norm)));
+                    head.copy_from_slice(&normed);
+                }
+                self.rope(head, pos, base);
+            }
+        }
+        (q, k, v)
+    }
+
+    /// Attention of layer `l` at `pos` over the cached positions its window keeps.
+    fn attend(&self, l: usize, q: &[f64], pos: u32) -> Vec<f64> {
+        let c = &self.c;
+        let hd = c.head_dim as usize;
+        let group = (c.n_heads / c.n_kv_heads) as usize;
+        let swa = c.arch.sliding_window > 0
+            && (c.arch.swa_pattern == 0
+                || (l as u32) % c.arch.swa_pattern < c.arch.swa_pattern - 1);
+        let visible: Vec<usize> = (0..=pos as usize)
+            .filter(|&p| !swa || (pos as usize - p) < c.arch.sliding_window as usize)
+            .collect();
+        let mut out = vec![0.0; c.q_dim() as usize];
+        for h in 0..c.n_heads as usize {
+            let kvh = h / group;
+            let qh = &q[h * hd..(h + 1) * hd];
+            let scores: Vec<f64> = visible
+                .iter()
+                .map(|&p| {
+                    let k = &self.kv[l][p].0[kvh * hd..(kvh + 1) * hd];
+                    qh.iter().zip(k).map(|(a, b)| a * b).sum::<f64>() / (hd as f64).sqrt()
+                })
+                .collect();
+            let max = scores.iter().copied().fold(f64::MIN, f64::max);
+            let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+            let sum: f64 = e.iter().sum();
+            for (&p, w) in visible.iter().zip(&e) {
+                let v = &self.kv[l][p].1[kvh * hd..(kvh + 1) * hd];
+                for (o, x) in out[h * hd..(h + 1) * hd].iter_mut().zip(v) {
+                    *o += w / sum * x;
+                }
+            }
+        }
+        out
+    }
+
+    /// The FFN of layer `l` on its normed input.
+    fn ffn(&self, l: usize, xn: &[f64]) -> Vec<f64> {
+        let f = self.c.ffn_dim as usize;
+        let n = |s: &str| format!("blk.{l}.{s}");
+        let (gate, up) = if self.has(&n("ffn_gate.weight")) {
+            (
+                self.matvec(&n("ffn_gate.weight"), 0, f, xn),
+                self.matvec(&n("ffn_up.weight"), 0, f, xn),
+            )
+        } else {
+            (
+                self.matvec(&n("ffn_up.weight"), 0, f, xn),
+                self.matvec(&n("ffn_up.weight"), f, f, xn),
+            )
+        };
+        let gemma = self.c.arch.architecture == Architecture::Gemma3;
+        let act = |g: f64| {
+            if gemma {
+                let s = (2.0 / std::f64::consts::PI).sqrt();
+                0.5 * g * (1.0 + (s * g * (1.0 + 0.044715 * g * g)).tanh())
+            } else {
+                g / (1.0 + (-g).exp())
+            }
+        };
+        let hidden: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| act(*g) * u).collect();
+        self.matvec(&n("ffn_down.weight"), 0, self.c.dim as usize, &hidden)
+    }
+
+    /// x + y, with `norm`'s RMS norm of y first where the file has it.
+    fn residual(&self, x: &mut [f64], y: Vec<f64>, norm: &str) {
+        let y = if self.has(norm) {
+            self.rms(&y, &self.floats(norm))
+        } else {
+            y
+        };
+        x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
+    }
+
+    fn step(&mut self, token: u32, pos: u32) -> Vec<f64> {
+        let c = self.c.clone();
+        let d = c.dim as usize;
+        let embd = self.floats("token_embd.weight");
+        let scale = if c.arch.architecture == Architecture::Gemma3 {
+            (d as f64).sqrt()
+        } else {
+            1.0
+        };
+        let mut x: Vec<f64> = embd[token as usize * d..][..d]
+            .iter()
+            .map(|v| v * scale)
+            .collect();
+        for l in 0..c.n_layers as usize {
+            let n = |s: &str| format!("blk.{l}.{s}");
+            let xn = self.rms(&x, &self.floats(&n("attn_norm.weight")));
+            let (q, k, v) = self.qkv(l, &xn, pos);
+            self.kv[l].push((k, v));
+            let attn = self.attend(l, &q, pos);
+            let o = self.matvec(&n("attn_output.weight"), 0, d, &attn);
+            self.residual(&mut x, o, &n("post_attention_norm.weight"));
+            let xn = self.rms(&x, &self.floats(&n("ffn_norm.weight")));
+            let f = self.ffn(l, &xn);
+            self.residual(&mut x, f, &n("post_ffw_norm.weight"));
+        }
+        let xn = self.rms(&x, &self.floats("output_norm.weight"));
+        let head = if self.has("output.weight") {
+            "output.weight"
+        } else {
+            "token_embd.weight"
+        };
+        self.matvec(head, 0, c.vocab as usize, &xn)
+    }
+}
+
+/// A tiny GGUF of each architecture (f32 tensors, llama.cpp's names: Phi-3's fused
+/// tensors, Qwen2's biases, Gemma's norms), loaded back by gpuscope: its GPU and CPU
+/// logits match the float64 forward pass over the file's tensors, past the window.
+#[test]
+fn tiny_gguf_of_each_architecture_matches_an_independent_f64_forward_pass() {
+    let Some(gpu) = gpu() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for preset in TINY {
+        let w = synthetic_weights(&preset.config(), WeightFormat::F32, 11, preset.name());
+        let path = dir.path().join(format!("{}.gguf", preset.name()));
+        synth::write_gguf(&w, preset.name(), &path).unwrap();
+        let loaded = load_gguf(&path).unwrap();
+        // Mistral is written as `llama` with its window (llama.cpp has no `mistral`), and
+        // read back as such: the same features under Llama's name.
+        let mut written = preset.config();
+        if written.arch.architecture == Architecture::Mistral {
+            written.arch.architecture = Architecture::Llama;
+        }
+        assert_eq!(loaded.weights.config, written, "{}", preset.name());
+        let mut reference = Reference {
+            g: &loaded.gguf,
+            c: preset.config(),
+            kv: vec![Vec::new(); preset.config().n_layers as usize],
+        };
+        let tokens = 9u32;
+        let opts = DecoderOptions {
+            max_ctx: tokens,
+            read_logits: true,
+        };
+        let mut g = GpuDecoder::new(gpu, &loaded.weights, opts).unwrap();
+        let mut c = CpuDecoder::new(&loaded.weights, tokens).unwrap();
+        for pos in 0..tokens {
+            let t = (pos * 131 + 7) % preset.config().vocab;
+            let want = reference.step(t, pos);
+            let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+            let gl = g.step(gpu, Some(t)).unwrap().logits.unwrap();
+            let cl = c.step(t).unwrap().logits;
+            for (name, got) in [("GPU", &gl), ("CPU", &cl)] {
+                let d = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (f64::from(*a) - b).abs())
+                    .fold(0f64, f64::max);
+                assert!(
+                    d <= 1e-4 * scale + 1e-5,
+                    "{} {name} pos {pos}: logits off the f64 pass by {d} (max {scale})",
+                    preset.name()
+                );
+            }
+        }
     }
 }
