@@ -54,12 +54,18 @@ fn gemma3_metadata_and_mapping() {
         gpuscope_model::Preset::Gemma3_270m.config(),
         "the preset was copied from this file"
     );
-    assert_eq!(m.info.formats, "f32 ×109, q5_0 ×81, q4_k ×27, q8_0 ×10, q6_k ×9");
+    assert_eq!(
+        m.info.formats,
+        "f32 ×109, q5_0 ×81, q4_k ×27, q8_0 ×10, q6_k ×9"
+    );
     // 5 windowed layers of 6, rope base 10 000 there, the file's 1e6 on every sixth.
     let swa: Vec<u32> = (0..c.n_layers).filter(|&l| c.arch.is_swa(l)).collect();
     assert_eq!(swa.len(), 15);
     assert!(!c.arch.is_swa(5) && !c.arch.is_swa(11) && !c.arch.is_swa(17));
-    assert_eq!((c.rope_base_at(0), c.rope_base_at(5)), (10_000.0, 1_000_000.0));
+    assert_eq!(
+        (c.rope_base_at(0), c.rope_base_at(5)),
+        (10_000.0, 1_000_000.0)
+    );
     let l0 = &m.weights.layers[0];
     assert_eq!(l0.wq.format, WeightFormat::Q5_0);
     assert_eq!(l0.wv.format, WeightFormat::Q8_0);
@@ -68,20 +74,29 @@ fn gemma3_metadata_and_mapping() {
     // The converter stored Gemma's norms as 1 + w: their mean is near 1 or above, not 0.
     let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
     assert!(mean(&l0.attn_norm) > 0.5, "{}", mean(&l0.attn_norm));
-    assert!(m.weights.output.is_none(), "Gemma ties its output to the embedding");
+    assert!(
+        m.weights.output.is_none(),
+        "Gemma ties its output to the embedding"
+    );
 }
 
 #[test]
 fn gemma3_tokenizer_known_ids() {
     let Some(m) = model() else { return };
     let tk = tokenizer(m);
-    assert_eq!((tk.vocab_size(), tk.bos, tk.eos, tk.add_bos), (262144, Some(2), Some(1), true));
+    assert_eq!(
+        (tk.vocab_size(), tk.bos, tk.eos, tk.add_bos),
+        (262144, Some(2), Some(1), true)
+    );
     // No space prefix: "Hello" and " Hello" are different pieces.
     let hello = tk.encode("Hello").unwrap();
     let spaced = tk.encode(" Hello").unwrap();
     assert_eq!(tk.piece(hello[0]), Some("Hello"));
     assert_eq!(tk.piece(spaced[0]), Some("▁Hello"));
-    for text in PROMPTS.into_iter().chain(["naïve café 東京 🦀\n\n\tx = 3.14"]) {
+    for text in PROMPTS
+        .into_iter()
+        .chain(["naïve café 東京 🦀\n\n\tx = 3.14"])
+    {
         let ids = tk.encode(text).unwrap();
         assert_eq!(tk.decode(&ids).unwrap(), text);
     }
@@ -141,7 +156,12 @@ fn compare_prompt(gpu: &gpuscope_runtime::Gpu, m: &LoadedModel, prompt: &[u32]) 
         let rs = r.step(t).unwrap();
         let t3 = Instant::now();
         if step < 3 {
-            eprintln!("step {step}: gpu {:?} cpu {:?} f64 {:?}", t1 - t0, t2 - t1, t3 - t2);
+            eprintln!(
+                "step {step}: gpu {:?} cpu {:?} f64 {:?}",
+                t1 - t0,
+                t2 - t1,
+                t3 - t2
+            );
         }
         let (want, tie) = argmax_and_tie(&rs.logits);
         let gl = gs.logits.unwrap();
@@ -152,15 +172,28 @@ fn compare_prompt(gpu: &gpuscope_runtime::Gpu, m: &LoadedModel, prompt: &[u32]) 
                 .zip(&rs.logits)
                 .map(|(a, b)| (f64::from(*a) - b).abs())
                 .fold(0f64, f64::max);
-            assert!(d < 0.05 * scale.max(1.0), "step {step}: {name} logits off by {d} (max {scale})");
+            assert!(
+                d < 0.05 * scale.max(1.0),
+                "step {step}: {name} logits off by {d} (max {scale})"
+            );
         }
         if step + 1 >= prompt.len() {
             if tie && first_tie.is_none() {
                 first_tie = Some(fed.len() - prompt.len());
             }
             if first_tie.is_none() {
-                assert_eq!(gs.token, want, "generated token {}: GPU vs f64", fed.len() - prompt.len());
-                assert_eq!(cs.token, want, "generated token {}: CPU vs f64", fed.len() - prompt.len());
+                assert_eq!(
+                    gs.token,
+                    want,
+                    "generated token {}: GPU vs f64",
+                    fed.len() - prompt.len()
+                );
+                assert_eq!(
+                    cs.token,
+                    want,
+                    "generated token {}: CPU vs f64",
+                    fed.len() - prompt.len()
+                );
             }
             fed.push(gs.token);
         }
@@ -191,7 +224,10 @@ fn gemma3_greedy_gpu_and_cpu_match_the_f64_reference() {
             start.elapsed().as_secs_f64()
         );
         assert_eq!(got.tokens.len(), GENERATED);
-        assert!(before_tie >= 4, "{text:?}: a near tie at token {before_tie}: too weak a test");
+        assert!(
+            before_tie >= 4,
+            "{text:?}: a near tie at token {before_tie}: too weak a test"
+        );
     }
 }
 
@@ -224,6 +260,10 @@ fn gemma3_passes_check_in_f64_on_four_prompts() {
         let run = check(gpu, &m.weights, &o).unwrap();
         let v = verdict(&run.report);
         assert!(v.passed(), "{text:?}: {:?}", v.first());
-        eprintln!("check {text:?}: {} dispatches, {:.1} s", run.report.dispatches.len(), start.elapsed().as_secs_f64());
+        eprintln!(
+            "check {text:?}: {} dispatches, {:.1} s",
+            run.report.dispatches.len(),
+            start.elapsed().as_secs_f64()
+        );
     }
 }
