@@ -69,7 +69,15 @@ fn rows_and_subgroup_every_tuning() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(301);
     let vs = variants(gpu);
-    for format in [WeightFormat::Q4_1, WeightFormat::Q6_K, WeightFormat::F16] {
+    for format in [
+        WeightFormat::Q4_1,
+        WeightFormat::Q5_0,
+        WeightFormat::Q5_1,
+        WeightFormat::Q4_K,
+        WeightFormat::Q5_K,
+        WeightFormat::Q6_K,
+        WeightFormat::F16,
+    ] {
         let cols = if format.block_elems() == 256 { 512 } else { 96 };
         let case = GemvCase::new(&mut rng, format, 37, cols);
         for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {

@@ -31,7 +31,9 @@ fn main(
     let r3 = phys_row(span_row(min(row0 + 3u, ROWS - 1u)));
     var acc = vec4<f32>(0.0);
     // Four units per step: block_dot (block_<fmt>.wgsl) takes a whole 32-element block of
-    // q4_0, q4_1 and q8_0 with each word loaded once; other formats add 4 unit_dots.
+    // q4_0, q4_1, q5_0, q5_1 and q8_0, or 4 units of a q4_K, q5_K or q6_K super-block,
+    // with each word (and the super-block's scales) loaded once; other formats add 4
+    // unit_dots (block_generic.wgsl).
     let units4 = units & ~3u;
     for (var u = 0u; u < units4; u += 4u) {
         x_window(u, lid);

@@ -64,3 +64,13 @@ fn k_scale_min(c: u32, s0: u32, s1: u32, s2: u32) -> vec4<f32> {
 fn fifth_bits(h: u32) -> u32 {
     return ((h & 1u) | ((h & 2u) << 7u) | ((h & 4u) << 14u) | ((h & 8u) << 21u)) << 4u;
 }
+
+// q5_0 / q5_1 unit k of a block: its 4 low-nibble elements (4k..4k+3) and its 4
+// high-nibble ones (4k+16..4k+19), fifth bits spliced in, as bytes plus 2^23 (u8x4).
+fn q5_lo(q: u32, qh: u32, k: u32) -> vec4<f32> {
+    return u8x4((q & 0x0F0F0F0Fu) | fifth_bits(qh >> (4u * k)));
+}
+
+fn q5_hi(q: u32, qh: u32, k: u32) -> vec4<f32> {
+    return u8x4(((q >> 4u) & 0x0F0F0F0Fu) | fifth_bits(qh >> (4u * k + 16u)));
+}

@@ -314,6 +314,9 @@ fn compose(key: ShaderKey, name: &str) -> String {
         (WeightLayout::Gguf, WeightFormat::Q8_0) => include_str!("block_q8_0.wgsl"),
         (WeightLayout::Gguf, WeightFormat::Q5_0) => include_str!("block_q5_0.wgsl"),
         (WeightLayout::Gguf, WeightFormat::Q5_1) => include_str!("block_q5_1.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q4_K) => include_str!("block_q4_k.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q5_K) => include_str!("block_q5_k.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q6_K) => include_str!("block_q6_k.wgsl"),
         (WeightLayout::Gguf, _) => include_str!("block_generic.wgsl"),
     };
     let (norm_binding, rope_first) = binding_numbers(key.norm);
@@ -356,7 +359,11 @@ pub(crate) fn x_shared(
     variant == GemvVariant::Rows
         && matches!(
             format,
-            WeightFormat::Q4_0 | WeightFormat::Q4_1 | WeightFormat::Q8_0
+            WeightFormat::Q4_0
+                | WeightFormat::Q4_1
+                | WeightFormat::Q8_0
+                | WeightFormat::Q5_0
+                | WeightFormat::Q5_1
         )
         && gpu
             .features()
