@@ -95,11 +95,45 @@ fn a_hand_counted_vulkan_program_gives_exactly_its_counts() {
         );
     }
     assert!(p.incomplete.is_none(), "{:?}", p.incomplete);
+    assert!(
+        p.adapter.max_storage_buffer_binding_size > 0,
+        "the device's limits are recorded"
+    );
+    assert_eq!(
+        (
+            p.workload.graph_dispatches_per_token,
+            p.workload.graph_passes_per_token
+        ),
+        (3, 1),
+        "the median step's graph"
+    );
     let report = text(&out.stderr);
     assert!(
         report.contains("Ops") && report.contains("counted_add"),
         "{report}"
     );
+    assert!(
+        report.contains("an attached program's own") && !report.contains("FAIL  submits"),
+        "gpuscope's engine rules are not judged on another program: {report}"
+    );
+}
+
+#[test]
+fn an_output_directory_with_files_is_refused_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("recording.jsonl"), "old").unwrap();
+    let marker = dir.path().join("ran");
+    let out = attach(
+        &["--output", dir.path().to_str().unwrap()],
+        &["touch", marker.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is not empty"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!marker.exists(), "the program never started");
 }
 
 #[test]

@@ -122,6 +122,17 @@ pub struct CpuSpan {
 }
 
 /// What a GPU buffer holds, for the memory view.
+/// `workload.settings.source` of a profile the Vulkan layer made.
+pub const SOURCE_VULKAN_LAYER: &str = "vulkan layer (gpuscope attach)";
+
+impl Profile {
+    /// Whether the Vulkan layer made this profile inside a program gpuscope did not build
+    /// (whose steps follow that program's rules, not gpuscope's engine's).
+    pub fn is_attached(&self) -> bool {
+        self.workload.settings.get("source").map(String::as_str) == Some(SOURCE_VULKAN_LAYER)
+    }
+}
+
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
 )]

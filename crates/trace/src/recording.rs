@@ -100,6 +100,12 @@ pub struct DeviceRecord {
     pub api_version: String,
     /// Nanoseconds per timestamp tick.
     pub timestamp_period_ns: f64,
+    /// `maxStorageBufferRange`: the largest storage buffer binding (0: not recorded).
+    #[serde(default)]
+    pub max_storage_buffer_range: u64,
+    /// `maxBufferSize` (Vulkan 1.3's maintenance4; 0: not known).
+    #[serde(default)]
+    pub max_buffer_size: u64,
 }
 
 /// A queue the program got, with the device and family it belongs to.
@@ -545,7 +551,7 @@ impl Recording {
         };
         p.workload
             .settings
-            .insert("source".into(), "vulkan layer (gpuscope attach)".into());
+            .insert("source".into(), crate::profile::SOURCE_VULKAN_LAYER.into());
         p.workload
             .settings
             .insert("command".into(), header.program.join(" "));
@@ -565,10 +571,7 @@ impl Recording {
             .iter()
             .map(|(tid, _)| format!("thread {tid}"))
             .collect();
-        let per_token = p.tokens.first().map_or(0, |t| t.counters.dispatches);
-        p.workload.graph_dispatches_per_token = per_token as u32;
-        p.workload.graph_passes_per_token =
-            p.tokens.first().map_or(0, |t| t.counters.passes) as u32;
+        describe_graph(&mut p);
         p.notes
             .extend(self.problems.iter().map(|m| format!("layer: {m}")));
         if self.devices.len() > 1 || self.queues.len() > 1 {
@@ -816,7 +819,12 @@ fn add_events(
         p.passes.push(PassEvent {
             token,
             index: pass as u32,
-            name: cb.name.clone().unwrap_or_else(|| format!("cb{pass}")),
+            // Unnamed command buffers share one name: their number within a step says
+            // nothing across steps (a program records as many as it likes).
+            name: cb
+                .name
+                .clone()
+                .unwrap_or_else(|| "command buffer".to_string()),
             layer: None,
             dispatches: cb.dispatches.len() as u32,
             gpu,
@@ -919,6 +927,26 @@ fn layer_of(label: &str) -> Option<u32> {
         .then(|| tail.parse().ok())?
 }
 
+/// What the steps show of the program's graph: the median step's dispatches and command
+/// buffers (over the steps that dispatch at all: a program's first steps load and warm
+/// up), and as many layers as its labels name.
+fn describe_graph(p: &mut Profile) {
+    let median = |mut v: Vec<u64>| -> u32 {
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0) as u32
+    };
+    let working = p.tokens.iter().filter(|t| t.counters.dispatches > 0);
+    p.workload.graph_dispatches_per_token =
+        median(working.clone().map(|t| t.counters.dispatches).collect());
+    p.workload.graph_passes_per_token = median(working.map(|t| t.counters.passes).collect());
+    p.workload.layers = p
+        .dispatches
+        .iter()
+        .filter_map(|d| d.layer)
+        .max()
+        .map_or(0, |l| l + 1);
+}
+
 fn adapter_of(d: &DeviceRecord) -> AdapterDesc {
     AdapterDesc {
         name: d.name.clone(),
@@ -927,8 +955,8 @@ fn adapter_of(d: &DeviceRecord) -> AdapterDesc {
         driver: d.driver_name.clone(),
         driver_info: d.driver_info.clone(),
         features: Vec::new(),
-        max_storage_buffer_binding_size: 0,
-        max_buffer_size: 0,
+        max_storage_buffer_binding_size: d.max_storage_buffer_range,
+        max_buffer_size: d.max_buffer_size,
     }
 }
 

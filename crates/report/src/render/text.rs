@@ -100,6 +100,20 @@ fn run(out: &mut String, p: &Profile) {
     if w.name.is_empty() && w.params == 0 && w.graph_dispatches_per_token == 0 {
         // A program instrumented with gpuscope-record describes no model.
         emit!(out, "Workload: not described (a program's own steps)");
+    } else if w.params == 0 {
+        // An attached program: no model description, only what its labels and steps show.
+        let layers = match w.layers {
+            0 => "layers not named by its labels".to_string(),
+            n => format!("{n} layers named by its labels"),
+        };
+        emit!(
+            out,
+            "Workload: {} ({}), model not described; {layers}; graph: median {} dispatches, {} passes per step",
+            w.name,
+            w.architecture,
+            w.graph_dispatches_per_token,
+            w.graph_passes_per_token
+        );
     } else {
         emit!(
             out,
@@ -115,15 +129,22 @@ fn run(out: &mut String, p: &Profile) {
         );
     }
     let s = &p.setup;
-    emit!(
-        out,
-        "Setup:    {} ms wall; created {} buffers, {} bind groups, {} pipelines; {} uploaded",
-        ms(p.setup_wall_ns),
-        s.buffers_created,
-        s.bind_groups_created,
-        s.pipelines_created,
-        bytes(s.bytes_uploaded)
-    );
+    if p.setup_wall_ns == 0 && *s == Default::default() {
+        emit!(
+            out,
+            "Setup:    not recorded apart (a program's setup is in its first steps)"
+        );
+    } else {
+        emit!(
+            out,
+            "Setup:    {} ms wall; created {} buffers, {} bind groups, {} pipelines; {} uploaded",
+            ms(p.setup_wall_ns),
+            s.buffers_created,
+            s.bind_groups_created,
+            s.pipelines_created,
+            bytes(s.bytes_uploaded)
+        );
+    }
     if !w.settings.is_empty() {
         let settings: Vec<String> = w
             .settings
