@@ -683,3 +683,26 @@ mod captures {
         }
     }
 }
+
+/// `full` (every dispatch timed) as sampled timing with `stride` would have recorded it:
+/// dispatch `i` of token `t` keeps its span only when `(i + t) % stride == 0` (the
+/// recorder's rotation), passes and tokens lose their GPU times.
+pub fn sampled_from(full: &Profile, stride: u32) -> Profile {
+    let mut p = full.clone();
+    p.timing.mode = crate::TimingMode::Dispatch;
+    p.timing.sampling = Some(crate::Sampling { stride });
+    for d in &mut p.dispatches {
+        if !(u64::from(d.index) + u64::from(d.token)).is_multiple_of(u64::from(stride)) {
+            d.gpu = None;
+            d.timestamp_issue = None;
+        }
+    }
+    for s in &mut p.passes {
+        s.gpu = None;
+        s.timestamp_issue = None;
+    }
+    for t in &mut p.tokens {
+        t.gpu_busy_ns = None;
+    }
+    p
+}

@@ -20,6 +20,8 @@ use gpuscope_trace::Profile;
 pub enum LayerTimeSource {
     PassSpans,
     DispatchSpans,
+    /// Sampled timing's estimate (see [`super::sampled`]).
+    Estimated,
 }
 
 /// One section of the graph.
@@ -237,7 +239,7 @@ fn row(s: SectionSamples) -> LayerRow {
     }
 }
 
-fn extremes(rows: &[LayerRow]) -> Option<LayerExtremes> {
+pub(super) fn extremes(rows: &[LayerRow]) -> Option<LayerExtremes> {
     let mut timed: Vec<NamedTime> = rows
         .iter()
         .filter(|r| r.layer.is_some())

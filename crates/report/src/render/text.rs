@@ -49,6 +49,7 @@ pub fn render_analysis_text(p: &Profile, a: &Analysis) -> String {
     run(&mut out, p);
     roofline::ceilings(&mut out, a);
     steady::section(&mut out, p, a);
+    estimate(&mut out, a);
     tokens(&mut out, p, a);
     ops(&mut out, p, a);
     roofline::per_token(&mut out, a);
@@ -59,6 +60,32 @@ pub fn render_analysis_text(p: &Profile, a: &Analysis) -> String {
     checklist::section(&mut out, a);
     bottleneck(&mut out, a);
     out
+}
+
+/// Sampled timing's estimate: what it rests on, and how many more tokens would make it
+/// firm.
+fn estimate(out: &mut String, a: &Analysis) {
+    let Some(e) = &a.estimate else { return };
+    emit!(out);
+    emit!(
+        out,
+        "Sampled estimate: per-op, per-layer and GPU-busy times below are {} (the median of each dispatch's samples over {} steady tokens; one dispatch in {} timed per token): {} ms of dispatch time per token",
+        e.basis(),
+        e.tokens,
+        e.stride,
+        ms(e.per_token_ns)
+    );
+    if e.is_thin() {
+        emit!(
+            out,
+            "  {} of {} dispatches have fewer than {} samples: decode about {} more tokens (--tokens) for {} samples of each",
+            e.thin,
+            e.sites,
+            crate::analysis::sampled::SAMPLES_WANTED,
+            e.more_tokens,
+            crate::analysis::sampled::SAMPLES_WANTED
+        );
+    }
 }
 
 fn run(out: &mut String, p: &Profile) {
@@ -276,6 +303,10 @@ fn token_summary(out: &mut String, s: &TokenStats) {
         (..) => "no tokens".into(),
     };
     let gpu = match s.gpu_busy_ns {
+        Some(g) if s.gpu_busy_estimated => format!(
+            "GPU busy {} ms per token, estimated from sampled dispatch spans",
+            ms(g.median)
+        ),
         Some(g) => format!(
             "GPU busy median {} ms ({}; {} of {} tokens timed)",
             ms(g.median),
@@ -319,9 +350,10 @@ fn token_summary(out: &mut String, s: &TokenStats) {
 fn ops(out: &mut String, p: &Profile, a: &Analysis) {
     let o = &a.ops;
     emit!(out);
-    let source = match o.total_gpu_ns {
-        Some(_) => format!("GPU time from dispatch spans, {}", steady::scope(a)),
-        None => format!(
+    let source = match (o.total_gpu_ns, &a.estimate) {
+        (Some(_), Some(e)) => format!("GPU time {}, {}", e.basis(), steady::scope(a)),
+        (Some(_), None) => format!("GPU time from dispatch spans, {}", steady::scope(a)),
+        (None, _) => format!(
             "no dispatch GPU times: timing {}; {}",
             p.timing.mode,
             steady::scope(a)
@@ -388,7 +420,9 @@ fn layers(out: &mut String, p: &Profile, a: &Analysis) {
         return;
     }
     let sources: Vec<LayerTimeSource> = l.rows.iter().filter_map(|r| r.source).collect();
-    let source = if sources.iter().all(|s| *s == LayerTimeSource::PassSpans) {
+    let source = if sources.iter().all(|s| *s == LayerTimeSource::Estimated) {
+        "sampled dispatch spans, estimated (see Sampled estimate)"
+    } else if sources.iter().all(|s| *s == LayerTimeSource::PassSpans) {
         "pass spans"
     } else if sources.iter().all(|s| *s == LayerTimeSource::DispatchSpans) {
         "summed dispatch spans"
@@ -411,21 +445,26 @@ fn layers(out: &mut String, p: &Profile, a: &Analysis) {
     let mut strip: Vec<String> = Vec::new();
     for r in &l.rows {
         let t = format!("{}{}", opt_ms(r.gpu_ns_median), mark(r));
-        let spread = r
-            .gpu_ns
-            .map_or(String::new(), |g| format!("{}-{}", ms(g.p10), ms(g.p90)));
+        let estimated = r.source == Some(LayerTimeSource::Estimated);
         if layer_count > MAX_LAYERS_LISTED && r.layer.is_some() {
-            strip.push(format!("{} {t} ({spread})", r.name));
+            strip.push(match (estimated, r.gpu_ns) {
+                (false, Some(g)) => format!("{} {t} ({}-{})", r.name, ms(g.p10), ms(g.p90)),
+                _ => format!("{} {t}", r.name),
+            });
             continue;
         }
         flush_strip(out, &mut strip);
-        emit!(
-            out,
-            "  {:<width$} {:>10}   (p10-p90 {spread} ms, {} tokens timed)",
-            r.name,
-            t,
-            r.tokens_timed
-        );
+        let detail = match (estimated, r.gpu_ns) {
+            (true, _) => "estimated".to_string(),
+            (false, Some(g)) => format!(
+                "p10-p90 {}-{} ms, {} tokens timed",
+                ms(g.p10),
+                ms(g.p90),
+                r.tokens_timed
+            ),
+            (false, None) => format!("{} tokens timed", r.tokens_timed),
+        };
+        emit!(out, "  {:<width$} {:>10}   ({detail})", r.name, t);
     }
     flush_strip(out, &mut strip);
     if let Some(e) = &l.extremes {

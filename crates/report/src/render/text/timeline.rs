@@ -28,7 +28,20 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
         t.timed_kernels,
         ms(t.wall_ns)
     );
-    if let Some(busy) = t.busy_ns {
+    if let (Some(busy), true) = (t.busy_ns, t.busy_estimated) {
+        emit!(
+            out,
+            "  busy {} ms = {} utilization, estimated (sampled dispatch spans summed per token / wall)",
+            ms(busy),
+            percent(t.utilization_percent)
+        );
+        if t.utilization_percent.is_some_and(|u| u > 100.0) {
+            emit!(
+                out,
+                "    over 100%: the timestamps around each sampled dispatch lengthen its span (per-dispatch timing serializes the GPU's work); the shares between ops hold, the absolute times are inflated"
+            );
+        }
+    } else if let Some(busy) = t.busy_ns {
         emit!(
             out,
             "  busy {} ms = {} utilization (union of kernel spans / wall){}",
