@@ -113,3 +113,77 @@ fn thin_coverage_says_how_many_more_tokens_and_imputes_from_the_op() {
 fn full_timing_is_not_estimated() {
     assert!(analyze(&full(8)).estimate.is_none());
 }
+
+/// Correction for the instrument (issue 29): with `peak`'s timestamp cost, each timed
+/// call loses it (never below the dependent-dispatch floor); shares, busy and the
+/// bottleneck are given corrected beside measured.
+#[test]
+fn dispatch_spans_are_corrected_for_their_timestamps() {
+    let mut p = full(32);
+    p.timing.mode = gpuscope_trace::TimingMode::Dispatch;
+    let mut c = fixture::ceilings();
+    c.dispatch_ns = Some(measured(600.0));
+    c.timestamp_ns = Some(measured(1000.0));
+    p.ceilings = Some(c);
+    let a = analyze(&p);
+    let c = a
+        .correction
+        .as_ref()
+        .expect("timing dispatch with a measured cost");
+    assert_eq!(c.timestamp_ns, 1000.0);
+    let avg = |op: &str| {
+        c.ops
+            .rows
+            .iter()
+            .find(|r| r.op == op)
+            .unwrap()
+            .avg_gpu_ns
+            .unwrap()
+    };
+    // Medians of about 9000, 1500 and 4000 ns, less 1000 (the norm stays above 600).
+    assert!(
+        (avg("gemv_q4_0") - 8000.0).abs() < 400.0,
+        "{}",
+        avg("gemv_q4_0")
+    );
+    assert!((avg("rms_norm") - 500.0).abs() < 150.0 || avg("rms_norm") >= 600.0);
+    assert!(
+        (avg("attention") - 3000.0).abs() < 250.0,
+        "{}",
+        avg("attention")
+    );
+    assert!(c.corrected_per_token_ns < c.measured_per_token_ns);
+    let share = |ops: &gpuscope_report::analysis::OpBreakdown, op: &str| {
+        ops.rows
+            .iter()
+            .find(|r| r.op == op)
+            .unwrap()
+            .gpu_percent
+            .unwrap()
+    };
+    assert!(share(&c.ops, "gemv_q4_0") > share(&a.ops, "gemv_q4_0"));
+    assert!(
+        a.bottleneck
+            .headline
+            .contains("corrected for their timestamps"),
+        "{}",
+        a.bottleneck.headline
+    );
+    let r = render_text(&p);
+    assert!(
+        r.contains("Corrected for the instrument: timestamps add 1.0 µs"),
+        "{r}"
+    );
+    // Without the measured cost, nothing is corrected.
+    p.ceilings.as_mut().unwrap().timestamp_ns = None;
+    assert!(analyze(&p).correction.is_none());
+}
+
+fn measured(median: f64) -> gpuscope_trace::ceilings::Measured {
+    gpuscope_trace::ceilings::Measured {
+        median,
+        p10: median * 0.95,
+        p90: median * 1.05,
+        n: 10,
+    }
+}

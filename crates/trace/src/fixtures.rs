@@ -406,6 +406,7 @@ pub fn ceilings() -> Ceilings {
         f16_gflops: None,
         dispatch_ns: Some(m(2000.0)),
         cpu_dispatch_ns: Some(m(1000.0)),
+        timestamp_ns: None,
         fill: Some(crate::ceilings::FillWorkgroups {
             workgroups: 64,
             workgroup_size: 64,

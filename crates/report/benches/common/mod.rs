@@ -318,6 +318,7 @@ pub fn large_profile(dispatches: usize) -> Profile {
         f16_gflops: Some(m(120_000.0)),
         dispatch_ns: Some(m(1_600.0)),
         cpu_dispatch_ns: Some(m(700.0)),
+        timestamp_ns: None,
         fill: Some(FillWorkgroups {
             workgroups: 132,
             workgroup_size: 64,

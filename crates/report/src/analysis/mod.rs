@@ -12,6 +12,7 @@
 pub mod bottleneck;
 pub mod checklist;
 pub mod clock;
+pub mod correction;
 pub mod counters;
 pub mod diff;
 pub mod divergence;
@@ -162,6 +163,9 @@ pub struct Analysis {
     /// table, the layers, GPU busy, the timeline's busy time and the bottleneck are then
     /// estimated from it, and say so.
     pub estimate: Option<sampled::Estimate>,
+    /// Dispatch spans corrected for the timestamps around them (`None` unless timing
+    /// `dispatch` and `peak` measured their cost): the bottleneck judges these.
+    pub correction: Option<correction::Correction>,
     pub sites: Sites,
     pub counters: CounterReport,
     pub timestamps: TimestampHealth,
@@ -240,15 +244,25 @@ pub fn analyze_with(p: &Profile, ceilings: CeilingsUsed) -> Analysis {
             tokens: &steady_totals,
         },
     );
+    let correction = correction::correct(p, roofline_sites, set.len(), ceilings.ceilings());
+    let corrected_stats = correction
+        .as_ref()
+        .map(|c| corrected_busy(&tokens_steady, c));
     let mut bottleneck = bottleneck_of(
         p,
         &BottleneckInput {
-            stats: &tokens_steady,
+            stats: corrected_stats.as_ref().unwrap_or(&tokens_steady),
             totals: &just_totals,
-            ops: &ops,
+            ops: correction.as_ref().map_or(&ops, |c| &c.ops),
             layers: &layers,
         },
     );
+    if let Some(c) = &correction {
+        bottleneck.headline.push_str(&format!(
+            " (spans corrected for their timestamps: {} less per dispatch)",
+            crate::render::units::duration(c.timestamp_ns)
+        ));
+    }
     if let Some(e) = &estimate {
         bottleneck
             .headline
@@ -269,6 +283,7 @@ pub fn analyze_with(p: &Profile, ceilings: CeilingsUsed) -> Analysis {
         ops,
         layers,
         estimate,
+        correction,
         sites,
         counters,
         timestamps,
@@ -295,4 +310,24 @@ fn estimated_busy(e: &sampled::Estimate, stats: &mut TokenStats, timeline: &mut 
             .unavailable
             .retain(|u| !matches!(u.metric, "busy" | "utilization"));
     }
+}
+
+/// `stats` with GPU busy less what the timestamps added to the token's dispatches.
+fn corrected_busy(stats: &TokenStats, c: &correction::Correction) -> TokenStats {
+    let added = c
+        .measured_per_token_ns
+        .saturating_sub(c.corrected_per_token_ns);
+    let mut s = stats.clone();
+    if let Some(g) = &mut s.gpu_busy_ns {
+        for v in [
+            &mut g.min,
+            &mut g.p10,
+            &mut g.median,
+            &mut g.p90,
+            &mut g.max,
+        ] {
+            *v = v.saturating_sub(added);
+        }
+    }
+    s
 }

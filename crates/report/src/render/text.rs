@@ -10,7 +10,7 @@
 use std::fmt::Write;
 
 use super::counters::counter_cells;
-use super::units::{bytes, count, ms, op_cells, opt, opt_ms, rate, spread_ms};
+use super::units::{bytes, count, duration, ms, op_cells, opt, opt_ms, rate, spread_ms, us};
 use crate::analysis::{
     analyze, Analysis, CheckStatus, LayerTimeSource, SpanCounts, TokenSelection, TokenStats,
 };
@@ -52,6 +52,7 @@ pub fn render_analysis_text(p: &Profile, a: &Analysis) -> String {
     estimate(&mut out, a);
     tokens(&mut out, p, a);
     ops(&mut out, p, a);
+    correction(&mut out, a);
     roofline::per_token(&mut out, a);
     layers(&mut out, p, a);
     timeline::section(&mut out, p, a);
@@ -60,6 +61,53 @@ pub fn render_analysis_text(p: &Profile, a: &Analysis) -> String {
     checklist::section(&mut out, a);
     bottleneck(&mut out, a);
     out
+}
+
+/// The op table corrected for the timestamps around each timed dispatch: measured and
+/// corrected side by side (the corrected one describes the untimed program).
+fn correction(out: &mut String, a: &Analysis) {
+    let Some(c) = &a.correction else { return };
+    emit!(out);
+    emit!(
+        out,
+        "Corrected for the instrument: timestamps add {} to each timed dispatch (`peak`), floor {}; dispatch time per token {} ms measured, {} ms corrected",
+        duration(c.timestamp_ns),
+        duration(c.floor_ns),
+        ms(c.measured_per_token_ns),
+        ms(c.corrected_per_token_ns)
+    );
+    let width = c
+        .ops
+        .rows
+        .iter()
+        .map(|r| r.op.len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    emit!(
+        out,
+        "  {:<width$} {:>12} {:>13} {:>16}",
+        "op",
+        "% measured",
+        "% corrected",
+        "avg µs corrected"
+    );
+    let measured: std::collections::HashMap<&str, Option<f64>> = a
+        .ops
+        .rows
+        .iter()
+        .map(|r| (r.op.as_str(), r.gpu_percent))
+        .collect();
+    for r in &c.ops.rows {
+        emit!(
+            out,
+            "  {:<width$} {:>12} {:>13} {:>16}",
+            r.op,
+            opt(measured.get(r.op.as_str()).copied().flatten(), 1),
+            opt(r.gpu_percent, 1),
+            r.avg_gpu_ns.map_or_else(|| "-".into(), us)
+        );
+    }
 }
 
 /// Sampled timing's estimate: what it rests on, and how many more tokens would make it
