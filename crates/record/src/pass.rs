@@ -270,7 +270,17 @@ impl<'e> RecordingPass<'e> {
                 self.queries = Some(set);
             }
         }
+        let marker = debug_markers()
+            .then(|| self.info.label.or(self.info.op))
+            .flatten()
+            .map(|n| st.names.get(n).to_string());
+        if let Some(m) = &marker {
+            self.pass.push_debug_group(m);
+        }
         run(&mut self.pass);
+        if marker.is_some() {
+            self.pass.pop_debug_group();
+        }
         if sampled {
             if let (Some(set), Some(q)) = (&self.queries, queries) {
                 self.pass.write_timestamp(set, q.end);
@@ -424,4 +434,13 @@ pub(crate) fn misuse(st: &mut State, message: &str) {
     if !st.misuse.iter().any(|m| m == message) {
         st.misuse.push(message.to_string());
     }
+}
+
+/// Whether each described dispatch is wrapped in a debug group named by its label
+/// (`GPUSCOPE_DEBUG_MARKERS=1`, which `gpuscope attach` sets): a Vulkan layer or a
+/// capture tool then sees gpuscope's own names (`L3.ffn_down`). Off by default: a debug
+/// group costs a string and two commands per dispatch.
+pub fn debug_markers() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("GPUSCOPE_DEBUG_MARKERS").is_ok_and(|v| v == "1"))
 }

@@ -896,11 +896,15 @@ fn step_counters(
 }
 
 /// A dispatch's label: the innermost debug label, unless that only repeats the
-/// pipeline's name (llama.cpp's `mul_mat_vec_q4_0_f32_f32 (64,1,1)`), then the one
-/// around it (llama.cpp's node, `MUL_MAT Qcur-3`); the pipeline's name without labels.
+/// pipeline's name with its workgroup size (llama.cpp's `mul_mat_vec_q4_0_f32_f32
+/// (64,1,1)`), then the one around it (llama.cpp's node, `MUL_MAT Qcur-3`); the
+/// pipeline's name without labels. A label equal to the pipeline's name is kept
+/// (gpuscope's `argmax` inside wgpu's pass group `step`).
 fn dispatch_label(d: &DispatchRecord, pipeline: &str) -> String {
     match (&d.label, &d.scope) {
-        (Some(l), Some(outer)) if l.starts_with(pipeline) => outer.clone(),
+        (Some(l), Some(outer)) if l.len() > pipeline.len() && l.starts_with(pipeline) => {
+            outer.clone()
+        }
         (Some(l), _) => l.clone(),
         (None, _) => pipeline.to_string(),
     }
