@@ -188,6 +188,7 @@ pub fn small() -> Profile {
             cpu: Default::default(),
             name: None,
             other_counters: Default::default(),
+            gpu_track: 0,
         })
         .collect();
     Profile {
@@ -321,6 +322,7 @@ pub fn long(n_tokens: u32, n_layers: u32) -> Profile {
             cpu: Default::default(),
             name: None,
             other_counters: Default::default(),
+            gpu_track: 0,
         });
     }
     p
@@ -356,6 +358,7 @@ pub fn tokens_only(times: &[(u64, Option<u64>)]) -> Profile {
             cpu: Default::default(),
             name: None,
             other_counters: Default::default(),
+            gpu_track: 0,
         })
         .collect();
     p

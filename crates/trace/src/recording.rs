@@ -559,10 +559,20 @@ impl Recording {
             .settings
             .insert("step".into(), header.step.clone());
         let names = self.dispatch_names();
-        let origin = self.first_tick();
+        let origins = self.first_ticks();
+        let tracks = self.gpu_tracks();
+        if tracks.len() > 1 {
+            p.gpu_tracks = tracks.iter().map(|&q| self.queue_name_of(q)).collect();
+        }
         let mut threads: HashMap<u64, u32> = HashMap::new();
         for step in &self.steps {
+            let device = self.device_of(step.queue);
+            let origin = origins.get(&device).copied().unwrap_or(0);
+            let track = tracks.iter().position(|&q| q == step.queue).unwrap_or(0) as u32;
             self.add_step(&mut p, step, &names, origin, &mut threads);
+            if let Some(t) = p.tokens.last_mut() {
+                t.gpu_track = track;
+            }
         }
         p.buffers = self.memory_records();
         let mut thread_ids: Vec<(u64, u32)> = threads.into_iter().collect();
@@ -695,20 +705,45 @@ impl Recording {
             .collect()
     }
 
-    /// The earliest timestamp tick of the recording (GPU spans start from it).
-    fn first_tick(&self) -> u64 {
-        self.steps
-            .iter()
-            .flat_map(|s| &s.command_buffers)
-            .flat_map(|c| {
+    /// Each device's earliest timestamp tick (its GPU spans start from it: devices
+    /// count ticks on clocks of their own).
+    fn first_ticks(&self) -> HashMap<u32, u64> {
+        let mut first: HashMap<u32, u64> = HashMap::new();
+        for s in &self.steps {
+            let device = self.device_of(s.queue);
+            let ticks = s.command_buffers.iter().flat_map(|c| {
                 c.ticks
                     .into_iter()
                     .chain(c.dispatches.iter().filter_map(|d| d.ticks))
-            })
-            .filter(|&(a, _)| a > 0)
-            .map(|(a, _)| a)
-            .min()
-            .unwrap_or(0)
+            });
+            for (a, _) in ticks.filter(|&(a, _)| a > 0) {
+                let e = first.entry(device).or_insert(a);
+                *e = (*e).min(a);
+            }
+        }
+        first
+    }
+
+    /// The device a queue belongs to (0 for a queue not recorded).
+    fn device_of(&self, queue: u32) -> u32 {
+        self.queues.get(queue as usize).map_or(0, |q| q.device)
+    }
+
+    /// The queues steps ran on, in order of first use: one GPU track each.
+    fn gpu_tracks(&self) -> Vec<u32> {
+        let mut tracks: Vec<u32> = Vec::new();
+        for s in &self.steps {
+            if !tracks.contains(&s.queue) {
+                tracks.push(s.queue);
+            }
+        }
+        tracks
+    }
+
+    fn queue_name_of(&self, queue: u32) -> String {
+        self.queues
+            .get(queue as usize)
+            .map_or_else(|| format!("queue {queue}"), |q| self.queue_name(q))
     }
 
     fn add_step(

@@ -221,6 +221,7 @@ pub fn large_profile(dispatches: usize) -> Profile {
             position: token,
             token_id: (rng.next() % 49_152) as u32,
             other_counters: Default::default(),
+            gpu_track: 0,
             wall_ns: cpu_ns - step_start,
             gpu_busy_ns: Some(busy),
             counters: Counters {

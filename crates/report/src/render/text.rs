@@ -110,6 +110,24 @@ fn correction(out: &mut String, a: &Analysis) {
     }
 }
 
+/// A program on several GPUs or queues: each queue's steps and GPU time.
+fn gpu_queues(out: &mut String, p: &Profile) {
+    for (q, name) in p.gpu_tracks.iter().enumerate() {
+        let steps: Vec<&gpuscope_trace::TokenRecord> = p
+            .tokens
+            .iter()
+            .filter(|t| t.gpu_track == q as u32)
+            .collect();
+        let busy: u64 = steps.iter().filter_map(|t| t.gpu_busy_ns).sum();
+        emit!(
+            out,
+            "GPU {q}:    {name}: {} steps, {} ms GPU busy in all",
+            steps.len(),
+            ms(busy)
+        );
+    }
+}
+
 /// Sampled timing's estimate: what it rests on, and how many more tokens would make it
 /// firm.
 fn estimate(out: &mut String, a: &Analysis) {
@@ -231,6 +249,7 @@ fn run(out: &mut String, p: &Profile) {
     if let Some(c) = &p.commit {
         emit!(out, "Commit:   {c}");
     }
+    gpu_queues(out, p);
     if let Some(i) = p.instrumentation.as_ref().filter(|i| i.is_partial()) {
         emit!(
             out,
