@@ -236,7 +236,7 @@ unsafe fn register_device(
         state: Mutex::new(DeviceState::default()),
     });
     registry::add_device(d);
-    writer::record(&Record::Device(DeviceRecord {
+    writer::record(Record::Device(DeviceRecord {
         id,
         name: props.name,
         vendor_id: props.vendor_id,
@@ -368,9 +368,10 @@ unsafe extern "system" fn destroy_device(
     }
     if registry::device_count() == 0 {
         guard("vkDestroyDevice", || {
-            writer::record(&Record::End {
+            writer::record(Record::End {
                 reason: "the program destroyed its devices".into(),
-            })
+            });
+            writer::drain();
         });
     }
 }

@@ -186,7 +186,7 @@ fn run(out: &mut String, p: &Profile) {
     if let Some(s) = &t.sampling {
         emit!(
             out,
-            "          sampled: one dispatch in {} carries timestamps, rotating over tokens",
+            "          sampled: one dispatch in {} carries timestamps (which, the line above says)",
             s.stride
         );
     }
