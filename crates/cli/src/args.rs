@@ -324,7 +324,7 @@ pub struct AttachArgs {
     pub step: String,
     /// Keep the layer's raw recording in this new or empty directory (`gpuscope report
     /// DIR` reads it).
-    #[arg(long, value_name = "DIR", value_parser = output_dir)]
+    #[arg(long, value_name = "DIR", value_parser = new_or_empty_dir)]
     pub output: Option<PathBuf>,
     /// Write the profile (versioned JSON) here.
     #[arg(long, value_parser = output_file)]
@@ -658,10 +658,28 @@ fn output_file(s: &str) -> Result<PathBuf, String> {
 /// An output directory (`--capture`, `--trace-tensors`), checked as the command line is
 /// read: its parent exists and takes new entries, the same rule as [`output_file`]
 /// (whether an existing directory may be replaced is checked with `--force` in view).
+/// An output directory that may exist (a capture directory: replacing one needs
+/// `--force`, checked when it is written); a new one's parent must take it.
 fn output_dir(s: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(s);
     if !path.exists() {
         gpuscope_trace::atomic::check_new_entry(&path).map_err(|e| e.to_string())?;
+    }
+    Ok(path)
+}
+
+/// A new directory (its parent must take it) or an empty one, so what a run writes is
+/// never mixed with, or mistaken for, an earlier run's files (attach's recording).
+fn new_or_empty_dir(s: &str) -> Result<PathBuf, String> {
+    let path = output_dir(s)?;
+    if !path.exists() {
+        return Ok(path);
+    }
+    let mut entries = std::fs::read_dir(&path).map_err(|e| format!("{s}: {e}"))?;
+    if entries.next().is_some() {
+        return Err(format!(
+            "{s} is not empty: give a new directory or an empty one (an earlier run's files would be mixed with this one's)"
+        ));
     }
     Ok(path)
 }

@@ -95,11 +95,45 @@ fn a_hand_counted_vulkan_program_gives_exactly_its_counts() {
         );
     }
     assert!(p.incomplete.is_none(), "{:?}", p.incomplete);
+    assert!(
+        p.adapter.max_storage_buffer_binding_size > 0,
+        "the device's limits are recorded"
+    );
+    assert_eq!(
+        (
+            p.workload.graph_dispatches_per_token,
+            p.workload.graph_passes_per_token
+        ),
+        (3, 1),
+        "the median step's graph"
+    );
     let report = text(&out.stderr);
     assert!(
         report.contains("Ops") && report.contains("counted_add"),
         "{report}"
     );
+    assert!(
+        report.contains("an attached program's own") && !report.contains("FAIL  submits"),
+        "gpuscope's engine rules are not judged on another program: {report}"
+    );
+}
+
+#[test]
+fn an_output_directory_with_files_is_refused_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("recording.jsonl"), "old").unwrap();
+    let marker = dir.path().join("ran");
+    let out = attach(
+        &["--output", dir.path().to_str().unwrap()],
+        &["touch", marker.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is not empty"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!marker.exists(), "the program never started");
 }
 
 #[test]
@@ -241,4 +275,92 @@ fn a_recording_that_cannot_be_written_is_reported_and_the_program_runs_on() {
         err.contains("gpuscope: the layer could not record") && err.contains("fail-write"),
         "{err}"
     );
+}
+
+/// gpuscope's own engine under the layer: the layer sees the dispatches gpuscope
+/// declares, named by gpuscope's labels (GPUSCOPE_DEBUG_MARKERS), and its per-op shares
+/// agree with gpuscope's own timing of the same workload.
+///
+/// The program runs untimed under the layer; gpuscope's own run beside it times with
+/// timestamp pairs too (`sampled`, 10 samples a site over 160 tokens), since its
+/// `dispatch` mode chains one timestamp per dispatch and so gives a dispatch the
+/// commands before it (on lavapipe 200 µs of the first layer's first kernel that the
+/// layer's pairs leave out). Shares are of the sites' median times (one preempted call
+/// on a loaded 2-core machine moves a sum, not a median). Measured on lavapipe, 12 runs:
+/// the gemvs and norms within 3 points; attention 4-8 points higher in gpuscope's own
+/// spans (which begin before the pipeline and bind-group commands, the layer's just
+/// before `vkCmdDispatch`). The 3 points do not hold for attention here; 10
+/// catches what the test is for (an op misnamed, dispatches lost or double-counted). The step's first two dispatches are left out: on
+/// lavapipe gpuscope's spans of them take in about 200 µs of the step's start (15-30%
+/// of the step, on one or the other), which the layer's spans, written just around
+/// `vkCmdDispatch`, do not.
+#[test]
+fn gpuscope_under_attach_agrees_with_its_own_profile() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (outer, inner) = (dir.path().join("outer.json"), dir.path().join("inner.json"));
+    let profile = |timing: &str| -> Vec<String> {
+        [
+            "profile", "--preset", "tiny", "--tokens", "160", "--warmup", "2",
+        ]
+        .iter()
+        .chain(&["--timing", timing])
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let program: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_gpuscope").to_string())
+        .chain(profile("off"))
+        .collect();
+    let program: Vec<&str> = program.iter().map(String::as_str).collect();
+    let out = attach(
+        &["--json", outer.to_str().unwrap(), "--timing", "dispatch"],
+        &program,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let own = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(profile("sampled"))
+        .args(["--json", inner.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(own.status.success(), "{}", text(&own.stderr));
+    let (outer, inner) = (load_profile(&outer).unwrap(), load_profile(&inner).unwrap());
+    assert_eq!(
+        outer.workload.graph_dispatches_per_token, inner.workload.graph_dispatches_per_token,
+        "the layer sees the dispatches gpuscope declares per token"
+    );
+    assert_eq!(
+        outer.workload.layers, inner.workload.layers,
+        "layers from the labels"
+    );
+    let labels: std::collections::BTreeSet<&str> =
+        outer.dispatches.iter().map(|d| d.label.as_str()).collect();
+    for d in inner.dispatches.iter().filter(|d| d.token == 0) {
+        assert!(
+            labels.contains(d.label.as_str()),
+            "{} not seen by the layer",
+            d.label
+        );
+    }
+    let shares = |p: &Profile| -> std::collections::BTreeMap<String, f64> {
+        let a = gpuscope_report::analysis::analyze(p);
+        let mut by_op = std::collections::BTreeMap::new();
+        for s in a.sites.sites.iter().filter(|s| s.index > 1) {
+            *by_op.entry(s.op.clone()).or_insert(0.0) += s.median_ns().unwrap() as f64;
+        }
+        let total: f64 = by_op.values().sum();
+        by_op.values_mut().for_each(|v| *v *= 100.0 / total);
+        by_op
+    };
+    let (o, i) = (shares(&outer), shares(&inner));
+    for (op, inside) in &i {
+        let seen = *o
+            .get(op)
+            .unwrap_or_else(|| panic!("{op} not seen by the layer: {o:?}"));
+        assert!(
+            (inside - seen).abs() <= 10.0,
+            "{op}: {inside:.1}% by gpuscope, {seen:.1}% by the layer"
+        );
+    }
 }

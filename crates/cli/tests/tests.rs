@@ -11,5 +11,6 @@ mod example;
 mod faults;
 mod layout;
 mod peak;
+mod sampling;
 mod sweep;
 mod viewers;

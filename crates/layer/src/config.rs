@@ -82,13 +82,13 @@ impl Config {
             TimingChoice::Sampled => (
                 TimingMode::Dispatch,
                 self.stride,
-                format!("requested: 1 in {} dispatches, rotating", self.stride),
+                format!("requested: 1 in {} dispatches, picked by a hash of their number", self.stride),
             ),
             TimingChoice::Auto if vendor_id == NVIDIA => (
                 TimingMode::Dispatch,
                 self.stride,
                 format!(
-                    "auto: 1 in {} dispatches, rotating (a timestamp between dispatches costs microseconds on NVIDIA)",
+                    "auto: 1 in {} dispatches, picked by a hash of their number (a timestamp between dispatches costs microseconds on NVIDIA)",
                     self.stride
                 ),
             ),

@@ -65,9 +65,8 @@ pub struct DeviceState {
     /// Counts of host-side work (resources created, descriptor updates) since the
     /// last step closed on any queue of this device.
     pub host_counters: BTreeMap<&'static str, u64>,
-    /// Dispatches recorded so far and command buffers begun (the sampling rotation).
+    /// Dispatches recorded so far (what sampling picks by).
     pub dispatches_recorded: u64,
-    pub recordings: u64,
 }
 
 /// A command buffer the program allocated.
@@ -143,9 +142,14 @@ impl Device {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether this dispatch (the `n`-th recorded, in the `r`-th recording) is timed.
-    pub fn times(&self, n: u64, r: u64) -> bool {
-        self.timing == TimingMode::Dispatch && (n + r).is_multiple_of(u64::from(self.stride.max(1)))
+    /// Whether this dispatch (the `n`-th recorded) is timed: every one, or when
+    /// sampling, one in `stride` picked by a hash of `n`. A program's steps need not
+    /// repeat one graph (llama.cpp alternates two kinds of step per token), so a fixed
+    /// rotation could keep meeting the same dispatches; a hash reaches every dispatch
+    /// position about equally often whatever the steps look like.
+    pub fn times(&self, n: u64) -> bool {
+        let stride = u64::from(self.stride.max(1));
+        self.timing == TimingMode::Dispatch && (stride == 1 || mix(n).is_multiple_of(stride))
     }
 
     /// Takes the next timestamp slot of `rec` for `cb`, creating and resetting (inside
@@ -369,11 +373,19 @@ fn write_step(mut step: StepRecord, counters: BTreeMap<String, u64>, spans: Vec<
         step.index = w.ids.steps;
         w.ids.steps += 1;
     });
-    writer::record(&Record::Step(step));
+    writer::record(Record::Step(step));
 }
 
 /// The calling thread's OS id (for CPU spans).
 pub fn thread_id() -> u64 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as u64 }
+}
+
+/// SplitMix64's finaliser: consecutive counters to well-spread values.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }

@@ -82,7 +82,7 @@ pub(crate) fn guard<R>(what: &'static str, f: impl FnOnce() -> R) -> Option<R> {
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic".into());
             let _ = std::panic::catch_unwind(|| {
-                writer::record(&gpuscope_trace::recording::Record::Problem {
+                writer::record(gpuscope_trace::recording::Record::Problem {
                     message: format!(
                         "panic in the layer's {what} bookkeeping: {why}; the call went through"
                     ),

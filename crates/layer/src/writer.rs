@@ -71,9 +71,60 @@ pub fn with<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
     }
 }
 
-/// Writes one record; on failure turns recording off (said once).
-pub fn record(r: &Record) {
-    let failed = with(|w| w.write(r).err()).flatten();
+/// Queues one record for the writer thread, which writes records in the order they
+/// were queued: serializing and writing (a step of a hundred dispatches is kilobytes of
+/// JSON) stay off the program's thread, which only moves the record into a channel.
+/// On a write failure the thread turns recording off (said once).
+pub fn record(r: Record) {
+    let mut sender = SENDER.lock().unwrap_or_else(|e| e.into_inner());
+    if sender.is_none() {
+        if !matches!(with(|_| ()), Some(())) {
+            return; // not recording
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<Record>();
+        let thread = std::thread::Builder::new()
+            .name("gpuscope-layer-writer".into())
+            .spawn(move || {
+                for r in rx {
+                    write_now(&r);
+                }
+            });
+        match thread {
+            Ok(t) => {
+                *THREAD.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+                *sender = Some(tx);
+            }
+            // No thread: write on the caller's thread.
+            Err(_) => return write_now(&r),
+        }
+    }
+    if let Some(tx) = sender.as_ref() {
+        if let Err(std::sync::mpsc::SendError(r)) = tx.send(r) {
+            write_now(&r);
+        }
+    }
+}
+
+/// Writes queued records out and stops the writer thread (at exit: nothing may be
+/// left in the channel when the process ends).
+pub fn drain() {
+    drop(SENDER.lock().unwrap_or_else(|e| e.into_inner()).take());
+    let thread = THREAD.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(t) = thread {
+        let _ = t.join();
+    }
+}
+
+static SENDER: Mutex<Option<std::sync::mpsc::Sender<Record>>> = Mutex::new(None);
+static THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
+
+fn write_now(r: &Record) {
+    // A panic here must not end the writer thread's host process's recording silently
+    // nor unwind anywhere else: it turns recording off like an I/O error.
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        with(|w| w.write(r).err()).flatten().map(|e| e.to_string())
+    }))
+    .unwrap_or_else(|_| Some("a panic while writing".into()));
     if let Some(e) = failed {
         stop(&format!("cannot write the recording: {e}"));
     }
@@ -156,9 +207,10 @@ impl Writer {
 pub fn end_at_exit() {
     extern "C" fn at_exit() {
         let _ = std::panic::catch_unwind(|| {
-            record(&Record::End {
+            record(Record::End {
                 reason: "the program exited".into(),
-            })
+            });
+            drain();
         });
     }
     static ONCE: std::sync::Once = std::sync::Once::new();

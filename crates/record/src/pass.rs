@@ -252,46 +252,7 @@ impl<'e> RecordingPass<'e> {
     ) {
         self.started();
         let mut st = self.rec.state();
-        let index_in_step = self.first_dispatch + self.dispatches;
-        let sampled = match (self.timing, self.sampling, self.step) {
-            (TimingMode::Dispatch, Some(stride), Some(step)) => {
-                (index_in_step as u64 + step as u64).is_multiple_of(stride.max(1) as u64)
-            }
-            _ => false,
-        };
-        let mut queries = None;
-        if sampled {
-            if let Some((set, q)) = self.rec.take_queries(&mut st, 2) {
-                self.pass.write_timestamp(&set, q);
-                queries = Some(Queries {
-                    start: q,
-                    end: q + 1,
-                });
-                self.queries = Some(set);
-            }
-        }
-        run(&mut self.pass);
-        if sampled {
-            if let (Some(set), Some(q)) = (&self.queries, queries) {
-                self.pass.write_timestamp(set, q.end);
-            }
-        } else if let (TimingMode::Dispatch, Some(set), Some(prev)) =
-            (self.timing, &self.queries, self.last_query)
-        {
-            // A timestamp after each dispatch; the previous one (or the pass start)
-            // begins its span.
-            match self.rec.take_queries(&mut st, 1) {
-                Some((_, q)) => {
-                    self.pass.write_timestamp(set, q);
-                    queries = Some(Queries {
-                        start: prev,
-                        end: q,
-                    });
-                    self.last_query = Some(q);
-                }
-                None => self.last_query = None,
-            }
-        }
+        let queries = self.encode_timed(&mut st, run);
         let Some(_step) = self.step else {
             st.instrumentation.dispatches_outside_steps += 1;
             misuse(
@@ -304,20 +265,7 @@ impl<'e> RecordingPass<'e> {
             self.encode_start = None;
             return;
         };
-        // Barriers, from the access each bound buffer has in the pipeline's shader.
-        let mut barrier = false;
-        if self.pipeline != UNSET {
-            // Shared lists from the registry's cache: no allocation per dispatch.
-            let (pipeline, groups) = (self.pipeline, self.groups);
-            let bound: [Option<std::sync::Arc<[BufferAccess]>>; MAX_BIND_GROUPS] =
-                std::array::from_fn(|g| {
-                    (groups[g] != UNSET)
-                        .then(|| st.registry.accesses(pipeline, g as u32, groups[g]))
-                });
-            barrier = st
-                .hazards
-                .dispatch(bound.iter().flatten().flat_map(|l| l.iter()));
-        }
+        let barrier = self.needs_barrier(&mut st);
         let default_op = (self.pipeline != UNSET)
             .then(|| st.registry.pipelines[self.pipeline as usize].default_op);
         let op = self
@@ -359,6 +307,82 @@ impl<'e> RecordingPass<'e> {
         }
         self.dispatches += 1;
         self.info = DispatchInfo::default();
+    }
+
+    /// Encodes the dispatch itself, with its timestamps (sampled or every dispatch) and
+    /// its debug group; returns the queries that time it.
+    fn encode_timed(
+        &mut self,
+        st: &mut State,
+        run: impl FnOnce(&mut wgpu::ComputePass<'e>),
+    ) -> Option<Queries> {
+        let index_in_step = self.first_dispatch + self.dispatches;
+        let sampled = match (self.timing, self.sampling, self.step) {
+            (TimingMode::Dispatch, Some(stride), Some(step)) => {
+                (index_in_step as u64 + step as u64).is_multiple_of(stride.max(1) as u64)
+            }
+            _ => false,
+        };
+        let mut queries = None;
+        if sampled {
+            if let Some((set, q)) = self.rec.take_queries(st, 2) {
+                self.pass.write_timestamp(&set, q);
+                queries = Some(Queries {
+                    start: q,
+                    end: q + 1,
+                });
+                self.queries = Some(set);
+            }
+        }
+        let marker = debug_markers()
+            .then(|| self.info.label.or(self.info.op))
+            .flatten()
+            .map(|n| st.names.get(n).to_string());
+        if let Some(m) = &marker {
+            self.pass.push_debug_group(m);
+        }
+        run(&mut self.pass);
+        if marker.is_some() {
+            self.pass.pop_debug_group();
+        }
+        if sampled {
+            if let (Some(set), Some(q)) = (&self.queries, queries) {
+                self.pass.write_timestamp(set, q.end);
+            }
+        } else if let (TimingMode::Dispatch, Some(set), Some(prev)) =
+            (self.timing, &self.queries, self.last_query)
+        {
+            // A timestamp after each dispatch; the previous one (or the pass start)
+            // begins its span.
+            match self.rec.take_queries(st, 1) {
+                Some((_, q)) => {
+                    self.pass.write_timestamp(set, q);
+                    queries = Some(Queries {
+                        start: prev,
+                        end: q,
+                    });
+                    self.last_query = Some(q);
+                }
+                None => self.last_query = None,
+            }
+        }
+        queries
+    }
+
+    /// Whether the bound buffers' accesses in the pipeline's shader need a barrier
+    /// after the work before.
+    fn needs_barrier(&self, st: &mut State) -> bool {
+        if self.pipeline == UNSET {
+            return false;
+        }
+        // Shared lists from the registry's cache: no allocation per dispatch.
+        let (pipeline, groups) = (self.pipeline, self.groups);
+        let bound: [Option<std::sync::Arc<[BufferAccess]>>; MAX_BIND_GROUPS] =
+            std::array::from_fn(|g| {
+                (groups[g] != UNSET).then(|| st.registry.accesses(pipeline, g as u32, groups[g]))
+            });
+        st.hazards
+            .dispatch(bound.iter().flatten().flat_map(|l| l.iter()))
     }
 
     /// The wrapped pass, for calls the wrapper does not mirror (debug markers, push
@@ -424,4 +448,13 @@ pub(crate) fn misuse(st: &mut State, message: &str) {
     if !st.misuse.iter().any(|m| m == message) {
         st.misuse.push(message.to_string());
     }
+}
+
+/// Whether each described dispatch is wrapped in a debug group named by its label
+/// (`GPUSCOPE_DEBUG_MARKERS=1`, which `gpuscope attach` sets): a Vulkan layer or a
+/// capture tool then sees gpuscope's own names (`L3.ffn_down`). Off by default: a debug
+/// group costs a string and two commands per dispatch.
+pub fn debug_markers() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("GPUSCOPE_DEBUG_MARKERS").is_ok_and(|v| v == "1"))
 }

@@ -142,6 +142,7 @@ impl Recorder {
             commit: None,
             incomplete: None,
             threads: st.thread_names.clone(),
+            gpu_tracks: Vec::new(),
             cpu_spans,
             buffers,
             instrumentation: Some(std::mem::take(&mut st.instrumentation)),
@@ -185,6 +186,7 @@ fn events(st: &State, done: &[DoneStep]) -> Events {
             cpu: d.rec.cpu,
             name: d.rec.name.clone(),
             other_counters: Default::default(),
+            gpu_track: 0,
         });
         for (j, (p, t)) in d.rec.passes.iter().zip(&d.pass_times).enumerate() {
             passes.push(PassEvent {

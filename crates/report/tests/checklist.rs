@@ -318,6 +318,10 @@ fn element_wise_families() {
         "softmax",
         "argmax",
         "addition",
+        // llama.cpp's matrix products start with `mul` but are not element-wise.
+        "mul_mat_vec_q4_1_f32_f32",
+        "mul_mm_f16_f32",
+        "add_rms_f32_f32_f32_norepeat",
     ] {
         assert!(!is_elementwise(op), "{op}");
     }

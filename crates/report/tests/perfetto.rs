@@ -355,3 +355,38 @@ fn save_is_atomic_and_leaves_nothing_on_error() {
         "no temporary left"
     );
 }
+
+/// A program on two GPUs (the layer's recording of llama.cpp's `-sm layer`): one GPU
+/// track per queue in one trace, each step's slices on its own queue's track.
+#[test]
+fn two_gpus_give_two_gpu_tracks() {
+    let path = fixture::data("two_gpus.jsonl");
+    let text = std::fs::read(&path).unwrap();
+    let p = gpuscope_trace::recording::read_records(&text[..], &path)
+        .unwrap()
+        .to_profile();
+    let (d, _) = export(&p, None);
+    let gpu_tracks: Vec<(&u64, String)> = d
+        .tracks
+        .iter()
+        .filter_map(|(id, t)| match t.static_or_dynamic_name.clone()? {
+            schema::track_descriptor::StaticOrDynamicName::Name(n) => Some((id, n)),
+        })
+        .filter(|(_, n)| n.starts_with("GPU queue"))
+        .collect();
+    assert_eq!(gpu_tracks.len(), 2, "{gpu_tracks:?}");
+    for (device, step) in [("GPU A", "step 0"), ("GPU B", "step 1")] {
+        let (id, _) = gpu_tracks
+            .iter()
+            .find(|(_, n)| n.contains(device))
+            .unwrap_or_else(|| panic!("no track for {device}: {gpu_tracks:?}"));
+        let on_track: Vec<&str> = d
+            .slices
+            .iter()
+            .filter(|s| s.track == **id && s.depth == 0)
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(on_track.len(), 1, "{device}: {on_track:?}");
+        assert!(on_track[0].starts_with(step), "{device}: {on_track:?}");
+    }
+}

@@ -14,5 +14,6 @@ mod overview;
 mod perfetto;
 mod render;
 mod roofline;
+mod sampled;
 mod steady;
 mod timeline;

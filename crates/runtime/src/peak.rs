@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use gpuscope_trace::ceilings::{
     Ceilings, CeilingsIdentity, FillWorkgroups, Measured, CEILINGS_FORMAT,
 };
-use gpuscope_trace::TimingMode;
+use gpuscope_trace::{GpuSpan, TimingMode};
 
 use crate::device::Gpu;
 use crate::dispatch::{Cost, Dispatch, Graph, Section};
@@ -348,6 +348,13 @@ pub fn measure_ceilings(
     };
     let floor_ns = cost.gpu_ns.map_or(0.0, |m| m.median);
     let fill = fill_workgroups(gpu, &mut timer, fill_graph, &params, opts, floor_ns)?;
+    if fill.is_none() {
+        // Why, for the report's "fill not measured" (a figure is never guessed).
+        m.settings.insert(
+            FILL_UNMEASURED.into(),
+            "the fill kernel gave no valid time even at 1 workgroup".into(),
+        );
+    }
 
     let method = if timer.timed {
         "GPU timestamps around each pass"
@@ -365,10 +372,14 @@ pub fn measure_ceilings(
         f16_gflops: fma.f16_gflops,
         dispatch_ns: cost.gpu_ns,
         cpu_dispatch_ns: Measured::of(&cost.cpu_ns),
+        timestamp_ns: cost.timestamp_ns,
         fill,
         settings: m.settings,
     })
 }
+
+/// The settings key that says why `fill` was not measured.
+pub const FILL_UNMEASURED: &str = "fill_unmeasured";
 
 /// What every measurement reads, and the settings they note for the ceilings file.
 struct Measuring<'a> {
@@ -398,6 +409,8 @@ struct FmaRates {
 struct DispatchCost {
     gpu_ns: Option<Measured>,
     cpu_ns: Vec<f64>,
+    /// What timestamps around each dispatch add to it (see `Ceilings::timestamp_ns`).
+    timestamp_ns: Option<Measured>,
 }
 
 impl Measuring<'_> {
@@ -562,7 +575,52 @@ impl Measuring<'_> {
                 cpu_ns.push((o.cpu.encode_ns + o.cpu.submit_ns) as f64 / chain as f64);
             }
         }
-        Ok(DispatchCost { gpu_ns, cpu_ns })
+        let timestamp_ns = match gpu_ns {
+            Some(untimed) => self.timestamp_cost(&chain_graph, untimed.median)?,
+            None => None,
+        };
+        Ok(DispatchCost {
+            gpu_ns,
+            cpu_ns,
+            timestamp_ns,
+        })
+    }
+
+    /// The chain timed per dispatch: its first start to last end, per dispatch, less
+    /// `untimed_ns` (the per-pass figure). `None` where the adapter cannot time
+    /// dispatches or a span is invalid.
+    fn timestamp_cost(
+        &mut self,
+        chain_graph: &Graph,
+        untimed_ns: f64,
+    ) -> Result<Option<Measured>, GpuError> {
+        let (gpu, reps) = (self.gpu, self.reps);
+        let Ok(mut runner) = StepRunner::with_timing(gpu, chain_graph, &[], TimingMode::Dispatch)
+        else {
+            return Ok(None);
+        };
+        let mut extra = Vec::with_capacity(reps);
+        for i in 0..reps + 2 {
+            let o = runner.step(gpu, chain_graph, &[])?;
+            let spans: Option<Vec<GpuSpan>> = o
+                .dispatches
+                .iter()
+                .map(|d| d.gpu.filter(|_| d.issue.is_none()))
+                .collect();
+            let (Some(spans), true) = (spans, i >= 2) else {
+                continue;
+            };
+            let (Some(first), Some(last)) = (
+                spans.iter().map(|s| s.start_ns).min(),
+                spans.iter().map(|s| s.end_ns).max(),
+            ) else {
+                continue;
+            };
+            let per_dispatch = last.saturating_sub(first) as f64 / spans.len() as f64;
+            extra.push(per_dispatch - untimed_ns);
+        }
+        // Not measurable (as cheap as untimed within noise) stays unmeasured.
+        Ok(Measured::of(&extra))
     }
 }
 

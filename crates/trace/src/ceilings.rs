@@ -15,13 +15,15 @@
 //! - 1.0: first version (copy, read-only and write-only bandwidth, f32 and f16 FMA
 //!   rates, dependent dispatch cost, CPU encode + submit cost per dispatch, workgroups
 //!   that fill the device).
+//! - 1.1: `timestamp_ns`, what a dispatch gains from the timestamps written around it
+//!   (per-dispatch timing), so reports can correct dispatch spans for the instrument.
 
 use serde::{Deserialize, Serialize};
 
 use crate::{AdapterDesc, FormatVersion};
 
 /// The ceilings format this build writes (cache files and `Profile::ceilings`).
-pub const CEILINGS_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 };
+pub const CEILINGS_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 1 };
 
 /// One measured figure: the median over `n` timed repetitions and its spread.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -145,6 +147,11 @@ pub struct Ceilings {
     pub dispatch_ns: Option<Measured>,
     /// CPU time to encode and submit one dispatch, ns.
     pub cpu_dispatch_ns: Option<Measured>,
+    /// GPU time one dispatch gains when timestamps are written just before and after it
+    /// (the dependent chain timed per dispatch, less the same chain timed per pass), ns:
+    /// what per-dispatch timing adds to every span it measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_ns: Option<Measured>,
     /// Workgroups one dispatch needs to keep the whole device busy.
     pub fill: Option<FillWorkgroups>,
     /// Sizes the figures were measured with, e.g. `copy_bytes = "1073741824"`.
@@ -210,7 +217,7 @@ impl Ceilings {
     }
 
     /// Every measured figure by field name, in a fixed order.
-    pub fn figures(&self) -> [(&'static str, Option<Measured>); 7] {
+    pub fn figures(&self) -> [(&'static str, Option<Measured>); 8] {
         [
             ("copy_gbps", self.copy_gbps),
             ("read_gbps", self.read_gbps),
@@ -219,6 +226,7 @@ impl Ceilings {
             ("f16_gflops", self.f16_gflops),
             ("dispatch_ns", self.dispatch_ns),
             ("cpu_dispatch_ns", self.cpu_dispatch_ns),
+            ("timestamp_ns", self.timestamp_ns),
         ]
     }
 

@@ -188,6 +188,7 @@ pub fn small() -> Profile {
             cpu: Default::default(),
             name: None,
             other_counters: Default::default(),
+            gpu_track: 0,
         })
         .collect();
     Profile {
@@ -321,6 +322,7 @@ pub fn long(n_tokens: u32, n_layers: u32) -> Profile {
             cpu: Default::default(),
             name: None,
             other_counters: Default::default(),
+            gpu_track: 0,
         });
     }
     p
@@ -356,6 +358,7 @@ pub fn tokens_only(times: &[(u64, Option<u64>)]) -> Profile {
             cpu: Default::default(),
             name: None,
             other_counters: Default::default(),
+            gpu_track: 0,
         })
         .collect();
     p
@@ -406,6 +409,7 @@ pub fn ceilings() -> Ceilings {
         f16_gflops: None,
         dispatch_ns: Some(m(2000.0)),
         cpu_dispatch_ns: Some(m(1000.0)),
+        timestamp_ns: None,
         fill: Some(crate::ceilings::FillWorkgroups {
             workgroups: 64,
             workgroup_size: 64,
@@ -682,4 +686,27 @@ mod captures {
             incomplete: None,
         }
     }
+}
+
+/// `full` (every dispatch timed) as sampled timing with `stride` would have recorded it:
+/// dispatch `i` of token `t` keeps its span only when `(i + t) % stride == 0` (the
+/// recorder's rotation), passes and tokens lose their GPU times.
+pub fn sampled_from(full: &Profile, stride: u32) -> Profile {
+    let mut p = full.clone();
+    p.timing.mode = crate::TimingMode::Dispatch;
+    p.timing.sampling = Some(crate::Sampling { stride });
+    for d in &mut p.dispatches {
+        if !(u64::from(d.index) + u64::from(d.token)).is_multiple_of(u64::from(stride)) {
+            d.gpu = None;
+            d.timestamp_issue = None;
+        }
+    }
+    for s in &mut p.passes {
+        s.gpu = None;
+        s.timestamp_issue = None;
+    }
+    for t in &mut p.tokens {
+        t.gpu_busy_ns = None;
+    }
+    p
 }

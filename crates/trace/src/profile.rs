@@ -23,6 +23,9 @@
 //!   `TokenRecord::other_counters` (counters beyond [`Counters`], e.g. the Vulkan
 //!   layer's barriers by kind, copies and allocations); profiles made by the Vulkan layer
 //!   (`gpuscope attach`) name their source in `workload.settings.source`.
+//! - 1.5: `Profile::gpu_tracks` and `TokenRecord::gpu_track`: a program that works on
+//!   several GPUs or queues (llama.cpp split over two devices under `attach`) has one
+//!   GPU track per queue; each step is on one of them.
 //!
 //! A reader accepts any file with the same major version (newer minors may add fields,
 //! which older readers ignore) and refuses another major with a message naming both.
@@ -33,7 +36,7 @@ use crate::counters::Counters;
 use crate::FormatVersion;
 
 /// The profile format this build writes.
-pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 4 };
+pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 5 };
 
 /// One profiling run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -72,6 +75,11 @@ pub struct Profile {
     /// Names of the CPU threads that [`CpuSpan::thread`] indexes (format 1.3).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<String>,
+    /// Names of the GPU queues [`TokenRecord::gpu_track`] indexes, e.g. `device 1
+    /// (NVIDIA H100 80GB HBM3) queue 0`; empty for one queue (format 1.5). Each GPU
+    /// track has its own timestamp clock.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_tracks: Vec<String>,
     /// CPU activity of the run (setup creations, per-token upload, encode, submit,
     /// wait, readback), on the run's CPU clock (format 1.3).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -122,6 +130,17 @@ pub struct CpuSpan {
 }
 
 /// What a GPU buffer holds, for the memory view.
+/// `workload.settings.source` of a profile the Vulkan layer made.
+pub const SOURCE_VULKAN_LAYER: &str = "vulkan layer (gpuscope attach)";
+
+impl Profile {
+    /// Whether the Vulkan layer made this profile inside a program gpuscope did not build
+    /// (whose steps follow that program's rules, not gpuscope's engine's).
+    pub fn is_attached(&self) -> bool {
+        self.workload.settings.get("source").map(String::as_str) == Some(SOURCE_VULKAN_LAYER)
+    }
+}
+
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
 )]
@@ -322,6 +341,13 @@ pub struct TokenRecord {
     /// `update_bytes`, `allocations`, `allocated_bytes`, `frees`, `descriptor_updates`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub other_counters: std::collections::BTreeMap<String, u64>,
+    /// The GPU queue the step ran on, an index into [`Profile::gpu_tracks`] (format 1.5).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gpu_track: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// A token's CPU wall time by phase, in nanoseconds. `wait_ns` is the time blocked on

@@ -100,6 +100,12 @@ pub struct DeviceRecord {
     pub api_version: String,
     /// Nanoseconds per timestamp tick.
     pub timestamp_period_ns: f64,
+    /// `maxStorageBufferRange`: the largest storage buffer binding (0: not recorded).
+    #[serde(default)]
+    pub max_storage_buffer_range: u64,
+    /// `maxBufferSize` (Vulkan 1.3's maintenance4; 0: not known).
+    #[serde(default)]
+    pub max_buffer_size: u64,
 }
 
 /// A queue the program got, with the device and family it belongs to.
@@ -545,7 +551,7 @@ impl Recording {
         };
         p.workload
             .settings
-            .insert("source".into(), "vulkan layer (gpuscope attach)".into());
+            .insert("source".into(), crate::profile::SOURCE_VULKAN_LAYER.into());
         p.workload
             .settings
             .insert("command".into(), header.program.join(" "));
@@ -553,10 +559,20 @@ impl Recording {
             .settings
             .insert("step".into(), header.step.clone());
         let names = self.dispatch_names();
-        let origin = self.first_tick();
+        let origins = self.first_ticks();
+        let tracks = self.gpu_tracks();
+        if tracks.len() > 1 {
+            p.gpu_tracks = tracks.iter().map(|&q| self.queue_name_of(q)).collect();
+        }
         let mut threads: HashMap<u64, u32> = HashMap::new();
         for step in &self.steps {
+            let device = self.device_of(step.queue);
+            let origin = origins.get(&device).copied().unwrap_or(0);
+            let track = tracks.iter().position(|&q| q == step.queue).unwrap_or(0) as u32;
             self.add_step(&mut p, step, &names, origin, &mut threads);
+            if let Some(t) = p.tokens.last_mut() {
+                t.gpu_track = track;
+            }
         }
         p.buffers = self.memory_records();
         let mut thread_ids: Vec<(u64, u32)> = threads.into_iter().collect();
@@ -565,10 +581,7 @@ impl Recording {
             .iter()
             .map(|(tid, _)| format!("thread {tid}"))
             .collect();
-        let per_token = p.tokens.first().map_or(0, |t| t.counters.dispatches);
-        p.workload.graph_dispatches_per_token = per_token as u32;
-        p.workload.graph_passes_per_token =
-            p.tokens.first().map_or(0, |t| t.counters.passes) as u32;
+        describe_graph(&mut p);
         p.notes
             .extend(self.problems.iter().map(|m| format!("layer: {m}")));
         if self.devices.len() > 1 || self.queues.len() > 1 {
@@ -692,20 +705,45 @@ impl Recording {
             .collect()
     }
 
-    /// The earliest timestamp tick of the recording (GPU spans start from it).
-    fn first_tick(&self) -> u64 {
-        self.steps
-            .iter()
-            .flat_map(|s| &s.command_buffers)
-            .flat_map(|c| {
+    /// Each device's earliest timestamp tick (its GPU spans start from it: devices
+    /// count ticks on clocks of their own).
+    fn first_ticks(&self) -> HashMap<u32, u64> {
+        let mut first: HashMap<u32, u64> = HashMap::new();
+        for s in &self.steps {
+            let device = self.device_of(s.queue);
+            let ticks = s.command_buffers.iter().flat_map(|c| {
                 c.ticks
                     .into_iter()
                     .chain(c.dispatches.iter().filter_map(|d| d.ticks))
-            })
-            .filter(|&(a, _)| a > 0)
-            .map(|(a, _)| a)
-            .min()
-            .unwrap_or(0)
+            });
+            for (a, _) in ticks.filter(|&(a, _)| a > 0) {
+                let e = first.entry(device).or_insert(a);
+                *e = (*e).min(a);
+            }
+        }
+        first
+    }
+
+    /// The device a queue belongs to (0 for a queue not recorded).
+    fn device_of(&self, queue: u32) -> u32 {
+        self.queues.get(queue as usize).map_or(0, |q| q.device)
+    }
+
+    /// The queues steps ran on, in order of first use: one GPU track each.
+    fn gpu_tracks(&self) -> Vec<u32> {
+        let mut tracks: Vec<u32> = Vec::new();
+        for s in &self.steps {
+            if !tracks.contains(&s.queue) {
+                tracks.push(s.queue);
+            }
+        }
+        tracks
+    }
+
+    fn queue_name_of(&self, queue: u32) -> String {
+        self.queues
+            .get(queue as usize)
+            .map_or_else(|| format!("queue {queue}"), |q| self.queue_name(q))
     }
 
     fn add_step(
@@ -816,7 +854,12 @@ fn add_events(
         p.passes.push(PassEvent {
             token,
             index: pass as u32,
-            name: cb.name.clone().unwrap_or_else(|| format!("cb{pass}")),
+            // Unnamed command buffers share one name: their number within a step says
+            // nothing across steps (a program records as many as it likes).
+            name: cb
+                .name
+                .clone()
+                .unwrap_or_else(|| "command buffer".to_string()),
             layer: None,
             dispatches: cb.dispatches.len() as u32,
             gpu,
@@ -888,11 +931,15 @@ fn step_counters(
 }
 
 /// A dispatch's label: the innermost debug label, unless that only repeats the
-/// pipeline's name (llama.cpp's `mul_mat_vec_q4_0_f32_f32 (64,1,1)`), then the one
-/// around it (llama.cpp's node, `MUL_MAT Qcur-3`); the pipeline's name without labels.
+/// pipeline's name with its workgroup size (llama.cpp's `mul_mat_vec_q4_0_f32_f32
+/// (64,1,1)`), then the one around it (llama.cpp's node, `MUL_MAT Qcur-3`); the
+/// pipeline's name without labels. A label equal to the pipeline's name is kept
+/// (gpuscope's `argmax` inside wgpu's pass group `step`).
 fn dispatch_label(d: &DispatchRecord, pipeline: &str) -> String {
     match (&d.label, &d.scope) {
-        (Some(l), Some(outer)) if l.starts_with(pipeline) => outer.clone(),
+        (Some(l), Some(outer)) if l.len() > pipeline.len() && l.starts_with(pipeline) => {
+            outer.clone()
+        }
         (Some(l), _) => l.clone(),
         (None, _) => pipeline.to_string(),
     }
@@ -919,6 +966,26 @@ fn layer_of(label: &str) -> Option<u32> {
         .then(|| tail.parse().ok())?
 }
 
+/// What the steps show of the program's graph: the median step's dispatches and command
+/// buffers (over the steps that dispatch at all: a program's first steps load and warm
+/// up), and as many layers as its labels name.
+fn describe_graph(p: &mut Profile) {
+    let median = |mut v: Vec<u64>| -> u32 {
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0) as u32
+    };
+    let working = p.tokens.iter().filter(|t| t.counters.dispatches > 0);
+    p.workload.graph_dispatches_per_token =
+        median(working.clone().map(|t| t.counters.dispatches).collect());
+    p.workload.graph_passes_per_token = median(working.map(|t| t.counters.passes).collect());
+    p.workload.layers = p
+        .dispatches
+        .iter()
+        .filter_map(|d| d.layer)
+        .max()
+        .map_or(0, |l| l + 1);
+}
+
 fn adapter_of(d: &DeviceRecord) -> AdapterDesc {
     AdapterDesc {
         name: d.name.clone(),
@@ -927,8 +994,8 @@ fn adapter_of(d: &DeviceRecord) -> AdapterDesc {
         driver: d.driver_name.clone(),
         driver_info: d.driver_info.clone(),
         features: Vec::new(),
-        max_storage_buffer_binding_size: 0,
-        max_buffer_size: 0,
+        max_storage_buffer_binding_size: d.max_storage_buffer_range,
+        max_buffer_size: d.max_buffer_size,
     }
 }
 

@@ -7,3 +7,4 @@ mod capture;
 mod compact;
 mod fuzz_seeds;
 mod io;
+mod recording;

@@ -239,7 +239,6 @@ unsafe extern "system" fn begin_command_buffer(
     if r == vk::Result::SUCCESS {
         guard("vkBeginCommandBuffer", || {
             let mut st = d.lock();
-            st.recordings += 1;
             let timed = timestamps_in(&d, &st, cb);
             let Some(c) = st.command_buffers.get_mut(&cb.as_raw()) else {
                 return;
@@ -335,7 +334,7 @@ unsafe fn dispatch(
         let n = st.dispatches_recorded;
         st.dispatches_recorded += 1;
         crate::fault_check(n + 1);
-        let timed = d.times(n, st.recordings) && timestamps_in(&d, &st, cb);
+        let timed = d.times(n) && timestamps_in(&d, &st, cb);
         timed.then(|| d.timestamp(&mut st, cb)).flatten()
     })
     .flatten();

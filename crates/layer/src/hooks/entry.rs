@@ -236,7 +236,7 @@ unsafe fn register_device(
         state: Mutex::new(DeviceState::default()),
     });
     registry::add_device(d);
-    writer::record(&Record::Device(DeviceRecord {
+    writer::record(Record::Device(DeviceRecord {
         id,
         name: props.name,
         vendor_id: props.vendor_id,
@@ -246,6 +246,8 @@ unsafe fn register_device(
         driver_info: props.driver_info,
         api_version: props.api_version,
         timestamp_period_ns: props.timestamp_period_ns,
+        max_storage_buffer_range: props.max_storage_buffer_range,
+        max_buffer_size: props.max_buffer_size,
     }));
     writer::end_at_exit();
 }
@@ -259,6 +261,8 @@ struct Properties {
     driver_info: String,
     api_version: String,
     timestamp_period_ns: f64,
+    max_storage_buffer_range: u64,
+    max_buffer_size: u64,
 }
 
 unsafe fn physical_properties(i: &Instance, physical: vk::PhysicalDevice) -> Properties {
@@ -267,15 +271,21 @@ unsafe fn physical_properties(i: &Instance, physical: vk::PhysicalDevice) -> Pro
         get(physical, &mut props);
     }
     let (mut driver_name, mut driver_info) = (String::new(), String::new());
+    let mut max_buffer_size = 0;
     if let (Some(get2), true) = (
         i.fns.get_physical_device_properties2,
         props.api_version >= vk::API_VERSION_1_2,
     ) {
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut maintenance4 = vk::PhysicalDeviceMaintenance4Properties::default();
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
+        if props.api_version >= vk::API_VERSION_1_3 {
+            p2 = p2.push_next(&mut maintenance4);
+        }
         get2(physical, &mut p2);
         driver_name = c_chars(&driver.driver_name);
         driver_info = c_chars(&driver.driver_info);
+        max_buffer_size = maintenance4.max_buffer_size;
     }
     let v = props.api_version;
     Properties {
@@ -292,6 +302,8 @@ unsafe fn physical_properties(i: &Instance, physical: vk::PhysicalDevice) -> Pro
             vk::api_version_patch(v)
         ),
         timestamp_period_ns: f64::from(props.limits.timestamp_period),
+        max_storage_buffer_range: u64::from(props.limits.max_storage_buffer_range),
+        max_buffer_size,
     }
 }
 
@@ -356,9 +368,10 @@ unsafe extern "system" fn destroy_device(
     }
     if registry::device_count() == 0 {
         guard("vkDestroyDevice", || {
-            writer::record(&Record::End {
+            writer::record(Record::End {
                 reason: "the program destroyed its devices".into(),
-            })
+            });
+            writer::drain();
         });
     }
 }

@@ -60,7 +60,7 @@ unsafe fn record_module(d: &Device, st: &mut DeviceState, code: &[u8]) -> Option
         w.ids.shaders += 1;
         w.ids.shaders - 1
     })?;
-    writer::record(&Record::Shader(ShaderRecord {
+    writer::record(Record::Shader(ShaderRecord {
         id,
         device: d.id,
         hash,
@@ -205,7 +205,7 @@ unsafe fn record_pipeline(
         return;
     };
     st.pipelines.insert(pipeline.as_raw(), id);
-    writer::record(&Record::Pipeline(PipelineRecord {
+    writer::record(Record::Pipeline(PipelineRecord {
         id,
         device: d.id,
         shader,
@@ -315,7 +315,7 @@ unsafe extern "system" fn bind_buffer_memory(
                 return;
             };
             drop(st);
-            writer::record(&allocation(&d, m, "bind", usage));
+            writer::record(allocation(&d, m, "bind", usage));
         });
     }
     r
@@ -344,7 +344,7 @@ unsafe extern "system" fn allocate_memory(
             count(&mut st, "allocations", 1);
             count(&mut st, "allocated_bytes", bytes);
             drop(st);
-            writer::record(&allocation(&d, (id, bytes, ty), "alloc", None));
+            writer::record(allocation(&d, (id, bytes, ty), "alloc", None));
         });
     }
     r
@@ -363,7 +363,7 @@ unsafe extern "system" fn free_memory(
         if let Some(m) = st.memory.remove(&memory.as_raw()) {
             count(&mut st, "frees", 1);
             drop(st);
-            writer::record(&allocation(&d, m, "free", None));
+            writer::record(allocation(&d, m, "free", None));
         }
     });
     if let Some(next) = d.fns.free_memory {
@@ -428,7 +428,7 @@ unsafe fn note_name(d: &Device, info: &vk::DebugUtilsObjectNameInfoEXT) {
     };
     drop(st);
     if let Some(id) = id {
-        writer::record(&Record::Name(NameRecord {
+        writer::record(Record::Name(NameRecord {
             kind: kind.into(),
             id,
             name: name.into_owned(),

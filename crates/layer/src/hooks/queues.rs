@@ -59,7 +59,7 @@ fn note_queue(d: &Device, queue: vk::Queue, family: u32, index: u32) {
         .family_timestamp_mask
         .get(family as usize)
         .is_some_and(|&m| m != 0);
-    writer::record(&Record::Queue(QueueRecord {
+    writer::record(Record::Queue(QueueRecord {
         id,
         device: d.id,
         family,

@@ -221,6 +221,7 @@ pub fn large_profile(dispatches: usize) -> Profile {
             position: token,
             token_id: (rng.next() % 49_152) as u32,
             other_counters: Default::default(),
+            gpu_track: 0,
             wall_ns: cpu_ns - step_start,
             gpu_busy_ns: Some(busy),
             counters: Counters {
@@ -318,6 +319,7 @@ pub fn large_profile(dispatches: usize) -> Profile {
         f16_gflops: Some(m(120_000.0)),
         dispatch_ns: Some(m(1_600.0)),
         cpu_dispatch_ns: Some(m(700.0)),
+        timestamp_ns: None,
         fill: Some(FillWorkgroups {
             workgroups: 132,
             workgroup_size: 64,

@@ -42,9 +42,14 @@ pub const ELEMENTWISE_OPS: [&str; 8] = [
 pub fn is_elementwise(op: &str) -> bool {
     ELEMENTWISE_OPS.iter().any(|f| {
         op == *f
-            || op
-                .strip_prefix(f)
-                .is_some_and(|rest| rest.starts_with('_') && !rest[1..].contains("norm"))
+            || op.strip_prefix(f).is_some_and(|rest| {
+                // `mul_mat…` and `mul_mm…` (llama.cpp's matrix products) and
+                // `…_rms…` / `…norm…` (reductions) share a prefix but not the kind.
+                rest.starts_with('_')
+                    && !["norm", "rms", "mat", "mm"]
+                        .iter()
+                        .any(|k| rest[1..].split('_').any(|w| w.starts_with(k)))
+            })
     })
 }
 

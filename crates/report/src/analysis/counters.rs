@@ -52,6 +52,48 @@ pub struct CounterReport {
     pub steady_p90: Option<Counters>,
     pub steady_max: Option<Counters>,
     pub checks: Vec<Check>,
+    /// Counters beyond [`Counters`] (`TokenRecord::other_counters`, e.g. the Vulkan
+    /// layer's barriers by kind and copies), by name; a token without one counts 0.
+    pub other: Vec<OtherCounter>,
+}
+
+/// A counter beyond [`Counters`]: its first-token value and its spread over the tokens
+/// after the first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherCounter {
+    pub name: String,
+    pub first: u64,
+    pub median: Option<u64>,
+    pub p10: Option<u64>,
+    pub p90: Option<u64>,
+    pub max: Option<u64>,
+}
+
+fn other_counters(p: &Profile) -> Vec<OtherCounter> {
+    let names: std::collections::BTreeSet<&String> = p
+        .tokens
+        .iter()
+        .flat_map(|t| t.other_counters.keys())
+        .collect();
+    names
+        .into_iter()
+        .map(|name| {
+            let values: Vec<u64> = p
+                .tokens
+                .iter()
+                .map(|t| t.other_counters.get(name).copied().unwrap_or(0))
+                .collect();
+            let steady = values.get(1..).unwrap_or(&[]);
+            OtherCounter {
+                name: name.clone(),
+                first: values.first().copied().unwrap_or(0),
+                median: median(steady.iter().copied()),
+                p10: sorted_percentile(steady, 10.0),
+                p90: sorted_percentile(steady, 90.0),
+                max: steady.iter().copied().max(),
+            }
+        })
+        .collect()
 }
 
 impl CounterReport {
@@ -81,21 +123,32 @@ pub fn counter_report(p: &Profile) -> CounterReport {
         steady_p10: field(|c| sorted_percentile(c, 10.0)),
         steady_p90: field(|c| sorted_percentile(c, 90.0)),
         steady_max: field(|c| c.iter().copied().max()),
+        other: other_counters(p),
         checks: vec![
             created_after_first(steady),
-            per_token(&all, "submits per token", |c| c.submits, Rule::Eq(1)),
-            per_token(&all, "syncs per token", |c| c.syncs, Rule::AtMost(1)),
+            per_token(
+                &all,
+                "submits per token",
+                |c| c.submits,
+                engine(p, Rule::Eq(1)),
+            ),
+            per_token(
+                &all,
+                "syncs per token",
+                |c| c.syncs,
+                engine(p, Rule::AtMost(1)),
+            ),
             per_token(
                 &all,
                 "dispatches per token",
                 |c| c.dispatches,
-                declared(w.graph_dispatches_per_token),
+                engine(p, declared(w.graph_dispatches_per_token)),
             ),
             per_token(
                 &all,
                 "passes per token",
                 |c| c.passes,
-                declared(w.graph_passes_per_token),
+                engine(p, declared(w.graph_passes_per_token)),
             ),
         ],
     }
@@ -112,6 +165,18 @@ enum Rule {
     AtMost(u64),
     /// The graph declares no count (0): nothing to compare with.
     Undeclared,
+    /// An attached program: gpuscope's engine rules are not its rules; the values are
+    /// shown, not judged.
+    Foreign,
+}
+
+/// `rule` for gpuscope's own engine; an attached program's steps are shown, not judged.
+fn engine(p: &Profile, rule: Rule) -> Rule {
+    if p.is_attached() {
+        Rule::Foreign
+    } else {
+        rule
+    }
 }
 
 fn declared(n: u32) -> Rule {
@@ -141,6 +206,7 @@ fn per_token(all: &[Counters], name: &str, get: fn(&Counters) -> u64, rule: Rule
         Rule::Eq(n) => n.to_string(),
         Rule::AtMost(n) => format!("<= {n}"),
         Rule::Undeclared => "? (graph declares none)".into(),
+        Rule::Foreign => "- (an attached program's own)".into(),
     };
     let (Some(min), Some(max)) = (all.iter().map(get).min(), all.iter().map(get).max()) else {
         return not_applicable(name.into(), expected, "no tokens");
@@ -153,7 +219,7 @@ fn per_token(all: &[Counters], name: &str, get: fn(&Counters) -> u64, rule: Rule
     let status = match rule {
         Rule::Eq(n) => pass(min == n && max == n),
         Rule::AtMost(n) => pass(max <= n),
-        Rule::Undeclared => CheckStatus::NotApplicable,
+        Rule::Undeclared | Rule::Foreign => CheckStatus::NotApplicable,
     };
     Check {
         name: name.into(),

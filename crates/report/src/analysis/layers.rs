@@ -20,6 +20,8 @@ use gpuscope_trace::Profile;
 pub enum LayerTimeSource {
     PassSpans,
     DispatchSpans,
+    /// Sampled timing's estimate (see [`super::sampled`]).
+    Estimated,
 }
 
 /// One section of the graph.
@@ -181,15 +183,22 @@ pub fn section_samples_of(p: &Profile, tokens: &TokenSet) -> Vec<SectionSamples>
     sections.into_iter().map(samples).collect()
 }
 
-/// Whether a pass of the first token holds dispatches of two layers (the graph is the
-/// same every token, so the first tells; looking no further keeps this cheap on a
-/// profile of a million dispatches).
+/// Whether a pass of the first token with layers holds dispatches of two layers (the
+/// graph is the same every token, so one tells; looking no further keeps this cheap on
+/// a profile of a million dispatches; an attached program's first steps may load
+/// weights without any layer).
 fn passes_hold_several_layers(p: &Profile) -> bool {
-    let Some(first) = p.dispatches.first().map(|d| d.token) else {
+    let Some(first) = p
+        .dispatches
+        .iter()
+        .find(|d| d.layer.is_some())
+        .map(|d| d.token)
+    else {
         return false;
     };
     let mut layer_of: HashMap<u32, u32> = HashMap::new();
-    for d in p.dispatches.iter().take_while(|d| d.token == first) {
+    let of_first = p.dispatches.iter().skip_while(|d| d.token != first);
+    for d in of_first.take_while(|d| d.token == first) {
         if let Some(l) = d.layer {
             if *layer_of.entry(d.pass).or_insert(l) != l {
                 return true;
@@ -230,7 +239,7 @@ fn row(s: SectionSamples) -> LayerRow {
     }
 }
 
-fn extremes(rows: &[LayerRow]) -> Option<LayerExtremes> {
+pub(super) fn extremes(rows: &[LayerRow]) -> Option<LayerExtremes> {
     let mut timed: Vec<NamedTime> = rows
         .iter()
         .filter(|r| r.layer.is_some())

@@ -12,6 +12,7 @@
 pub mod bottleneck;
 pub mod checklist;
 pub mod clock;
+pub mod correction;
 pub mod counters;
 pub mod diff;
 pub mod divergence;
@@ -25,6 +26,7 @@ pub mod overhead;
 pub mod overview;
 pub mod per_token;
 pub mod roofline;
+pub mod sampled;
 pub mod significance;
 pub mod sites;
 pub mod steady;
@@ -157,6 +159,13 @@ pub struct Analysis {
     pub tokens_steady: TokenStats,
     pub ops: OpBreakdown,
     pub layers: LayerBreakdown,
+    /// Sampled timing's estimate of every dispatch site (`None` unless sampled): the op
+    /// table, the layers, GPU busy, the timeline's busy time and the bottleneck are then
+    /// estimated from it, and say so.
+    pub estimate: Option<sampled::Estimate>,
+    /// Dispatch spans corrected for the timestamps around them (`None` unless timing
+    /// `dispatch` and `peak` measured their cost): the bottleneck judges these.
+    pub correction: Option<correction::Correction>,
     pub sites: Sites,
     pub counters: CounterReport,
     pub timestamps: TimestampHealth,
@@ -180,10 +189,10 @@ pub fn analyze(p: &Profile) -> Analysis {
 /// Runs every analysis with the given ceilings (see [`choose_ceilings`]).
 pub fn analyze_with(p: &Profile, ceilings: CeilingsUsed) -> Analysis {
     let steady = steady_state(p);
-    let tokens_steady = token_stats_of(p, &steady);
+    let mut tokens_steady = token_stats_of(p, &steady);
     let set = TokenSet::new(tokens_steady.tokens.iter().copied());
     // The analyses that walk every event run side by side (a million events each).
-    let ((sites, totals), (timeline, (timestamps, layers))) = rayon::join(
+    let ((sites, totals), (mut timeline, (timestamps, layers))) = rayon::join(
         || rayon::join(|| dispatch_sites(p, &set), || token_totals(p)),
         || {
             rayon::join(
@@ -198,16 +207,26 @@ pub fn analyze_with(p: &Profile, ceilings: CeilingsUsed) -> Analysis {
         .map(|&i| (totals[i], p.tokens[i].wall_ns))
         .collect();
     let just_totals: Vec<TokenTotals> = steady_totals.iter().map(|(t, _)| *t).collect();
-    let ops = if sites.mismatched == 0 {
-        ops::op_breakdown_from_sites(&sites.sites)
-    } else {
-        op_breakdown_of(p, &set)
+    let estimate = sampled::estimate(p, &sites.sites, set.len());
+    let (ops, layers) = match &estimate {
+        Some(e) => {
+            estimated_busy(e, &mut tokens_steady, &mut timeline);
+            (
+                ops::op_breakdown_from_sites(&e.estimated_sites),
+                sampled::layers(p, e),
+            )
+        }
+        None if sites.mismatched == 0 => (ops::op_breakdown_from_sites(&sites.sites), layers),
+        None => (op_breakdown_of(p, &set), layers),
     };
+    let roofline_sites = estimate
+        .as_ref()
+        .map_or(&sites.sites, |e| &e.estimated_sites);
     let counters = counter_report(p);
     let roofline = roofline(&RooflineInput {
         ceilings: ceilings.ceilings(),
         ops: &ops,
-        sites: &sites.sites,
+        sites: roofline_sites,
         tokens: &steady_totals,
         wall: tokens_steady.wall_ns,
     });
@@ -225,15 +244,33 @@ pub fn analyze_with(p: &Profile, ceilings: CeilingsUsed) -> Analysis {
             tokens: &steady_totals,
         },
     );
-    let bottleneck = bottleneck_of(
+    let correction = correction::correct(p, roofline_sites, set.len(), ceilings.ceilings());
+    let corrected_stats = correction
+        .as_ref()
+        .map(|c| corrected_busy(&tokens_steady, c));
+    let mut bottleneck = bottleneck_of(
         p,
         &BottleneckInput {
-            stats: &tokens_steady,
+            stats: corrected_stats.as_ref().unwrap_or(&tokens_steady),
             totals: &just_totals,
-            ops: &ops,
+            ops: correction.as_ref().map_or(&ops, |c| &c.ops),
             layers: &layers,
         },
     );
+    if let Some(c) = &correction {
+        bottleneck.headline.push_str(&format!(
+            " (spans corrected for their timestamps: {} less per dispatch)",
+            crate::render::units::duration(c.timestamp_ns)
+        ));
+    }
+    if let Some(e) = &estimate {
+        bottleneck
+            .headline
+            .push_str(" (estimated from sampled timing)");
+        bottleneck
+            .evidence
+            .insert(0, format!("times {}", e.basis()));
+    }
     let opportunities = opportunities(&roofline, &ops, &checklist.fusion, steady_totals.len());
     Analysis {
         headline: headline(&tokens_steady, p.prompt.as_ref()),
@@ -245,6 +282,8 @@ pub fn analyze_with(p: &Profile, ceilings: CeilingsUsed) -> Analysis {
         tokens_steady,
         ops,
         layers,
+        estimate,
+        correction,
         sites,
         counters,
         timestamps,
@@ -253,4 +292,42 @@ pub fn analyze_with(p: &Profile, ceilings: CeilingsUsed) -> Analysis {
         checklist,
         bottleneck,
     }
+}
+
+/// GPU busy per token and the timeline's busy time and utilization from a sampled
+/// estimate, where the spans alone give none.
+fn estimated_busy(e: &sampled::Estimate, stats: &mut TokenStats, timeline: &mut Timeline) {
+    if stats.gpu_busy_ns.is_none() {
+        stats.gpu_busy_ns = Summary::of(std::iter::repeat_n(e.per_token_ns, e.tokens));
+        stats.gpu_busy_estimated = true;
+    }
+    if timeline.busy_ns.is_none() && timeline.wall_ns > 0 {
+        let busy = e.per_token_ns.saturating_mul(timeline.tokens as u64);
+        timeline.busy_ns = Some(busy);
+        timeline.utilization_percent = Some(busy as f64 / timeline.wall_ns as f64 * 100.0);
+        timeline.busy_estimated = true;
+        timeline
+            .unavailable
+            .retain(|u| !matches!(u.metric, "busy" | "utilization"));
+    }
+}
+
+/// `stats` with GPU busy less what the timestamps added to the token's dispatches.
+fn corrected_busy(stats: &TokenStats, c: &correction::Correction) -> TokenStats {
+    let added = c
+        .measured_per_token_ns
+        .saturating_sub(c.corrected_per_token_ns);
+    let mut s = stats.clone();
+    if let Some(g) = &mut s.gpu_busy_ns {
+        for v in [
+            &mut g.min,
+            &mut g.p10,
+            &mut g.median,
+            &mut g.p90,
+            &mut g.max,
+        ] {
+            *v = v.saturating_sub(added);
+        }
+    }
+    s
 }

@@ -145,7 +145,11 @@ fn row(op: &str, a: &Acc, timed_total: u64) -> OpRow {
         gpu_percent: total
             .filter(|_| timed_total > 0)
             .map(|t| t as f64 / timed_total as f64 * 100.0),
-        gb_per_s: total.and(per_ns(a.timed_bytes)),
-        gflop_per_s: total.and(per_ns(a.timed_flops)),
+        // No bytes and no FLOPs recorded (an attached program's dispatches): the rates
+        // are unknown, not zero.
+        gb_per_s: total.and(per_ns(a.timed_bytes)).filter(|_| a.bytes > 0),
+        gflop_per_s: total
+            .and(per_ns(a.timed_flops))
+            .filter(|_| a.bytes > 0 || a.flops > 0),
     }
 }

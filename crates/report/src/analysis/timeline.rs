@@ -85,6 +85,9 @@ pub struct Timeline {
     pub busy_ns: Option<u64>,
     /// busy / wall, in percent.
     pub utilization_percent: Option<f64>,
+    /// `busy_ns` is sampled timing's estimate (the sites' estimated spans summed), not
+    /// the union of measured spans.
+    pub busy_estimated: bool,
     /// Mean valid dispatch span, ns.
     pub mean_kernel_ns: Option<f64>,
     pub gaps: Option<GapStats>,
@@ -238,6 +241,7 @@ fn untimed(
         missing.add("mean kernel time", why);
     }
     Timeline {
+        busy_estimated: false,
         source: None,
         tokens: covered.tokens,
         wall_ns: covered.wall_ns,
@@ -304,6 +308,7 @@ fn timed(
     }
     let wall_ns = covered.wall_ns;
     Timeline {
+        busy_estimated: false,
         source: Some(source),
         tokens: covered.tokens,
         wall_ns,

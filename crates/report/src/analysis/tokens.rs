@@ -29,6 +29,9 @@ pub struct TokenStats {
     /// GPU-busy time of those tokens that have one (its `count` says how many);
     /// `None` when none has (timing off, or every span invalid).
     pub gpu_busy_ns: Option<Summary>,
+    /// `gpu_busy_ns` is sampled timing's estimate (every token the same: the sites'
+    /// estimated times summed), not measured token by token.
+    pub gpu_busy_estimated: bool,
     /// Tokens per second from the median wall time.
     pub tok_per_s: Option<f64>,
     /// CPU launch time (upload + encode + submit) and GPU wait per token; `None` when
@@ -89,6 +92,7 @@ fn stats(used: &[&gpuscope_trace::TokenRecord], selection: TokenSelection) -> To
         tokens: used.iter().map(|t| t.index).collect(),
         wall_ns,
         gpu_busy_ns: Summary::of(used.iter().filter_map(|t| t.gpu_busy_ns)),
+        gpu_busy_estimated: false,
         tok_per_s: wall_ns.and_then(|w| rate_per_s(w.median)),
     }
 }

@@ -43,10 +43,14 @@ pub fn ceilings_lines(c: &Ceilings) -> Vec<String> {
             measured(c.f16_gflops, "GFLOP/s")
         ),
         format!(
-            "dependent dispatch {}, CPU encode + submit {} per dispatch, fill {}",
+            "dependent dispatch {}, timestamps add {} per timed dispatch, CPU encode + submit {} per dispatch, fill {}",
             measured_ns(c.dispatch_ns),
+            measured_ns(c.timestamp_ns),
             measured_ns(c.cpu_dispatch_ns),
-            c.fill.map_or("not measured".into(), |f| format!(
+            c.fill.map_or_else(|| match c.settings.get("fill_unmeasured") {
+                Some(why) => format!("not measured ({why})"),
+                None => "not measured".into(),
+            }, |f| format!(
                 "{} workgroup{} of {} invocations",
                 f.workgroups,
                 if f.workgroups == 1 { "" } else { "s" },

@@ -10,7 +10,7 @@
 use std::fmt::Write;
 
 use super::counters::counter_cells;
-use super::units::{bytes, count, ms, op_cells, opt, opt_ms, rate, spread_ms};
+use super::units::{bytes, count, duration, ms, op_cells, opt, opt_ms, rate, spread_ms, us};
 use crate::analysis::{
     analyze, Analysis, CheckStatus, LayerTimeSource, SpanCounts, TokenSelection, TokenStats,
 };
@@ -49,8 +49,10 @@ pub fn render_analysis_text(p: &Profile, a: &Analysis) -> String {
     run(&mut out, p);
     roofline::ceilings(&mut out, a);
     steady::section(&mut out, p, a);
+    estimate(&mut out, a);
     tokens(&mut out, p, a);
     ops(&mut out, p, a);
+    correction(&mut out, a);
     roofline::per_token(&mut out, a);
     layers(&mut out, p, a);
     timeline::section(&mut out, p, a);
@@ -59,6 +61,97 @@ pub fn render_analysis_text(p: &Profile, a: &Analysis) -> String {
     checklist::section(&mut out, a);
     bottleneck(&mut out, a);
     out
+}
+
+/// The op table corrected for the timestamps around each timed dispatch: measured and
+/// corrected side by side (the corrected one describes the untimed program).
+fn correction(out: &mut String, a: &Analysis) {
+    let Some(c) = &a.correction else { return };
+    emit!(out);
+    emit!(
+        out,
+        "Corrected for the instrument: timestamps add {} to each timed dispatch (`peak`), floor {}; dispatch time per token {} ms measured, {} ms corrected",
+        duration(c.timestamp_ns),
+        duration(c.floor_ns),
+        ms(c.measured_per_token_ns),
+        ms(c.corrected_per_token_ns)
+    );
+    let width = c
+        .ops
+        .rows
+        .iter()
+        .map(|r| r.op.len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    emit!(
+        out,
+        "  {:<width$} {:>12} {:>13} {:>16}",
+        "op",
+        "% measured",
+        "% corrected",
+        "avg µs corrected"
+    );
+    let measured: std::collections::HashMap<&str, Option<f64>> = a
+        .ops
+        .rows
+        .iter()
+        .map(|r| (r.op.as_str(), r.gpu_percent))
+        .collect();
+    for r in &c.ops.rows {
+        emit!(
+            out,
+            "  {:<width$} {:>12} {:>13} {:>16}",
+            r.op,
+            opt(measured.get(r.op.as_str()).copied().flatten(), 1),
+            opt(r.gpu_percent, 1),
+            r.avg_gpu_ns.map_or_else(|| "-".into(), us)
+        );
+    }
+}
+
+/// A program on several GPUs or queues: each queue's steps and GPU time.
+fn gpu_queues(out: &mut String, p: &Profile) {
+    for (q, name) in p.gpu_tracks.iter().enumerate() {
+        let steps: Vec<&gpuscope_trace::TokenRecord> = p
+            .tokens
+            .iter()
+            .filter(|t| t.gpu_track == q as u32)
+            .collect();
+        let busy: u64 = steps.iter().filter_map(|t| t.gpu_busy_ns).sum();
+        emit!(
+            out,
+            "GPU {q}:    {name}: {} steps, {} ms GPU busy in all",
+            steps.len(),
+            ms(busy)
+        );
+    }
+}
+
+/// Sampled timing's estimate: what it rests on, and how many more tokens would make it
+/// firm.
+fn estimate(out: &mut String, a: &Analysis) {
+    let Some(e) = &a.estimate else { return };
+    emit!(out);
+    emit!(
+        out,
+        "Sampled estimate: per-op, per-layer and GPU-busy times below are {} (the median of each dispatch's samples over {} steady tokens; one dispatch in {} timed per token): {} ms of dispatch time per token",
+        e.basis(),
+        e.tokens,
+        e.stride,
+        ms(e.per_token_ns)
+    );
+    if e.is_thin() {
+        emit!(
+            out,
+            "  {} of {} dispatches have fewer than {} samples: decode about {} more tokens (--tokens) for {} samples of each",
+            e.thin,
+            e.sites,
+            crate::analysis::sampled::SAMPLES_WANTED,
+            e.more_tokens,
+            crate::analysis::sampled::SAMPLES_WANTED
+        );
+    }
 }
 
 fn run(out: &mut String, p: &Profile) {
@@ -93,13 +186,27 @@ fn run(out: &mut String, p: &Profile) {
     if let Some(s) = &t.sampling {
         emit!(
             out,
-            "          sampled: one dispatch in {} carries timestamps, rotating over tokens",
+            "          sampled: one dispatch in {} carries timestamps (which, the line above says)",
             s.stride
         );
     }
     if w.name.is_empty() && w.params == 0 && w.graph_dispatches_per_token == 0 {
         // A program instrumented with gpuscope-record describes no model.
         emit!(out, "Workload: not described (a program's own steps)");
+    } else if w.params == 0 {
+        // An attached program: no model description, only what its labels and steps show.
+        let layers = match w.layers {
+            0 => "layers not named by its labels".to_string(),
+            n => format!("{n} layers named by its labels"),
+        };
+        emit!(
+            out,
+            "Workload: {} ({}), model not described; {layers}; graph: median {} dispatches, {} passes per step",
+            w.name,
+            w.architecture,
+            w.graph_dispatches_per_token,
+            w.graph_passes_per_token
+        );
     } else {
         emit!(
             out,
@@ -115,15 +222,22 @@ fn run(out: &mut String, p: &Profile) {
         );
     }
     let s = &p.setup;
-    emit!(
-        out,
-        "Setup:    {} ms wall; created {} buffers, {} bind groups, {} pipelines; {} uploaded",
-        ms(p.setup_wall_ns),
-        s.buffers_created,
-        s.bind_groups_created,
-        s.pipelines_created,
-        bytes(s.bytes_uploaded)
-    );
+    if p.setup_wall_ns == 0 && *s == Default::default() {
+        emit!(
+            out,
+            "Setup:    not recorded apart (a program's setup is in its first steps)"
+        );
+    } else {
+        emit!(
+            out,
+            "Setup:    {} ms wall; created {} buffers, {} bind groups, {} pipelines; {} uploaded",
+            ms(p.setup_wall_ns),
+            s.buffers_created,
+            s.bind_groups_created,
+            s.pipelines_created,
+            bytes(s.bytes_uploaded)
+        );
+    }
     if !w.settings.is_empty() {
         let settings: Vec<String> = w
             .settings
@@ -135,6 +249,7 @@ fn run(out: &mut String, p: &Profile) {
     if let Some(c) = &p.commit {
         emit!(out, "Commit:   {c}");
     }
+    gpu_queues(out, p);
     if let Some(i) = p.instrumentation.as_ref().filter(|i| i.is_partial()) {
         emit!(
             out,
@@ -255,6 +370,10 @@ fn token_summary(out: &mut String, s: &TokenStats) {
         (..) => "no tokens".into(),
     };
     let gpu = match s.gpu_busy_ns {
+        Some(g) if s.gpu_busy_estimated => format!(
+            "GPU busy {} ms per token, estimated from sampled dispatch spans",
+            ms(g.median)
+        ),
         Some(g) => format!(
             "GPU busy median {} ms ({}; {} of {} tokens timed)",
             ms(g.median),
@@ -298,9 +417,10 @@ fn token_summary(out: &mut String, s: &TokenStats) {
 fn ops(out: &mut String, p: &Profile, a: &Analysis) {
     let o = &a.ops;
     emit!(out);
-    let source = match o.total_gpu_ns {
-        Some(_) => format!("GPU time from dispatch spans, {}", steady::scope(a)),
-        None => format!(
+    let source = match (o.total_gpu_ns, &a.estimate) {
+        (Some(_), Some(e)) => format!("GPU time {}, {}", e.basis(), steady::scope(a)),
+        (Some(_), None) => format!("GPU time from dispatch spans, {}", steady::scope(a)),
+        (None, _) => format!(
             "no dispatch GPU times: timing {}; {}",
             p.timing.mode,
             steady::scope(a)
@@ -367,7 +487,9 @@ fn layers(out: &mut String, p: &Profile, a: &Analysis) {
         return;
     }
     let sources: Vec<LayerTimeSource> = l.rows.iter().filter_map(|r| r.source).collect();
-    let source = if sources.iter().all(|s| *s == LayerTimeSource::PassSpans) {
+    let source = if sources.iter().all(|s| *s == LayerTimeSource::Estimated) {
+        "sampled dispatch spans, estimated (see Sampled estimate)"
+    } else if sources.iter().all(|s| *s == LayerTimeSource::PassSpans) {
         "pass spans"
     } else if sources.iter().all(|s| *s == LayerTimeSource::DispatchSpans) {
         "summed dispatch spans"
@@ -390,21 +512,26 @@ fn layers(out: &mut String, p: &Profile, a: &Analysis) {
     let mut strip: Vec<String> = Vec::new();
     for r in &l.rows {
         let t = format!("{}{}", opt_ms(r.gpu_ns_median), mark(r));
-        let spread = r
-            .gpu_ns
-            .map_or(String::new(), |g| format!("{}-{}", ms(g.p10), ms(g.p90)));
+        let estimated = r.source == Some(LayerTimeSource::Estimated);
         if layer_count > MAX_LAYERS_LISTED && r.layer.is_some() {
-            strip.push(format!("{} {t} ({spread})", r.name));
+            strip.push(match (estimated, r.gpu_ns) {
+                (false, Some(g)) => format!("{} {t} ({}-{})", r.name, ms(g.p10), ms(g.p90)),
+                _ => format!("{} {t}", r.name),
+            });
             continue;
         }
         flush_strip(out, &mut strip);
-        emit!(
-            out,
-            "  {:<width$} {:>10}   (p10-p90 {spread} ms, {} tokens timed)",
-            r.name,
-            t,
-            r.tokens_timed
-        );
+        let detail = match (estimated, r.gpu_ns) {
+            (true, _) => "estimated".to_string(),
+            (false, Some(g)) => format!(
+                "p10-p90 {}-{} ms, {} tokens timed",
+                ms(g.p10),
+                ms(g.p90),
+                r.tokens_timed
+            ),
+            (false, None) => format!("{} tokens timed", r.tokens_timed),
+        };
+        emit!(out, "  {:<width$} {:>10}   ({detail})", r.name, t);
     }
     flush_strip(out, &mut strip);
     if let Some(e) = &l.extremes {

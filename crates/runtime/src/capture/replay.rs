@@ -143,6 +143,7 @@ pub fn replay_stream(
             .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
         profile.tokens.push(TokenRecord {
             other_counters: Default::default(),
+            gpu_track: 0,
             index: step.index,
             position: step.position,
             token_id,

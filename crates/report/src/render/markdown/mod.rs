@@ -162,15 +162,20 @@ fn headline(out: &mut String, p: &Profile, a: &Analysis) {
     md!(out);
     let s = &a.tokens_steady;
     if let Some(w) = s.wall_ns {
-        let gpu = s.gpu_busy_ns.map_or("GPU busy unknown".into(), |g| {
-            format!(
-                "GPU busy median {} ms (p10–p90 {}–{} ms, {} tokens timed)",
-                ms(g.median),
-                ms(g.p10),
-                ms(g.p90),
-                g.count
-            )
-        });
+        let gpu = s
+            .gpu_busy_ns
+            .map_or("GPU busy unknown".into(), |g| match &a.estimate {
+                Some(e) if s.gpu_busy_estimated => {
+                    format!("GPU busy {} ms per token, {}", ms(g.median), e.basis())
+                }
+                _ => format!(
+                    "GPU busy median {} ms (p10–p90 {}–{} ms, {} tokens timed)",
+                    ms(g.median),
+                    ms(g.p10),
+                    ms(g.p90),
+                    g.count
+                ),
+            });
         md!(
             out,
             "Per token ({}): wall median {} ms (p10–p90 {}–{} ms); {gpu}.",

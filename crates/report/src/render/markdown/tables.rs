@@ -18,9 +18,15 @@ pub(super) fn ops(out: &mut String, p: &Profile, a: &Analysis) {
         md!(out);
         return;
     }
-    match o.total_gpu_ns {
-        Some(_) => md!(out, "GPU time from dispatch timestamps, {}.", scope(a)),
-        None => md!(
+    match (o.total_gpu_ns, &a.estimate) {
+        (Some(_), Some(e)) => md!(
+            out,
+            "GPU time {} (sampled timing), {}.",
+            e.basis(),
+            scope(a)
+        ),
+        (Some(_), None) => md!(out, "GPU time from dispatch timestamps, {}.", scope(a)),
+        (None, _) => md!(
             out,
             "No per-dispatch GPU times (timing {}{}); calls, bytes and intensity only.",
             p.timing.mode,
@@ -80,7 +86,15 @@ pub(super) fn layers(out: &mut String, p: &Profile, a: &Analysis) {
         md!(out);
         return;
     }
-    md!(out, "GPU time per token, {}.", scope(a));
+    match &a.estimate {
+        Some(e) => md!(
+            out,
+            "GPU time per token, {} (sampled timing), {}.",
+            e.basis(),
+            scope(a)
+        ),
+        None => md!(out, "GPU time per token, {}.", scope(a)),
+    }
     md!(out);
     md!(out, "| section | median ms | p10–p90 ms | tokens timed |");
     md!(out, "|---|--:|--:|--:|");

@@ -11,9 +11,7 @@ use std::ops::Range;
 use super::lanes::Lanes;
 use super::proto::TrackDescriptor;
 use super::writer::{Arg, Flows, Interner, Name, Value, Writer};
-use super::{
-    flow_id, Clock, COUNTER_DISPATCH_GBPS, GPU_OVERLAP_TRACK_BASE, GPU_TRACK, PROCESS_TRACK,
-};
+use super::{flow_id, Clock, GpuTrackIds, COUNTER_DISPATCH_GBPS, PROCESS_TRACK};
 use crate::analysis::{dispatch_rate, RooflineCeilings};
 use gpuscope_trace::{DispatchEvent, PassEvent, Profile, TokenRecord};
 
@@ -115,17 +113,22 @@ pub fn write<W: Write>(
     ceilings: Option<&RooflineCeilings>,
     clock: Clock,
     submitted: &HashSet<u32>,
+    ids: GpuTrackIds,
 ) -> std::io::Result<GpuWritten> {
     let mut track = GpuTrack {
+        uuid: ids.uuid,
         names: Names::intern(&mut w.interner),
         ceilings,
         clock,
         // Dispatch lanes: closed at the end of every pass, declared once.
-        lanes: Lanes::new(GPU_TRACK, |k| TrackDescriptor {
-            uuid: Some(GPU_OVERLAP_TRACK_BASE + k as u64),
+        lanes: Lanes::new(ids.uuid, move |k| TrackDescriptor {
+            uuid: Some(ids.overlap_base + k as u64),
             parent_uuid: Some(PROCESS_TRACK),
-            name: Some(format!("GPU queue: overlapping dispatches {k}")),
-            sibling_order_rank: Some(k as i32),
+            name: Some(format!(
+                "GPU queue {}: overlapping dispatches {k}",
+                ids.index
+            )),
+            sibling_order_rank: Some(ids.index as i32 * 16 + k as i32),
             ..Default::default()
         }),
         out: GpuWritten {
@@ -138,7 +141,7 @@ pub fn write<W: Write>(
     };
     let dispatch_runs = runs(&p.dispatches, |d| d.token);
     let pass_runs = runs(&p.passes, |s| s.token);
-    for t in &p.tokens {
+    for t in p.tokens.iter().filter(|t| t.gpu_track == ids.index) {
         let events = TokenEvents {
             dispatches: dispatch_runs
                 .get(&t.index)
@@ -177,6 +180,8 @@ impl PendingFlow {
 
 /// What writing the track keeps between tokens.
 struct GpuTrack<'a> {
+    /// This queue's track.
+    uuid: u64,
     names: Names,
     ceilings: Option<&'a RooflineCeilings>,
     clock: Clock,
@@ -256,7 +261,7 @@ impl GpuTrack<'_> {
         let flows = flow.end_if(pass_span.iter().all(Option::is_none));
         w.begin(
             token_span.start,
-            GPU_TRACK,
+            self.uuid,
             Name::Plain(token_name),
             token_args,
             flows,
@@ -274,10 +279,10 @@ impl GpuTrack<'_> {
                 self.dispatch(w, d, span, &mut flow)?;
             }
             self.lanes.close_all(w)?;
-            w.end(span.end, GPU_TRACK)?;
+            w.end(span.end, self.uuid)?;
             prev_end = span.end;
         }
-        w.end(token_span.end, GPU_TRACK)?;
+        w.end(token_span.end, self.uuid)?;
         if flow.0.is_none() && submitted {
             self.out.flows += 1;
         }
@@ -302,7 +307,7 @@ impl GpuTrack<'_> {
         if let Some(s) = pass {
             args.push((self.names.dispatches, Arg::Uint(s.dispatches as u64)));
         }
-        w.begin(span.start, GPU_TRACK, Name::Interned(name_iid), args, flows)?;
+        w.begin(span.start, self.uuid, Name::Interned(name_iid), args, flows)?;
         self.out.slices += 1;
         Ok(())
     }

@@ -46,6 +46,32 @@ pub const THREAD_TRACK_BASE: u64 = 0x1000;
 /// `GPU_OVERLAP_TRACK_BASE + k`.
 pub const OVERLAP_TRACK_BASE: u64 = 0x10_0000;
 pub const GPU_OVERLAP_TRACK_BASE: u64 = 0x20_0000;
+/// GPU queue `i ≥ 1` of [`Profile::gpu_tracks`] is track `GPU_QUEUE_TRACK_BASE + i`; its
+/// overlap lanes start at `GPU_OVERLAP_TRACK_BASE + (i << 8)`.
+pub const GPU_QUEUE_TRACK_BASE: u64 = 0x30_0000;
+
+/// The track ids of one GPU queue.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuTrackIds {
+    /// Its index in [`Profile::gpu_tracks`] (0 with one queue).
+    pub index: u32,
+    pub uuid: u64,
+    pub overlap_base: u64,
+}
+
+impl GpuTrackIds {
+    fn of(index: u32) -> GpuTrackIds {
+        GpuTrackIds {
+            index,
+            uuid: if index == 0 {
+                GPU_TRACK
+            } else {
+                GPU_QUEUE_TRACK_BASE + u64::from(index)
+            },
+            overlap_base: GPU_OVERLAP_TRACK_BASE + (u64::from(index) << 8),
+        }
+    }
+}
 pub const COUNTER_TOK_PER_S: u64 = 0x2000;
 pub const COUNTER_DISPATCH_GBPS: u64 = 0x2001;
 pub const COUNTER_DISPATCHES: u64 = 0x2002;
@@ -101,20 +127,55 @@ pub fn write_perfetto<W: Write>(
     out: W,
 ) -> std::io::Result<PerfettoSummary> {
     let mut w = Writer::new(out);
-    let gpu_clock = gpu_clock(p);
-    let offset = match &gpu_clock {
-        GpuClock::Aligned(a) => a.offset_ns,
-        _ => 0,
+    // Each GPU queue's clock is aligned to the CPU's on its own: devices count time on
+    // clocks of their own.
+    let queues = p.gpu_tracks.len().max(1) as u32;
+    let clocks: Vec<GpuClock> = if queues == 1 {
+        vec![gpu_clock(p)]
+    } else {
+        (0..queues)
+            .map(|q| gpu_clock(&queue_profile(p, q)))
+            .collect()
     };
+    let offsets: Vec<i64> = clocks
+        .iter()
+        .map(|c| match c {
+            GpuClock::Aligned(a) => a.offset_ns,
+            _ => 0,
+        })
+        .collect();
     // GPU times count from 0; CPU times too: only a negative offset needs a shift.
-    let shift = (-offset).max(0);
-    let clock = Clock {
-        gpu_offset_ns: offset + shift,
+    let shift = offsets.iter().map(|o| (-o).max(0)).max().unwrap_or(0);
+    let clock_of = |q: usize| Clock {
+        gpu_offset_ns: offsets[q] + shift,
         cpu_shift_ns: shift as u64,
     };
-    declare_tracks(&mut w, p, &gpu_clock)?;
+    declare_tracks(&mut w, p, &clocks)?;
     let submitted: HashSet<u32> = cpu::submitted_tokens(p);
-    let gpu = gpu::write(&mut w, p, ceilings, clock, &submitted)?;
+    let mut gpu = gpu::write(
+        &mut w,
+        p,
+        ceilings,
+        clock_of(0),
+        &submitted,
+        GpuTrackIds::of(0),
+    )?;
+    for q in 1..queues {
+        let more = gpu::write(
+            &mut w,
+            p,
+            ceilings,
+            clock_of(q as usize),
+            &submitted,
+            GpuTrackIds::of(q),
+        )?;
+        gpu.slices += more.slices;
+        gpu.flows += more.flows;
+        gpu.counter_samples += more.counter_samples;
+        gpu.tokens_with_slices.extend(more.tokens_with_slices);
+        gpu.token_start.extend(more.token_start);
+    }
+    let clock = clock_of(0);
     let cpu = cpu::write(&mut w, p, clock, &gpu.tokens_with_slices)?;
     let token_samples = token_counters(&mut w, p, clock, &cpu.token_start, &gpu.token_start)?;
     let summary = PerfettoSummary {
@@ -124,7 +185,7 @@ pub fn write_perfetto<W: Write>(
         gpu_slices: gpu.slices,
         flows: gpu.flows,
         counter_samples: gpu.counter_samples + token_samples,
-        clock: gpu_clock,
+        clock: clocks.into_iter().next().unwrap_or(GpuClock::None),
     };
     w.into_inner().flush()?;
     Ok(summary)
@@ -157,10 +218,51 @@ fn gpu_clock(p: &Profile) -> GpuClock {
     }
 }
 
+/// The steps of GPU queue `q` alone, with their events and CPU spans (for its clock).
+fn queue_profile(p: &Profile, q: u32) -> Profile {
+    let tokens: HashSet<u32> = p
+        .tokens
+        .iter()
+        .filter(|t| t.gpu_track == q)
+        .map(|t| t.index)
+        .collect();
+    Profile {
+        tokens: p
+            .tokens
+            .iter()
+            .filter(|t| t.gpu_track == q)
+            .cloned()
+            .collect(),
+        dispatches: p
+            .dispatches
+            .iter()
+            .filter(|d| tokens.contains(&d.token))
+            .cloned()
+            .collect(),
+        passes: p
+            .passes
+            .iter()
+            .filter(|s| tokens.contains(&s.token))
+            .cloned()
+            .collect(),
+        cpu_spans: p
+            .cpu_spans
+            .iter()
+            .filter(|s| s.token.is_some_and(|t| tokens.contains(&t)))
+            .cloned()
+            .collect(),
+        ..Profile {
+            format: p.format,
+            timing: p.timing.clone(),
+            ..Default::default()
+        }
+    }
+}
+
 fn declare_tracks<W: Write>(
     w: &mut Writer<W>,
     p: &Profile,
-    clock: &GpuClock,
+    clocks: &[GpuClock],
 ) -> std::io::Result<()> {
     w.track(TrackDescriptor {
         uuid: Some(PROCESS_TRACK),
@@ -174,13 +276,19 @@ fn declare_tracks<W: Write>(
         child_ordering: Some(proto::CHILD_ORDERING_EXPLICIT),
         ..Default::default()
     })?;
-    w.track(TrackDescriptor {
-        uuid: Some(GPU_TRACK),
-        parent_uuid: Some(PROCESS_TRACK),
-        name: Some(gpu_track_name(p, clock)),
-        sibling_order_rank: Some(0),
-        ..Default::default()
-    })?;
+    for (q, clock) in clocks.iter().enumerate() {
+        let mut name = gpu_track_name(p, clock);
+        if let Some(queue) = p.gpu_tracks.get(q) {
+            name = name.replacen("GPU queue", &format!("GPU {queue}"), 1);
+        }
+        w.track(TrackDescriptor {
+            uuid: Some(GpuTrackIds::of(q as u32).uuid),
+            parent_uuid: Some(PROCESS_TRACK),
+            name: Some(name),
+            sibling_order_rank: Some(q as i32 * 16),
+            ..Default::default()
+        })?;
+    }
     let counters = [
         (COUNTER_TOK_PER_S, "tok/s (per token)", "tok/s"),
         (COUNTER_DISPATCH_GBPS, "GB/s (per dispatch)", "GB/s"),

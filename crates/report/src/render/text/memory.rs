@@ -33,17 +33,16 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
     if let Some(l) = &m.largest_buffer {
         emit!(
             out,
-            "  largest buffer {} {} = {} of max_buffer_size {}",
+            "  largest buffer {} {}{}",
             l.label,
             bytes(l.bytes),
-            super::super::units::percent(l.percent_of_limit()),
-            bytes(l.limit)
+            of_limit(l, "max_buffer_size")
         );
     }
     if let Some(l) = &m.largest_binding {
         emit!(
             out,
-            "  largest {} {} {} = {} of max_storage_buffer_binding_size {}",
+            "  largest {} {} {}{}",
             if m.binding_from_graph {
                 "binding"
             } else {
@@ -51,8 +50,7 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
             },
             l.label,
             bytes(l.bytes),
-            super::super::units::percent(l.percent_of_limit()),
-            bytes(l.limit)
+            of_limit(l, "max_storage_buffer_binding_size")
         );
     }
     let c = &m.churn;
@@ -77,5 +75,17 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
                 .as_ref()
                 .map_or(String::new(), |(l, t)| format!("; first: {l} in token {t}"))
         );
+    }
+}
+
+/// ` = P% of LIMIT N`, or nothing when the device's limit was not recorded.
+fn of_limit(l: &crate::analysis::memory::Largest, limit: &str) -> String {
+    match l.percent_of_limit() {
+        Some(pct) if l.limit > 0 => format!(
+            " = {} of {limit} {}",
+            super::super::units::percent(Some(pct)),
+            bytes(l.limit)
+        ),
+        _ => format!(" ({limit} not recorded)"),
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::super::units::{duration, ms, percent};
-use crate::analysis::timeline::KernelSource;
+use crate::analysis::timeline::{KernelSource, Timeline};
 use crate::analysis::Analysis;
 use gpuscope_trace::Profile;
 
@@ -28,18 +28,7 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
         t.timed_kernels,
         ms(t.wall_ns)
     );
-    if let Some(busy) = t.busy_ns {
-        emit!(
-            out,
-            "  busy {} ms = {} utilization (union of kernel spans / wall){}",
-            ms(busy),
-            percent(t.utilization_percent),
-            t.mean_kernel_ns
-                .map_or(String::new(), |m| format!("; mean kernel {}", duration(m)))
-        );
-    } else if let Some(m) = t.mean_kernel_ns {
-        emit!(out, "  mean kernel {} (sampled dispatches)", duration(m));
-    }
+    busy_line(out, t);
     if let Some(g) = &t.gaps {
         emit!(
             out,
@@ -69,6 +58,62 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
             "  launch efficiency {e:.1}% (kernel time / each token's first-start-to-last-end)"
         );
     }
+    idle_line(out, t);
+    match &t.alignment {
+        Ok(al) => emit!(
+            out,
+            "  clocks aligned over {} tokens: GPU time + {} = CPU time{}",
+            al.tokens,
+            duration(al.offset_ns as f64),
+            al.slack_ns.map_or(String::new(), |s| format!(
+                " (within {} of the latest consistent offset)",
+                duration(s as f64)
+            ))
+        ),
+        Err(e) if !p.cpu_spans.is_empty() => emit!(out, "  clocks not aligned: {e}"),
+        Err(_) => {}
+    }
+    if !t.unavailable.is_empty() {
+        let list: Vec<String> = t
+            .unavailable
+            .iter()
+            .map(|u| format!("{} ({})", u.metric, u.reason))
+            .collect();
+        emit!(out, "  not computable: {}", list.join("; "));
+    }
+}
+
+/// GPU busy time and utilization, labelled estimated when they come from samples.
+fn busy_line(out: &mut String, t: &Timeline) {
+    if let (Some(busy), true) = (t.busy_ns, t.busy_estimated) {
+        emit!(
+            out,
+            "  busy {} ms = {} utilization, estimated (sampled dispatch spans summed per token / wall)",
+            ms(busy),
+            percent(t.utilization_percent)
+        );
+        if t.utilization_percent.is_some_and(|u| u > 100.0) {
+            emit!(
+                out,
+                "    over 100%: the timestamps around each sampled dispatch lengthen its span (per-dispatch timing serializes the GPU's work); the shares between ops hold, the absolute times are inflated"
+            );
+        }
+    } else if let Some(busy) = t.busy_ns {
+        emit!(
+            out,
+            "  busy {} ms = {} utilization (union of kernel spans / wall){}",
+            ms(busy),
+            percent(t.utilization_percent),
+            t.mean_kernel_ns
+                .map_or(String::new(), |m| format!("; mean kernel {}", duration(m)))
+        );
+    } else if let Some(m) = t.mean_kernel_ns {
+        emit!(out, "  mean kernel {} (sampled dispatches)", duration(m));
+    }
+}
+
+/// Where the idle time went: kernel gaps, host wait, outside the kernels' span.
+fn idle_line(out: &mut String, t: &Timeline) {
     if let Some(i) = &t.idle {
         let host = match i.host_wait_ns {
             Some(h) => format!("host wait {} ms", ms(h)),
@@ -92,27 +137,5 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
                 String::new()
             }
         );
-    }
-    match &t.alignment {
-        Ok(al) => emit!(
-            out,
-            "  clocks aligned over {} tokens: GPU time + {} = CPU time{}",
-            al.tokens,
-            duration(al.offset_ns as f64),
-            al.slack_ns.map_or(String::new(), |s| format!(
-                " (within {} of the latest consistent offset)",
-                duration(s as f64)
-            ))
-        ),
-        Err(e) if !p.cpu_spans.is_empty() => emit!(out, "  clocks not aligned: {e}"),
-        Err(_) => {}
-    }
-    if !t.unavailable.is_empty() {
-        let list: Vec<String> = t
-            .unavailable
-            .iter()
-            .map(|u| format!("{} ({})", u.metric, u.reason))
-            .collect();
-        emit!(out, "  not computable: {}", list.join("; "));
     }
 }

@@ -1,0 +1,34 @@
+//! The Vulkan layer's recording as a profile: a program on two GPUs (llama.cpp's `-sm
+//! layer`) gives one GPU track per queue, each step on its own, each device's spans on
+//! its own clock.
+
+use gpuscope_trace::fixtures::data;
+use gpuscope_trace::recording::read_records;
+
+#[test]
+fn two_devices_give_two_gpu_tracks_on_their_own_clocks() {
+    let path = data("two_gpus.jsonl");
+    let text = std::fs::read(&path).unwrap();
+    let p = read_records(&text[..], &path).unwrap().to_profile();
+    assert_eq!(p.gpu_tracks.len(), 2, "{:?}", p.gpu_tracks);
+    assert!(p.gpu_tracks[0].contains("GPU A") && p.gpu_tracks[1].contains("GPU B"));
+    let tracks: Vec<u32> = p.tokens.iter().map(|t| t.gpu_track).collect();
+    assert_eq!(tracks, [0, 1]);
+    // Each device's spans count from its own first tick: device B's ticks (5e6) are
+    // not clamped against device A's (9e12).
+    let spans: Vec<(u32, u64, u64)> = p
+        .dispatches
+        .iter()
+        .map(|d| (d.token, d.gpu.unwrap().start_ns, d.gpu.unwrap().end_ns))
+        .collect();
+    assert_eq!(
+        spans,
+        [
+            (0, 0, 10_000),
+            (0, 11_000, 21_000),
+            (1, 0, 12_000),
+            (1, 13_000, 25_000)
+        ]
+    );
+    assert_eq!(p.workload.layers, 4, "ffn_down-0..3 name four layers");
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# attach and the truthful default report on a GPU host, one device call (issues 27, 29).
+# Usage (repo root, on the host): scripts/gpu-attach.sh DEV OUTDIR [MODEL.gguf]
+#   DEV holds: bin/gpuscope, bin/libgpuscope_layer.so (release builds), vkdeb/*.deb
+#   (Debian 13's glslc, libshaderc1, libvulkan-dev, spirv-headers) and llama.tgz (a
+#   `llama.cpp/` tree); MODEL a real GGUF (default: a synth SmolLM2-135M q4_1).
+#
+# 1. llama.cpp with -DGGML_VULKAN=ON (shared/docs/GPU-HOSTS.md's recipe, ~1 minute).
+# 2. `gpuscope peak --refresh` (ceilings with the timestamp cost, embedded below).
+# 3. SmolLM2 (MODEL) and a synth Llama-8B q4_0: llama-bench tg128 without and under
+#    `attach` (sampled, the auto mode on NVIDIA), alternated twice; attach's per-op
+#    report; `diff --by family` against gpuscope's own profile of the same file.
+# 4. gpuscope's default `profile --preset llama-8b --weights q4_0` (sampled) with
+#    --overhead, and the same with --timing dispatch (the corrected shares).
+# Reports go to OUTDIR/results.tgz; OUTDIR/summary.txt has the figures.
+set -uo pipefail
+DEV=$(cd "${1:?dev dir}" && pwd); OUT=${2:?outdir}; MODEL=${3:-}
+mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+. "$(dirname "$0")/gpu-host-env.sh"
+G=$DEV/bin/gpuscope
+export GPUSCOPE_LAYER_LIBRARY=$DEV/bin/libgpuscope_layer.so GPUSCOPE_CACHE_DIR=$OUT/cache
+S=$OUT/summary.txt; W=/tmp/gpuscope-attach; mkdir -p "$W"
+T0=$SECONDS
+step() { # NAME LIMIT COMMAND...: stdout/stderr to OUT/NAME.{txt,err}, exit and time to S
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" > "$OUT/$name.txt" 2> "$OUT/$name.err"; local rc=$?
+  echo "== $name: exit $rc, $((SECONDS - t0)) s (at $((SECONDS - T0)) s): $*" >> "$S"
+}
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; } > "$S" 2>&1
+
+# 1. llama.cpp, Vulkan.
+mkdir -p /tmp/vk && for f in "$DEV"/vkdeb/*.deb; do dpkg -x "$f" /tmp/vk; done
+tar xzf "$DEV/llama.tgz" -C "$W"
+export LD_LIBRARY_PATH=/tmp/vk/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+step llama-cmake 120 cmake -S "$W/llama.cpp" -B "$W/vk" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DGGML_VULKAN=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DVulkan_INCLUDE_DIR=/tmp/vk/usr/include \
+  -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')" \
+  -DVulkan_GLSLC_EXECUTABLE=/tmp/vk/usr/bin/glslc -DSPIRV-Headers_DIR=/tmp/vk/usr/share/cmake/SPIRV-Headers
+step llama-build 240 cmake --build "$W/vk" --target llama-bench -j "$(nproc)"
+LB=$W/vk/bin/llama-bench
+tail -3 "$OUT/llama-build.txt" >> "$S"
+
+# 2. Ceilings.
+step peak 120 "$G" peak --refresh
+tail -4 "$OUT/peak.txt" >> "$S"
+
+# 3. The models.
+if [ -z "$MODEL" ]; then
+  MODEL=$W/smol.gguf
+  step synth-smol 60 "$G" synth --preset smollm2-135m --weights q4_1 -o "$MODEL"
+fi
+L8=$W/l8.gguf
+step synth-l8 120 "$G" synth --preset llama-8b --weights q4_0 -o "$L8"
+tg() { # NAME MODEL [attach args]: llama-bench tg128, under attach when args follow
+  local name=$1 m=$2; shift 2
+  if [ $# -gt 0 ]; then
+    step "$name" 180 "$G" attach "$@" -- "$LB" -m "$m" -p 0 -n 128 -r 3 -ngl 99
+  else
+    step "$name" 180 "$LB" -m "$m" -p 0 -n 128 -r 3 -ngl 99
+  fi
+  grep -E "tg128" "$OUT/$name.txt" >> "$S"
+}
+for m in smol l8; do
+  f=$MODEL; [ $m = l8 ] && f=$L8
+  for i in 1 2; do
+    tg "$m-plain-$i" "$f"
+    tg "$m-attach-$i" "$f" --json "$OUT/$m-attach-$i.json"
+  done
+  grep -E "^Timing|^Workload|^Sampled|^Bottleneck" "$OUT/$m-attach-2.err" >> "$S"
+  step "$m-own" 120 "$G" profile "$f" --tokens 128 --json "$OUT/$m-own.json"
+  grep -E "^  steady tokens|^Bottleneck" "$OUT/$m-own.txt" >> "$S"
+  step "$m-diff" 60 "$G" diff "$OUT/$m-own.json" "$OUT/$m-attach-2.json" --by family
+  head -40 "$OUT/$m-diff.txt" >> "$S"
+done
+
+# 4. The default report at 8B (sampled) and dispatch-timed with the correction.
+step l8-default 180 "$G" profile --preset llama-8b --weights q4_0 --overhead --json "$OUT/l8-default.json"
+grep -E "^Timing|^Sampled|^  steady tokens|^Overhead|^Bottleneck|^Layers|^  layers:|utilization" "$OUT/l8-default.txt" >> "$S"
+step l8-dispatch 180 "$G" profile --preset llama-8b --weights q4_0 --timing dispatch --json "$OUT/l8-dispatch.json"
+sed -n '/^Corrected for the instrument/,/^$/p' "$OUT/l8-dispatch.txt" >> "$S"
+grep -E "^Bottleneck" "$OUT/l8-dispatch.txt" >> "$S"
+
+echo "total $((SECONDS - T0)) s" >> "$S"
+rm -rf "$OUT/cache"
+(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude summary.txt ./*.txt ./*.err ./*.json 2>/dev/null)
+find "$OUT" -maxdepth 1 -type f ! -name results.tgz ! -name summary.txt -delete
+cat "$S"
