@@ -280,7 +280,7 @@ struct FileConfig {
 fn head_dim(m: &Meta, dim: u32, n_heads: u32) -> Result<u32, LoadError> {
     let head_dim = match m.u32_opt("attention.key_length")? {
         Some(k) => k,
-        None if dim % n_heads == 0 => dim / n_heads,
+        None if dim.is_multiple_of(n_heads) => dim / n_heads,
         None => {
             return Err(LoadError::BadKey {
                 key: m.key("attention.head_count"),
