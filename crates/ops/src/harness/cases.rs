@@ -1272,9 +1272,9 @@ fn rope_cases() -> Vec<Case> {
     out
 }
 
-/// Attention fused and in three dispatches (scores, softmax, values) at several context
-/// lengths, and batched over a prompt.
-fn attention_cases() -> Vec<Case> {
+/// The attention shapes of the architectures beyond Llama that the fused kernel does not
+/// cover, and the q/k head norms of Gemma 3 and Qwen3.
+fn other_arch_attention_cases() -> Vec<Case> {
     let mut out = Vec::new();
     // Phi-3's head of 96 has no fused kernel: the decoder runs the three ops.
     for op in ["attn_scores", "attn_values", "softmax"] {
@@ -1314,6 +1314,13 @@ fn attention_cases() -> Vec<Case> {
             Params::HeadNorm { heads, kv, hd },
         ));
     }
+    out
+}
+
+/// Attention fused and in three dispatches (scores, softmax, values) at several context
+/// lengths, and batched over a prompt.
+fn attention_cases() -> Vec<Case> {
+    let mut out = other_arch_attention_cases();
     for (shape, (heads, kv, hd), max_ctx, n_ctx) in [
         ("smollm2.ctx11", (9, 3, 64), 16, 11),
         ("smollm2.ctx1", (9, 3, 64), 16, 1),
