@@ -7,9 +7,10 @@
 #
 # 1. llama.cpp with -DGGML_VULKAN=ON (shared/docs/GPU-HOSTS.md's recipe, ~1 minute).
 # 2. `gpuscope peak --refresh` (ceilings with the timestamp cost, embedded below).
-# 3. SmolLM2 (MODEL) and a synth Llama-8B q4_0: llama-bench tg128 without and under
-#    `attach` (sampled, the auto mode on NVIDIA), alternated twice; attach's per-op
-#    report; `diff --by family` against gpuscope's own profile of the same file.
+# 3. SmolLM2 (MODEL) and a synth Llama-8B q4_0: llama-bench tg128 alone, with its debug
+#    names, under attach with timing off and as attach runs by default (sampled on
+#    NVIDIA), alternated twice; attach's per-op report; at 8B, `diff --by family`
+#    against gpuscope's own profile of the same file.
 # 4. gpuscope's default `profile --preset llama-8b --weights q4_0` (sampled) with
 #    --overhead, and the same with --timing dispatch (the corrected shares).
 # Reports go to OUTDIR/results.tgz; OUTDIR/summary.txt has the figures.
@@ -61,20 +62,25 @@ tg() { # NAME MODEL [attach args]: llama-bench tg128, under attach when args fol
   else
     step "$name" 180 "$LB" -m "$m" -p 0 -n 128 -r 3 -ngl 99
   fi
-  grep -E "tg128" "$OUT/$name.txt" >> "$S"
+  grep -E "tg128" "$OUT/$name.txt" | sed "s/^/$name /" >> "$S"
 }
+# What attach costs, part by part, alternated: the program alone; with its debug names
+# on (attach sets GGML_VK_DEBUG_MARKERS=1); under the layer with timing off; as attach
+# runs by default (sampled on NVIDIA).
 for m in smol l8; do
   f=$MODEL; [ $m = l8 ] && f=$L8
   for i in 1 2; do
     tg "$m-plain-$i" "$f"
+    GGML_VK_DEBUG_MARKERS=1 tg "$m-names-$i" "$f"
+    tg "$m-off-$i" "$f" --timing off --json "$OUT/$m-off-$i.json"
     tg "$m-attach-$i" "$f" --json "$OUT/$m-attach-$i.json"
   done
-  grep -E "^Timing|^Workload|^Sampled|^Bottleneck" "$OUT/$m-attach-2.err" >> "$S"
-  step "$m-own" 120 "$G" profile "$f" --tokens 128 --json "$OUT/$m-own.json"
-  grep -E "^  steady tokens|^Bottleneck" "$OUT/$m-own.txt" >> "$S"
-  step "$m-diff" 60 "$G" diff "$OUT/$m-own.json" "$OUT/$m-attach-2.json" --by family
-  head -40 "$OUT/$m-diff.txt" >> "$S"
+  grep -E "^Timing|^Workload|^Sampled|^  steady|^Bottleneck|^Notes|steps:" "$OUT/$m-attach-2.err" >> "$S"
 done
+step l8-own 120 "$G" profile "$L8" --tokens 128 --json "$OUT/l8-own.json"
+grep -E "^  steady tokens|^Bottleneck" "$OUT/l8-own.txt" >> "$S"
+step l8-diff 60 "$G" diff "$OUT/l8-own.json" "$OUT/l8-attach-2.json" --by family
+head -40 "$OUT/l8-diff.txt" >> "$S"
 
 # 4. The default report at 8B (sampled) and dispatch-timed with the correction.
 step l8-default 180 "$G" profile --preset llama-8b --weights q4_0 --overhead --json "$OUT/l8-default.json"

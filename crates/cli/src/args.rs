@@ -412,9 +412,10 @@ pub struct ProfileArgs {
     /// q4_k, q5_k, q6_k (tensors whose width is not whole blocks fall back to q8_0).
     #[arg(long, default_value = "q8_0")]
     pub weights: String,
-    /// Tokens to decode.
-    #[arg(long, default_value_t = 32, value_parser = limits::tokens())]
-    pub tokens: u32,
+    /// Tokens to decode [default: 32; with sampled timing, enough for every dispatch
+    /// site to be timed four times: 4 × the sampling stride].
+    #[arg(long, value_parser = limits::tokens())]
+    pub tokens: Option<u32>,
     /// Seed of the synthetic weights.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

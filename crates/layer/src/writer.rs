@@ -76,17 +76,23 @@ pub fn with<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
 /// JSON) stay off the program's thread, which only moves the record into a channel.
 /// On a write failure the thread turns recording off (said once).
 pub fn record(r: Record) {
+    record_with(move || r);
+}
+
+/// [`record`] of what `build` returns, built on the writer thread: a step's records
+/// (names, dispatches) are put together there, not on the thread that waited for it.
+pub fn record_with(build: impl FnOnce() -> Record + Send + 'static) {
     let mut sender = SENDER.lock().unwrap_or_else(|e| e.into_inner());
     if sender.is_none() {
         if !matches!(with(|_| ()), Some(())) {
             return; // not recording
         }
-        let (tx, rx) = std::sync::mpsc::channel::<Record>();
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("gpuscope-layer-writer".into())
             .spawn(move || {
-                for r in rx {
-                    write_now(&r);
+                for job in rx {
+                    write_now(job);
                 }
             });
         match thread {
@@ -95,12 +101,12 @@ pub fn record(r: Record) {
                 *sender = Some(tx);
             }
             // No thread: write on the caller's thread.
-            Err(_) => return write_now(&r),
+            Err(_) => return write_now(Box::new(build)),
         }
     }
     if let Some(tx) = sender.as_ref() {
-        if let Err(std::sync::mpsc::SendError(r)) = tx.send(r) {
-            write_now(&r);
+        if let Err(std::sync::mpsc::SendError(job)) = tx.send(Box::new(build)) {
+            write_now(job);
         }
     }
 }
@@ -115,14 +121,27 @@ pub fn drain() {
     }
 }
 
-static SENDER: Mutex<Option<std::sync::mpsc::Sender<Record>>> = Mutex::new(None);
+/// A record to write, built when its turn comes.
+type Job = Box<dyn FnOnce() -> Record + Send>;
+
+static SENDER: Mutex<Option<std::sync::mpsc::Sender<Job>>> = Mutex::new(None);
 static THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 
-fn write_now(r: &Record) {
+fn write_now(job: Job) {
     // A panic here must not end the writer thread's host process's recording silently
     // nor unwind anywhere else: it turns recording off like an I/O error.
     let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        with(|w| w.write(r).err()).flatten().map(|e| e.to_string())
+        let mut r = job();
+        with(|w| {
+            // Steps are numbered as they are written, in the order they closed.
+            if let Record::Step(s) = &mut r {
+                s.index = w.ids.steps;
+                w.ids.steps += 1;
+            }
+            w.write(&r).err()
+        })
+        .flatten()
+        .map(|e| e.to_string())
     }))
     .unwrap_or_else(|_| Some("a panic while writing".into()));
     if let Some(e) = failed {
