@@ -331,8 +331,9 @@ impl Device {
             let spans = std::mem::take(&mut q.spans);
             q.step_start_ns = Some(end);
             let (queue, ended_by) = (q.id, ended_by.to_string());
-            writer::record_with(move || {
+            writer::record_step(move |index| {
                 let mut step = step_record(queue, start, end, &ended_by, &group, &mut counters);
+                step.index = index;
                 step.counters = counters;
                 step.cpu_spans = spans;
                 Record::Step(step)
