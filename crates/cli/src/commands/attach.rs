@@ -93,6 +93,12 @@ pub fn run(args: &AttachArgs) -> Result<(), Exit> {
                 .into())
         }
     };
+    // The adapter's measured ceilings, as `profile` embeds them: rooflines, and spans
+    // corrected for the timestamps around them (`peak` measures what they add).
+    if let Some((c, path)) = super::ceilings::cached(&profile.adapter, false) {
+        eprintln!("gpuscope: using the measured ceilings in {path}");
+        profile.ceilings = Some(c);
+    }
     if let Some(why) = killed(run.status) {
         profile.incomplete = Some(why);
     } else if let Some(why) = layer_error {
