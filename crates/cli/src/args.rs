@@ -314,10 +314,14 @@ pub struct SynthArgs {
 #[derive(Debug, Args)]
 #[command(override_usage = "gpuscope attach [OPTIONS] -- PROGRAM [ARGS]...")]
 pub struct AttachArgs {
-    /// GPU timing: auto (every dispatch; on NVIDIA 1 in 16, rotating), off, pass (a
-    /// timestamp at each command buffer's start and end), dispatch, sampled (1 in 16).
+    /// GPU timing: auto (every dispatch; on NVIDIA 1 in 64, picked by a hash), off, pass
+    /// (a timestamp at each command buffer's start and end), dispatch, sampled (1 in 16).
     #[arg(long, default_value = "auto", value_parser = ["auto", "off", "pass", "dispatch", "sampled"])]
     pub timing: String,
+    /// With sampled timing, time 1 dispatch in N [default: 16 for `sampled`; 64 for
+    /// `auto` on NVIDIA, where each timed dispatch costs the GPU microseconds].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub stride: Option<u32>,
     /// What one step is: sync (the work between two host waits on a queue, a token of a
     /// decode loop) or submit (each queue submit).
     #[arg(long, default_value = "sync", value_parser = ["sync", "submit"])]

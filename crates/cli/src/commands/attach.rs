@@ -201,6 +201,10 @@ fn launch(
         .env(layer::ENV_OUT, &dir)
         .env(layer::ENV_TIMING, timing)
         .env(layer::ENV_STEP, &args.step)
+        .env(
+            layer::ENV_STRIDE,
+            args.stride.map_or(String::new(), |s| s.to_string()),
+        )
         .env("GGML_VK_DEBUG_MARKERS", "1")
         .env("GPUSCOPE_DEBUG_MARKERS", "1")
         .env("WGPU_DEBUG", "1");
