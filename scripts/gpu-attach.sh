@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # attach and the truthful default report on a GPU host, one device call (issues 27, 29).
 # Usage (repo root, on the host): scripts/gpu-attach.sh DEV OUTDIR [MODEL.gguf]
-#   DEV holds: bin/gpuscope, bin/libgpuscope_layer.so (release builds), vkdeb/*.deb
+#   DEV holds: bin/gpuscope (or bin/gpuscope.xz), bin/libgpuscope_layer.so (release), vkdeb/*.deb
 #   (Debian 13's glslc, libshaderc1, libvulkan-dev, spirv-headers) and llama.tgz (a
 #   `llama.cpp/` tree); MODEL a real GGUF (default: a synth SmolLM2-135M q4_1).
 #
 # 1. llama.cpp with -DGGML_VULKAN=ON (shared/docs/GPU-HOSTS.md's recipe, ~1 minute).
 # 2. `gpuscope peak --refresh` (ceilings with the timestamp cost, embedded below).
-# 3. SmolLM2 (MODEL) and a synth Llama-8B q4_0: llama-bench tg128 without and under
-#    `attach` (sampled, the auto mode on NVIDIA), alternated twice; attach's per-op
-#    report; `diff --by family` against gpuscope's own profile of the same file.
+# 3. SmolLM2 (MODEL) and a synth Llama-8B q4_0: llama-bench tg128 alone, under attach
+#    with timing off and as attach runs by default (sampled on NVIDIA), alternated
+#    twice; attach's per-op report and steps; `diff --by family` against gpuscope's own
+#    profile of the same file.
 # 4. gpuscope's default `profile --preset llama-8b --weights q4_0` (sampled) with
-#    --overhead, and the same with --timing dispatch (the corrected shares).
+#    --overhead.
 # Reports go to OUTDIR/results.tgz; OUTDIR/summary.txt has the figures.
 set -uo pipefail
 DEV=$(cd "${1:?dev dir}" && pwd); OUT=${2:?outdir}; MODEL=${3:-}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 . "$(dirname "$0")/gpu-host-env.sh"
 G=$DEV/bin/gpuscope
+[ -x "$G" ] || { xz -dc "$G.xz" > /tmp/gpuscope && chmod +x /tmp/gpuscope && G=/tmp/gpuscope; }
 export GPUSCOPE_LAYER_LIBRARY=$DEV/bin/libgpuscope_layer.so GPUSCOPE_CACHE_DIR=$OUT/cache
 S=$OUT/summary.txt; W=/tmp/gpuscope-attach; mkdir -p "$W"
 T0=$SECONDS
@@ -61,30 +63,40 @@ tg() { # NAME MODEL [attach args]: llama-bench tg128, under attach when args fol
   else
     step "$name" 180 "$LB" -m "$m" -p 0 -n 128 -r 3 -ngl 99
   fi
-  grep -E "tg128" "$OUT/$name.txt" >> "$S"
+  grep -E "tg128" "$OUT/$name.txt" | sed "s/^/$name /" >> "$S"
 }
+# What attach costs, alternated: the program alone; under the layer with timing off;
+# as attach runs by default (sampled on NVIDIA). Then attach's report and gpuscope's own
+# profile of the same file, compared family by family.
 for m in smol l8; do
   f=$MODEL; [ $m = l8 ] && f=$L8
   for i in 1 2; do
     tg "$m-plain-$i" "$f"
-    tg "$m-attach-$i" "$f" --json "$OUT/$m-attach-$i.json"
+    tg "$m-off-$i" "$f" --timing off
+    tg "$m-attach-$i" "$f" --json "$OUT/$m-attach-$i.json" --output "$W/rec-$m-$i"
   done
-  grep -E "^Timing|^Workload|^Sampled|^Bottleneck" "$OUT/$m-attach-2.err" >> "$S"
+  grep -E "^Timing|^Workload|^Note|^Sampled|^  steady|^Bottleneck|^  busy|^  layers:" "$OUT/$m-attach-2.err" >> "$S"
+  sed -n '/^Ops/,/^$/p' "$OUT/$m-attach-2.err" >> "$S"
+  python3 - "$W/rec-$m-2/recording.jsonl" >> "$S" 2>&1 <<'PY'
+import json, sys
+steps = [r for r in map(json.loads, open(sys.argv[1])) if r.get("record") == "step"]
+print(f"{len(steps)} steps; steps 100-111 (queue, dispatches, wall us, ended by):")
+for s in steps[100:112]:
+    n = sum(len(c["dispatches"]) for c in s["command_buffers"])
+    print(f"  {s['queue']} {n} {(s['cpu_end_ns'] - s['cpu_start_ns']) / 1000:.0f} {s['ended_by']}")
+PY
   step "$m-own" 120 "$G" profile "$f" --tokens 128 --json "$OUT/$m-own.json"
   grep -E "^  steady tokens|^Bottleneck" "$OUT/$m-own.txt" >> "$S"
   step "$m-diff" 60 "$G" diff "$OUT/$m-own.json" "$OUT/$m-attach-2.json" --by family
-  head -40 "$OUT/$m-diff.txt" >> "$S"
+  sed -n '/^Headline/,$p' "$OUT/$m-diff.txt" | head -40 >> "$S"
 done
 
 # 4. The default report at 8B (sampled) and dispatch-timed with the correction.
 step l8-default 180 "$G" profile --preset llama-8b --weights q4_0 --overhead --json "$OUT/l8-default.json"
 grep -E "^Timing|^Sampled|^  steady tokens|^Overhead|^Bottleneck|^Layers|^  layers:|utilization" "$OUT/l8-default.txt" >> "$S"
-step l8-dispatch 180 "$G" profile --preset llama-8b --weights q4_0 --timing dispatch --json "$OUT/l8-dispatch.json"
-sed -n '/^Corrected for the instrument/,/^$/p' "$OUT/l8-dispatch.txt" >> "$S"
-grep -E "^Bottleneck" "$OUT/l8-dispatch.txt" >> "$S"
-
+sed -n '/^Ops/,/^$/p' "$OUT/l8-default.txt" >> "$S"
 echo "total $((SECONDS - T0)) s" >> "$S"
 rm -rf "$OUT/cache"
-(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude summary.txt ./*.txt ./*.err ./*.json 2>/dev/null)
+(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude summary.txt ./*.txt ./*.err 2>/dev/null)
 find "$OUT" -maxdepth 1 -type f ! -name results.tgz ! -name summary.txt -delete
 cat "$S"

@@ -314,10 +314,14 @@ pub struct SynthArgs {
 #[derive(Debug, Args)]
 #[command(override_usage = "gpuscope attach [OPTIONS] -- PROGRAM [ARGS]...")]
 pub struct AttachArgs {
-    /// GPU timing: auto (every dispatch; on NVIDIA 1 in 16, rotating), off, pass (a
-    /// timestamp at each command buffer's start and end), dispatch, sampled (1 in 16).
+    /// GPU timing: auto (every dispatch; on NVIDIA 1 in 64, picked by a hash), off, pass
+    /// (a timestamp at each command buffer's start and end), dispatch, sampled (1 in 16).
     #[arg(long, default_value = "auto", value_parser = ["auto", "off", "pass", "dispatch", "sampled"])]
     pub timing: String,
+    /// With sampled timing, time 1 dispatch in N [default: 16 for `sampled`; 64 for
+    /// `auto` on NVIDIA, where each timed dispatch costs the GPU microseconds].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub stride: Option<u32>,
     /// What one step is: sync (the work between two host waits on a queue, a token of a
     /// decode loop) or submit (each queue submit).
     #[arg(long, default_value = "sync", value_parser = ["sync", "submit"])]
@@ -412,9 +416,10 @@ pub struct ProfileArgs {
     /// q4_k, q5_k, q6_k (tensors whose width is not whole blocks fall back to q8_0).
     #[arg(long, default_value = "q8_0")]
     pub weights: String,
-    /// Tokens to decode.
-    #[arg(long, default_value_t = 32, value_parser = limits::tokens())]
-    pub tokens: u32,
+    /// Tokens to decode [default: 32; with sampled timing, enough for every dispatch
+    /// site to be timed four times: 4 × the sampling stride].
+    #[arg(long, value_parser = limits::tokens())]
+    pub tokens: Option<u32>,
     /// Seed of the synthetic weights.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -334,6 +334,40 @@ fn replay_with_a_substituted_kernel_names_the_first_mismatching_dispatch() {
     );
 }
 
+/// Issue 24: an argmax that writes a wrong token is named under `--tolerance` too. The
+/// token is a u32: as f32 words 265 and 7 are both denormals, "within" any tolerance, and
+/// the first mismatch used to land on a later dispatch the wrong token fed.
+#[test]
+fn a_wrong_integer_output_is_named_under_a_tolerance() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = capture_tiny_tokens(dir.path(), "0..2");
+    let shaders = std::path::Path::new(&cap).join("shaders");
+    let original = std::fs::read_to_string(shaders.join("argmax.wgsl")).unwrap();
+    let wrong = dir.path().join("argmax_wrong.wgsl");
+    std::fs::write(
+        &wrong,
+        original.replace("out[0] = best_i[0];", "out[0] = best_i[0] + 3u;"),
+    )
+    .unwrap();
+    let names_argmax = |extra: &[&str]| {
+        let sub = format!("argmax={}", wrong.display());
+        let mut args = vec!["replay", &cap, "--substitute", &sub];
+        args.extend_from_slice(extra);
+        let out = gpuscope(&args);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        assert!(
+            stdout.contains("First mismatch: step 0 dispatch") && stdout.contains("argmax"),
+            "{extra:?}: {stdout}"
+        );
+    };
+    names_argmax(&[]);
+    names_argmax(&["--tolerance", "1e-6"]);
+}
+
 #[test]
 fn corrupted_captures_name_the_file_and_what_is_wrong() {
     if !have_gpu() {

@@ -16,14 +16,22 @@ pub const ENV_STRIDE: &str = "GPUSCOPE_LAYER_STRIDE";
 /// `fail-write` makes starting the recording fail as a full disk would.
 pub const ENV_FAULT: &str = "GPUSCOPE_LAYER_FAULT";
 
-/// The sampling stride when none is given: as `profile`'s sampled mode.
+/// The sampling stride of `sampled` when none is given: as `profile`'s sampled mode.
 pub const DEFAULT_STRIDE: u32 = 16;
+
+/// The sampling stride of `auto` on NVIDIA when none is given. A timed dispatch costs
+/// the GPU about 6 µs there (`peak` on an H100): at 1 in 16, llama.cpp's 517 dispatches
+/// of an 8B token paid ~32 x 6 µs, 3.5-6.4% of its 4 ms (BENCHMARKS.md, run 18); 1 in
+/// 64 is about a quarter of that, and llama-bench's 385 tokens still time each
+/// dispatch of a token about six times.
+pub const AUTO_STRIDE: u32 = 64;
 
 #[derive(Debug, Clone)]
 pub struct Config {
     pub out: Option<std::path::PathBuf>,
     pub timing: TimingChoice,
-    pub stride: u32,
+    /// `GPUSCOPE_LAYER_STRIDE`, if set.
+    pub stride: Option<u32>,
     pub step_per_submit: bool,
     /// Panic in the bookkeeping of this dispatch (counted from 1), once.
     pub fault_at_dispatch: Option<u64>,
@@ -56,8 +64,7 @@ impl Config {
             timing,
             stride: var(ENV_STRIDE)
                 .and_then(|s| s.parse().ok())
-                .filter(|&s| s >= 1)
-                .unwrap_or(DEFAULT_STRIDE),
+                .filter(|&s| s >= 1),
             step_per_submit: var(ENV_STEP).as_deref() == Some("submit"),
             fault_write: var(ENV_FAULT).as_deref() == Some("fail-write"),
             fault_at_dispatch: var(ENV_FAULT)
@@ -79,19 +86,26 @@ impl Config {
                 "requested: a timestamp at each command buffer's start and end".into(),
             ),
             TimingChoice::Dispatch => (TimingMode::Dispatch, 1, "requested".into()),
-            TimingChoice::Sampled => (
-                TimingMode::Dispatch,
-                self.stride,
-                format!("requested: 1 in {} dispatches, picked by a hash of their number", self.stride),
-            ),
-            TimingChoice::Auto if vendor_id == NVIDIA => (
-                TimingMode::Dispatch,
-                self.stride,
-                format!(
-                    "auto: 1 in {} dispatches, picked by a hash of their number (a timestamp between dispatches costs microseconds on NVIDIA)",
-                    self.stride
-                ),
-            ),
+            TimingChoice::Sampled => {
+                let stride = self.stride.unwrap_or(DEFAULT_STRIDE);
+                (
+                    TimingMode::Dispatch,
+                    stride,
+                    format!(
+                        "requested: 1 in {stride} dispatches, picked by a hash of their number"
+                    ),
+                )
+            }
+            TimingChoice::Auto if vendor_id == NVIDIA => {
+                let stride = self.stride.unwrap_or(AUTO_STRIDE);
+                (
+                    TimingMode::Dispatch,
+                    stride,
+                    format!(
+                        "auto: 1 in {stride} dispatches, picked by a hash of their number (a timestamp between dispatches costs microseconds of GPU time on NVIDIA)"
+                    ),
+                )
+            }
             TimingChoice::Auto => (
                 TimingMode::Dispatch,
                 1,

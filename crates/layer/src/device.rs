@@ -67,6 +67,26 @@ pub struct DeviceState {
     pub host_counters: BTreeMap<&'static str, u64>,
     /// Dispatches recorded so far (what sampling picks by).
     pub dispatches_recorded: u64,
+    /// Debug label names seen, shared: a label per dispatch (llama.cpp's) costs no
+    /// allocation once its name is known.
+    pub label_names: HashMap<Box<[u8]>, Arc<str>>,
+}
+
+/// Label names kept for sharing; past it, new names are allocated each time.
+const LABEL_NAMES_KEPT: usize = 1 << 16;
+
+impl DeviceState {
+    /// The shared name of a debug label.
+    pub fn label_name(&mut self, bytes: &[u8]) -> Arc<str> {
+        if let Some(n) = self.label_names.get(bytes) {
+            return n.clone();
+        }
+        let name: Arc<str> = String::from_utf8_lossy(bytes).into();
+        if self.label_names.len() < LABEL_NAMES_KEPT {
+            self.label_names.insert(bytes.into(), name.clone());
+        }
+        name
+    }
 }
 
 /// A command buffer the program allocated.
@@ -93,7 +113,7 @@ pub struct Recording {
     /// The bound compute pipeline's recorded id.
     pub pipeline: Option<u32>,
     /// Open debug-utils labels, innermost last.
-    pub labels: Vec<String>,
+    pub labels: Vec<Arc<str>>,
     /// Next free query slot.
     pub next_slot: Slot,
     /// The query pools of the buffer when this recording ended.
@@ -103,8 +123,8 @@ pub struct Recording {
 #[derive(Clone)]
 pub struct Dispatch {
     pub pipeline: u32,
-    pub label: Option<String>,
-    pub scope: Option<String>,
+    pub label: Option<Arc<str>>,
+    pub scope: Option<Arc<str>>,
     pub workgroups: [u32; 3],
     pub kind: &'static str,
     pub slots: Option<(Slot, Slot)>,
@@ -308,10 +328,16 @@ impl Device {
             {
                 *counters.entry(k.to_string()).or_default() += v;
             }
-            let step = step_record(q.id, start, end, ended_by, &group, &mut counters);
             let spans = std::mem::take(&mut q.spans);
             q.step_start_ns = Some(end);
-            write_step(step, counters, spans);
+            let (queue, ended_by) = (q.id, ended_by.to_string());
+            writer::record_step(move |index| {
+                let mut step = step_record(queue, start, end, &ended_by, &group, &mut counters);
+                step.index = index;
+                step.counters = counters;
+                step.cpu_spans = spans;
+                Record::Step(step)
+            });
         }
     }
 }
@@ -343,8 +369,8 @@ fn step_record(
                     .iter()
                     .map(|d| DispatchRecord {
                         pipeline: d.pipeline,
-                        label: d.label.clone(),
-                        scope: d.scope.clone(),
+                        label: d.label.as_deref().map(str::to_string),
+                        scope: d.scope.as_deref().map(str::to_string),
                         workgroups: d.workgroups,
                         kind: d.kind.into(),
                         ticks: d.slots.map(|(a, b)| (at(a), at(b))),
@@ -364,16 +390,6 @@ fn step_record(
         counters: BTreeMap::new(),
         cpu_spans: Vec::new(),
     }
-}
-
-fn write_step(mut step: StepRecord, counters: BTreeMap<String, u64>, spans: Vec<RecordedSpan>) {
-    step.counters = counters;
-    step.cpu_spans = spans;
-    writer::with(|w| {
-        step.index = w.ids.steps;
-        w.ids.steps += 1;
-    });
-    writer::record(Record::Step(step));
 }
 
 /// The calling thread's OS id (for CPU spans).

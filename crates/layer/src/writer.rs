@@ -25,7 +25,6 @@ pub struct Ids {
     pub queues: u32,
     pub shaders: u32,
     pub pipelines: u32,
-    pub steps: u32,
 }
 
 static WRITER: Mutex<State> = Mutex::new(State::NotStarted);
@@ -76,17 +75,46 @@ pub fn with<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
 /// JSON) stay off the program's thread, which only moves the record into a channel.
 /// On a write failure the thread turns recording off (said once).
 pub fn record(r: Record) {
+    record_with(move || r);
+}
+
+/// [`record`] of what `build` returns, built on the writer thread: a step's records
+/// (names, dispatches) are put together there, not on the thread that waited for it.
+pub fn record_with(build: impl FnOnce() -> Record + Send + 'static) {
+    enqueue(move || build);
+}
+
+/// A step's record, built on the writer thread from its number: steps are numbered in
+/// the order they are queued (the order they closed), which is the order they are
+/// written.
+pub fn record_step(build: impl FnOnce(u32) -> Record + Send + 'static) {
+    enqueue(move || {
+        let index = NEXT_STEP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        move || build(index)
+    });
+}
+
+/// The number the next step to close will have (the step being recorded now).
+pub fn next_step() -> u32 {
+    NEXT_STEP.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static NEXT_STEP: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Queues the job `make` makes, made under the queue's lock (what it numbers is
+/// numbered in queue order).
+fn enqueue<J: FnOnce() -> Record + Send + 'static>(make: impl FnOnce() -> J) {
     let mut sender = SENDER.lock().unwrap_or_else(|e| e.into_inner());
     if sender.is_none() {
         if !matches!(with(|_| ()), Some(())) {
             return; // not recording
         }
-        let (tx, rx) = std::sync::mpsc::channel::<Record>();
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("gpuscope-layer-writer".into())
             .spawn(move || {
-                for r in rx {
-                    write_now(&r);
+                for job in rx {
+                    write_now(job);
                 }
             });
         match thread {
@@ -95,12 +123,12 @@ pub fn record(r: Record) {
                 *sender = Some(tx);
             }
             // No thread: write on the caller's thread.
-            Err(_) => return write_now(&r),
+            Err(_) => return write_now(Box::new(make())),
         }
     }
     if let Some(tx) = sender.as_ref() {
-        if let Err(std::sync::mpsc::SendError(r)) = tx.send(r) {
-            write_now(&r);
+        if let Err(std::sync::mpsc::SendError(job)) = tx.send(Box::new(make())) {
+            write_now(job);
         }
     }
 }
@@ -115,14 +143,18 @@ pub fn drain() {
     }
 }
 
-static SENDER: Mutex<Option<std::sync::mpsc::Sender<Record>>> = Mutex::new(None);
+/// A record to write, built when its turn comes.
+type Job = Box<dyn FnOnce() -> Record + Send>;
+
+static SENDER: Mutex<Option<std::sync::mpsc::Sender<Job>>> = Mutex::new(None);
 static THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 
-fn write_now(r: &Record) {
+fn write_now(job: Job) {
     // A panic here must not end the writer thread's host process's recording silently
     // nor unwind anywhere else: it turns recording off like an I/O error.
     let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        with(|w| w.write(r).err()).flatten().map(|e| e.to_string())
+        let r = job();
+        with(|w| w.write(&r).err()).flatten().map(|e| e.to_string())
     }))
     .unwrap_or_else(|_| Some("a panic while writing".into()));
     if let Some(e) = failed {

@@ -20,6 +20,10 @@ pub struct ShaderInterface {
     pub group_bindings: BTreeMap<(u32, u32), Access>,
     /// Names of the `override` declarations.
     pub overrides: Vec<String>,
+    /// Group-0 buffer bindings whose words are integers (`u32`, `i32`, atomics, or a
+    /// struct with any integer member): their outputs compare exactly, never within a
+    /// float tolerance (a token id 265 against 7 is a "denormal" difference as f32).
+    pub integer_bindings: Vec<u32>,
 }
 
 /// Parses `wgsl` and reads its interface; the error is naga's message and where, on one
@@ -35,8 +39,12 @@ pub fn reflect(wgsl: &str) -> Result<ShaderInterface, String> {
         None => e.message().to_string(),
     })?;
     let mut group_bindings = BTreeMap::new();
+    let mut integer_bindings = Vec::new();
     for (_, g) in module.global_variables.iter() {
         let Some(rb) = &g.binding else { continue };
+        if rb.group == 0 && has_integer_words(&module.types, g.ty) {
+            integer_bindings.push(rb.binding);
+        }
         let access = match g.space {
             naga::AddressSpace::Storage { access }
                 if access.contains(naga::StorageAccess::STORE) =>
@@ -66,5 +74,23 @@ pub fn reflect(wgsl: &str) -> Result<ShaderInterface, String> {
             .iter()
             .filter_map(|(_, o)| o.name.clone())
             .collect(),
+        integer_bindings,
     })
+}
+
+/// Whether a buffer of type `ty` holds any integer word.
+fn has_integer_words(types: &naga::UniqueArena<naga::Type>, ty: naga::Handle<naga::Type>) -> bool {
+    let integer = |s: naga::Scalar| !matches!(s.kind, naga::ScalarKind::Float);
+    match &types[ty].inner {
+        naga::TypeInner::Scalar(s) | naga::TypeInner::Atomic(s) => integer(*s),
+        naga::TypeInner::Vector { scalar, .. } => integer(*scalar),
+        naga::TypeInner::Matrix { .. } => false,
+        naga::TypeInner::Array { base, .. } | naga::TypeInner::BindingArray { base, .. } => {
+            has_integer_words(types, *base)
+        }
+        naga::TypeInner::Struct { members, .. } => {
+            members.iter().any(|m| has_integer_words(types, m.ty))
+        }
+        _ => false,
+    }
 }

@@ -62,6 +62,16 @@ fn auto_sampling_reason(stride: u32, how: &str, adapter: &str) -> String {
 }
 
 impl Timing {
+    /// The stride a step of `dispatches` is sampled with; `None` when not sampled.
+    pub fn stride_for(&self, dispatches: u32) -> Option<u32> {
+        let s = self.sampling.as_ref()?;
+        Some(if self.fit_stride {
+            fitted_stride(dispatches)
+        } else {
+            s.stride
+        })
+    }
+
     /// Auto's sampling fitted to a step of `dispatches` ([`fitted_stride`]), once: after
     /// it, or for any other timing, this does nothing.
     pub(crate) fn fit_to_step(&mut self, dispatches: u32, adapter: &str) {

@@ -424,3 +424,58 @@ fn the_change_column_is_the_ratio_of_the_medians_shown() {
         assert!((t.change.unwrap() - (n / b - 1.0)).abs() < 1e-12, "{t:?}");
     }
 }
+
+/// Two engines, one sampled: the new one makes twice the calls, each half as long. Per
+/// call it looks 50% faster; per token it spends the same. Per-op rows compare each
+/// run's estimated time per token.
+#[test]
+fn two_engines_sampled_compare_time_per_token_not_per_call() {
+    let sample = |mut p: Profile| {
+        p.timing.sampling = Some(Sampling { stride: 4 });
+        for d in &mut p.dispatches {
+            if !(Sampling { stride: 4 }).is_timed(d.token, d.index) {
+                d.gpu = None;
+            }
+        }
+        p
+    };
+    let mut other = run(2, 1.0);
+    let halves: Vec<_> = other
+        .dispatches
+        .iter_mut()
+        .map(|d| {
+            let g = d.gpu.as_mut().unwrap();
+            g.end_ns = g.start_ns + (g.end_ns - g.start_ns) / 2;
+            let mut second = d.clone();
+            second.index += 4;
+            second
+        })
+        .collect();
+    other.dispatches.extend(halves);
+    other.workload.settings.insert(
+        "source".into(),
+        gpuscope_trace::profile::SOURCE_VULKAN_LAYER.into(),
+    );
+    other
+        .workload
+        .settings
+        .insert("command".into(), "llama-bench -m model.gguf".into());
+    let d = diff(
+        &sample(run(1, 1.0)),
+        &sample(other),
+        &DiffOptions::default(),
+    )
+    .unwrap();
+    let op = &d.ops[0];
+    assert_eq!(op.time.unit, SampleUnit::Estimate);
+    let (b, n) = (
+        op.time.base.unwrap().median_ns,
+        op.time.new.unwrap().median_ns,
+    );
+    assert!(
+        (n as f64 / b as f64 - 1.0).abs() < 0.1,
+        "per token: base {b} ns, new {n} ns"
+    );
+    assert!((op.calls_per_token.new / op.calls_per_token.base - 2.0).abs() < 1e-9);
+    assert!(render_diff_text(&d, None).contains("estimated"));
+}

@@ -187,3 +187,33 @@ fn measured(median: f64) -> gpuscope_trace::ceilings::Measured {
         n: 10,
     }
 }
+
+/// Sampled and corrected: the estimated GPU busy time and utilization describe the
+/// untimed program (each site's span less its timestamps), said so in the report.
+#[test]
+fn an_estimated_busy_time_is_corrected_for_the_timestamps() {
+    let mut p = sampled_from(&full(64), 16);
+    let uncorrected = analyze(&p);
+    let mut c = fixture::ceilings();
+    c.dispatch_ns = Some(measured(600.0));
+    c.timestamp_ns = Some(measured(1000.0));
+    p.ceilings = Some(c);
+    let a = analyze(&p);
+    let c = a
+        .correction
+        .as_ref()
+        .expect("sampled dispatch timing is corrected");
+    assert!(a.timeline.busy_corrected && a.tokens_steady.gpu_busy_corrected);
+    let busy =
+        |a: &gpuscope_report::analysis::Analysis| a.tokens_steady.gpu_busy_ns.unwrap().median;
+    assert_eq!(
+        busy(&uncorrected) - busy(&a),
+        c.measured_per_token_ns - c.corrected_per_token_ns
+    );
+    assert!(
+        a.timeline.utilization_percent.unwrap() < uncorrected.timeline.utilization_percent.unwrap()
+    );
+    let r = render_text(&p);
+    assert!(r.contains("corrected for their timestamps"), "{r}");
+    assert!(r.contains("each corrected for its timestamps"), "{r}");
+}

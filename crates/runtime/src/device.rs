@@ -359,6 +359,11 @@ impl Gpu {
         }
     }
 
+    /// The stride steps of `dispatches` will be sampled with; `None` when not sampled.
+    pub fn sampling_stride_for(&self, dispatches: u32) -> Option<u32> {
+        self.rec.sampling_stride_for(dispatches)
+    }
+
     /// Switches the timing mode between steps (the device must have been opened with
     /// the features the mode needs).
     pub fn set_timing(&self, request: TimingRequest) -> Result<(), GpuError> {

@@ -33,6 +33,8 @@ use crate::profile::{
 };
 use crate::FormatVersion;
 
+mod tokens;
+
 /// The recording format this build writes.
 pub const RECORDING_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 };
 
@@ -560,12 +562,13 @@ impl Recording {
             .insert("step".into(), header.step.clone());
         let names = self.dispatch_names();
         let origins = self.first_ticks();
-        let tracks = self.gpu_tracks();
+        let steps = self.token_steps(&mut p);
+        let tracks = gpu_tracks(&steps);
         if tracks.len() > 1 {
             p.gpu_tracks = tracks.iter().map(|&q| self.queue_name_of(q)).collect();
         }
         let mut threads: HashMap<u64, u32> = HashMap::new();
-        for step in &self.steps {
+        for step in &steps {
             let device = self.device_of(step.queue);
             let origin = origins.get(&device).copied().unwrap_or(0);
             let track = tracks.iter().position(|&q| q == step.queue).unwrap_or(0) as u32;
@@ -729,15 +732,30 @@ impl Recording {
         self.queues.get(queue as usize).map_or(0, |q| q.device)
     }
 
-    /// The queues steps ran on, in order of first use: one GPU track each.
-    fn gpu_tracks(&self) -> Vec<u32> {
-        let mut tracks: Vec<u32> = Vec::new();
-        for s in &self.steps {
-            if !tracks.contains(&s.queue) {
-                tracks.push(s.queue);
-            }
-        }
-        tracks
+    /// The steps as tokens: merged where the program syncs several times per token (on
+    /// one device; with several, each step stays a token on its device's track).
+    fn token_steps(&self, p: &mut Profile) -> Vec<std::borrow::Cow<'_, StepRecord>> {
+        use std::borrow::Cow;
+        let grouping = (self.devices.len() <= 1)
+            .then(|| tokens::detect(&self.steps))
+            .flatten();
+        let Some(g) = grouping else {
+            return self.steps.iter().map(Cow::Borrowed).collect();
+        };
+        p.notes.push(format!(
+            "each token is {} of the program's steps: it synced {} times per token (the steps' dispatch counts repeat every {}); a token ends at the longest host gap between them",
+            g.period, g.period, g.period
+        ));
+        p.workload
+            .settings
+            .insert("steps_per_token".into(), g.period.to_string());
+        tokens::group(&self.steps, g)
+            .into_iter()
+            .map(|t| match t {
+                [one] => Cow::Borrowed(one),
+                many => Cow::Owned(tokens::merge(many)),
+            })
+            .collect()
     }
 
     fn queue_name_of(&self, queue: u32) -> String {
@@ -1007,4 +1025,15 @@ fn program_name(argv: &[String]) -> String {
                 .map_or(a.clone(), |n| n.to_string_lossy().into_owned())
         })
         .unwrap_or_else(|| "program".into())
+}
+
+/// The queues the tokens ran on, in order of first use: one GPU track each.
+fn gpu_tracks(steps: &[std::borrow::Cow<'_, StepRecord>]) -> Vec<u32> {
+    let mut tracks: Vec<u32> = Vec::new();
+    for s in steps {
+        if !tracks.contains(&s.queue) {
+            tracks.push(s.queue);
+        }
+    }
+    tracks
 }

@@ -189,3 +189,25 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Issue 24: a manifest listing one file many times (200k entries was accepted, each
+/// stat'ed) is refused, naming the file.
+#[test]
+fn a_file_listed_twice_in_the_manifest_is_refused() {
+    let dir = fixture(1);
+    let path = dir.path().join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let files = m["files"].as_array_mut().unwrap();
+    let first = files[0].clone();
+    files.push(first.clone());
+    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    let e = err(dir.path());
+    assert!(
+        e.contains("manifest.json")
+            && e.contains(&format!(
+                "`{}` is listed more than once",
+                first["path"].as_str().unwrap()
+            )),
+        "{e}"
+    );
+}

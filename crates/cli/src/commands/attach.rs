@@ -93,6 +93,12 @@ pub fn run(args: &AttachArgs) -> Result<(), Exit> {
                 .into())
         }
     };
+    // The adapter's measured ceilings, as `profile` embeds them: rooflines, and spans
+    // corrected for the timestamps around them (`peak` measures what they add).
+    if let Some((c, path)) = super::ceilings::cached(&profile.adapter, false) {
+        eprintln!("gpuscope: using the measured ceilings in {path}");
+        profile.ceilings = Some(c);
+    }
     if let Some(why) = killed(run.status) {
         profile.incomplete = Some(why);
     } else if let Some(why) = layer_error {
@@ -195,6 +201,10 @@ fn launch(
         .env(layer::ENV_OUT, &dir)
         .env(layer::ENV_TIMING, timing)
         .env(layer::ENV_STEP, &args.step)
+        .env(
+            layer::ENV_STRIDE,
+            args.stride.map_or(String::new(), |s| s.to_string()),
+        )
         .env("GGML_VK_DEBUG_MARKERS", "1")
         .env("GPUSCOPE_DEBUG_MARKERS", "1")
         .env("WGPU_DEBUG", "1");

@@ -11,6 +11,7 @@ use std::time::Instant;
 use anyhow::anyhow;
 use gpuscope_model::session::Workload;
 use gpuscope_model::{synthetic_weights, CaptureTarget, ProfileOptions, ProfileRun};
+use gpuscope_report::analysis::sampled::SAMPLES_WANTED;
 use gpuscope_runtime::Gpu;
 
 use super::common;
@@ -20,12 +21,12 @@ use crate::interrupt::{Caught, Interrupt};
 
 pub fn run(args: &ProfileArgs) -> Result<(), Exit> {
     if let Some(r) = &args.capture_tokens {
-        if r.end > args.tokens {
+        let decoded = args.tokens.unwrap_or(DEFAULT_TOKENS);
+        if r.end > decoded {
             return Err(anyhow!(
-                "--capture-tokens {}..{}: only {} tokens are decoded",
+                "--capture-tokens {}..{}: only {decoded} tokens are decoded (set --tokens)",
                 r.start,
                 r.end,
-                args.tokens
             )
             .into());
         }
@@ -55,6 +56,7 @@ fn profile_synthetic(args: &ProfileArgs, capture: Option<CaptureTarget>) -> Resu
         .into());
     }
     let gpu = Gpu::new(&args.device.gpu_options())?;
+    let tokens = tokens_to_decode(args, &gpu, config.n_layers);
     eprintln!(
         "gpuscope: {} weights of {} ({} params), seed {} ...",
         format.name(),
@@ -65,12 +67,11 @@ fn profile_synthetic(args: &ProfileArgs, capture: Option<CaptureTarget>) -> Resu
     let made = Instant::now();
     let weights = synthetic_weights(&config, format, args.seed, preset.name());
     eprintln!(
-        "gpuscope: weights made in {:.2} s; decoding {} tokens",
+        "gpuscope: weights made in {:.2} s; decoding {tokens} tokens",
         made.elapsed().as_secs_f64(),
-        args.tokens
     );
     let prompt = synthetic_prompt(args.prompt_tokens.unwrap_or(0), config.vocab);
-    let options = options(args, &gpu, capture, prompt, args.first_token)?;
+    let options = options(args, &gpu, capture, prompt, args.first_token, tokens)?;
     profile(args, &gpu, &Workload::synthetic(&weights), options)
 }
 
@@ -83,11 +84,12 @@ fn profile_file(
 ) -> Result<(), Exit> {
     let (model, tokenizer, _) = common::load(path)?;
     let gpu = Gpu::new(&args.device.gpu_options())?;
+    let tokens = tokens_to_decode(args, &gpu, model.weights.config.n_layers);
     let prompt = match &args.prompt {
         Some(p) => common::prompt_ids(&tokenizer, p, false)?,
         None => vec![tokenizer.bos.unwrap_or(0)],
     };
-    common::warn_past_context(&model, prompt.len(), args.tokens);
+    common::warn_past_context(&model, prompt.len(), tokens);
     let first = prompt[0];
     let fed = if args.prompt.is_some() {
         prompt
@@ -95,12 +97,36 @@ fn profile_file(
         Vec::new()
     };
     eprintln!(
-        "gpuscope: tg: decoding {} tokens after {} prompt tokens",
-        args.tokens,
+        "gpuscope: tg: decoding {tokens} tokens after {} prompt tokens",
         fed.len()
     );
-    let options = options(args, &gpu, capture, fed, first)?;
+    let options = options(args, &gpu, capture, fed, first, tokens)?;
     profile(args, &gpu, &Workload::file(&model, path), options)
+}
+
+/// Tokens decoded without `--tokens`, unless timing is sampled.
+const DEFAULT_TOKENS: u32 = 32;
+
+/// A bound on the decode graph's dispatches per layer (5 in a Llama layer, with the
+/// fusions on; the architectures' extra norms add some), plus the head's.
+const DISPATCHES_PER_LAYER_BOUND: u32 = 6;
+
+/// `--tokens`, else [`DEFAULT_TOKENS`]; with sampled timing, enough tokens for every
+/// dispatch site to be sampled [`SAMPLES_WANTED`] times after a stride's worth of tokens
+/// the steady-state detection may leave out (the estimate is a median per site: 32
+/// tokens at a stride of 82, the 8B default on an H100, sampled a third of the sites
+/// once and left the rest imputed).
+fn tokens_to_decode(args: &ProfileArgs, gpu: &Gpu, layers: u32) -> u32 {
+    if let Some(n) = args.tokens {
+        return n;
+    }
+    let dispatches = layers
+        .saturating_mul(DISPATCHES_PER_LAYER_BOUND)
+        .saturating_add(8);
+    match gpu.sampling_stride_for(dispatches) {
+        Some(stride) => DEFAULT_TOKENS.max(stride.saturating_mul(SAMPLES_WANTED as u32 + 1)),
+        None => DEFAULT_TOKENS,
+    }
 }
 
 fn options(
@@ -109,9 +135,10 @@ fn options(
     capture: Option<CaptureTarget>,
     prompt: Vec<u32>,
     first_token: u32,
+    tokens: u32,
 ) -> Result<ProfileOptions, Exit> {
     Ok(ProfileOptions {
-        tokens: args.tokens,
+        tokens,
         first_token,
         overhead: args.overhead,
         warmup: args.warmup,
@@ -140,13 +167,19 @@ fn profile(
     let measured = Arc::new(AtomicU32::new(0));
     options.stop = Some(interrupt.flag());
     options.progress = Some(measured.clone());
-    let run = crate::watch::decoding(gpu, args.tokens, &measured, &interrupt, args.fault, || {
+    let asked = options.tokens;
+    let run = crate::watch::decoding(gpu, asked, &measured, &interrupt, args.fault, || {
         gpuscope_model::profile(gpu, workload, &options)
     })?;
-    finish(args, run, interrupt.caught())
+    finish(args, run, interrupt.caught(), asked)
 }
 
-fn finish(args: &ProfileArgs, run: ProfileRun, caught: Option<Caught>) -> Result<(), Exit> {
+fn finish(
+    args: &ProfileArgs,
+    run: ProfileRun,
+    caught: Option<Caught>,
+    asked: u32,
+) -> Result<(), Exit> {
     let ProfileRun {
         profile,
         error,
@@ -155,7 +188,7 @@ fn finish(args: &ProfileArgs, run: ProfileRun, caught: Option<Caught>) -> Result
     let capture_error = common::capture_result(capture);
     // Whatever happened, what was measured is written and shown before the error.
     save_and_print(args, &profile)?;
-    let measured = format!("after {} of {} tokens", profile.tokens.len(), args.tokens);
+    let measured = format!("after {} of {} tokens", profile.tokens.len(), asked);
     let capture_error = match capture_error {
         // The run's own end is the error; the capture's is said on its own line.
         Some(c) if error.is_some() || caught.is_some() => {

@@ -4,7 +4,7 @@
 use ash::vk;
 use ash::vk::Handle;
 
-use crate::device::{CommandBuffer, Device, DeviceState, Dispatch, Recording};
+use crate::device::{CommandBuffer, Device, DeviceState, Dispatch, Recording, Slot};
 use crate::guard;
 use crate::registry;
 use gpuscope_trace::TimingMode;
@@ -75,7 +75,9 @@ fn with_recording(d: &Device, cb: vk::CommandBuffer, f: impl FnOnce(&mut Recordi
 }
 
 fn count(rec: &mut Recording, key: &'static str, n: u64) {
-    *rec.counters.entry(key).or_default() += n;
+    if n > 0 {
+        *rec.counters.entry(key).or_default() += n;
+    }
 }
 
 unsafe extern "system" fn create_command_pool(
@@ -329,37 +331,56 @@ unsafe fn dispatch(
     let Some(d) = registry::device(cb.as_raw()) else {
         return;
     };
+    // Untimed (most dispatches when sampling), the record is made under one lock.
     let before = guard("vkCmdDispatch", || {
         let mut st = d.lock();
         let n = st.dispatches_recorded;
         st.dispatches_recorded += 1;
         crate::fault_check(n + 1);
         let timed = d.times(n) && timestamps_in(&d, &st, cb);
-        timed.then(|| d.timestamp(&mut st, cb)).flatten()
+        let before = timed.then(|| d.timestamp(&mut st, cb)).flatten();
+        if before.is_none() {
+            push_dispatch(&mut st, cb, kind, workgroups, None);
+        }
+        before
     })
     .flatten();
     call(&d);
-    guard("vkCmdDispatch", || {
-        let mut st = d.lock();
-        let after = before.and_then(|_| d.timestamp(&mut st, cb));
-        if let Some(rec) = st
-            .command_buffers
-            .get_mut(&cb.as_raw())
-            .and_then(|c| c.recording.as_mut())
-        {
-            if let Some(pipeline) = rec.pipeline {
-                let n = rec.labels.len();
-                rec.dispatches.push(Dispatch {
-                    pipeline,
-                    label: rec.labels.last().cloned(),
-                    scope: n.checked_sub(2).map(|i| rec.labels[i].clone()),
-                    workgroups,
-                    kind,
-                    slots: before.zip(after),
-                });
-            }
-        }
-    });
+    if before.is_some() {
+        guard("vkCmdDispatch", || {
+            let mut st = d.lock();
+            let slots = before.zip(d.timestamp(&mut st, cb));
+            push_dispatch(&mut st, cb, kind, workgroups, slots);
+        });
+    }
+}
+
+/// The dispatch's record, named by the labels open around it.
+fn push_dispatch(
+    st: &mut DeviceState,
+    cb: vk::CommandBuffer,
+    kind: &'static str,
+    workgroups: [u32; 3],
+    slots: Option<(Slot, Slot)>,
+) {
+    let Some(rec) = st
+        .command_buffers
+        .get_mut(&cb.as_raw())
+        .and_then(|c| c.recording.as_mut())
+    else {
+        return;
+    };
+    if let Some(pipeline) = rec.pipeline {
+        let n = rec.labels.len();
+        rec.dispatches.push(Dispatch {
+            pipeline,
+            label: rec.labels.last().cloned(),
+            scope: n.checked_sub(2).map(|i| rec.labels[i].clone()),
+            workgroups,
+            kind,
+            slots,
+        });
+    }
 }
 
 unsafe extern "system" fn cmd_dispatch(cb: vk::CommandBuffer, x: u32, y: u32, z: u32) {
@@ -564,11 +585,18 @@ unsafe extern "system" fn cmd_begin_label(
         return;
     };
     guard("vkCmdBeginDebugUtilsLabelEXT", || {
-        let name = (*label)
+        let bytes = (*label)
             .label_name_as_c_str()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        with_recording(&d, cb, |rec| rec.labels.push(name))
+            .map_or(&[][..], |n| n.to_bytes());
+        let mut st = d.lock();
+        let name = st.label_name(bytes);
+        if let Some(rec) = st
+            .command_buffers
+            .get_mut(&cb.as_raw())
+            .and_then(|c| c.recording.as_mut())
+        {
+            rec.labels.push(name);
+        }
     });
     if let Some(next) = d.fns.cmd_begin_debug_utils_label {
         next(cb, label);

@@ -48,7 +48,7 @@ fn count(st: &mut DeviceState, key: &'static str, n: u64) {
 
 /// The step being recorded (for resources created during a run).
 fn current_step() -> Option<u32> {
-    writer::with(|w| w.ids.steps)
+    writer::with(|_| ()).map(|()| writer::next_step())
 }
 
 /// Records a SPIR-V module: saved under its hash, entry points read.

@@ -285,6 +285,12 @@ impl Recorder {
         self.state().timing.sampling.clone()
     }
 
+    /// The stride a step of `dispatches` will be sampled with (auto fits it to the first
+    /// step); `None` when dispatches are not sampled.
+    pub fn sampling_stride_for(&self, dispatches: u32) -> Option<u32> {
+        self.state().timing.stride_for(dispatches)
+    }
+
     /// Switches the timing mode between steps (e.g. to measure what profiling costs).
     pub fn set_timing(&self, request: TimingRequest) -> Result<(), RecorderError> {
         let timing = choose_timing(request, self.shared.features, &self.shared.info)?;

@@ -100,6 +100,11 @@ pub enum SampleUnit {
     Token,
     /// One valid dispatch span (per-op rows of sampled profiles).
     Dispatch,
+    /// No samples: each run's time per token, estimated from its dispatch sites' medians
+    /// over the steady tokens (per-op rows of two engines' runs when one sampled its
+    /// dispatches: per-dispatch spans compare calls, not where a token's time goes). No
+    /// test.
+    Estimate,
 }
 
 /// Count and median of one side's samples, in ns.
@@ -416,7 +421,14 @@ pub fn diff(base: &Profile, new: &Profile, options: &DiffOptions) -> Result<Diff
     }
     let (gb, gn) = (group_dispatches(base), group_dispatches(new));
     let headline = headline(base, new, options);
-    let ops = ops(&gb, &gn, options);
+    let mut ops = ops(&gb, &gn, options);
+    let mismatches = mismatches(base, new);
+    // Two engines make different calls: per-call spans say nothing of where a token's
+    // time goes. (One engine against itself keeps the spans' test, which the gate uses.)
+    let engines = mismatches.iter().any(|m| m.kind == MismatchKind::Engine);
+    if engines && (is_sampled(base) || is_sampled(new)) {
+        estimate_op_times(&mut ops, base, new);
+    }
     Ok(Diff {
         machine_change: machine_change(&headline, &ops),
         options: *options,
@@ -424,7 +436,7 @@ pub fn diff(base: &Profile, new: &Profile, options: &DiffOptions) -> Result<Diff
             base: run_summary(base),
             new: run_summary(new),
         },
-        mismatches: mismatches(base, new),
+        mismatches,
         notes: notes(base, Side::Base)
             .into_iter()
             .chain(notes(new, Side::New))
@@ -436,6 +448,47 @@ pub fn diff(base: &Profile, new: &Profile, options: &DiffOptions) -> Result<Diff
         layers: layers(base, new, options),
         counters: counters(base, new),
     })
+}
+
+fn is_sampled(p: &Profile) -> bool {
+    p.timing.sampling.as_ref().is_some_and(|s| s.stride > 1)
+}
+
+/// Per-op rows as each run's estimated time per token (see [`SampleUnit::Estimate`]):
+/// corrected for the timestamps when both runs can be, else both as measured.
+fn estimate_op_times(ops: &mut [OpDiff], base: &Profile, new: &Profile) {
+    let (ab, an) = (super::analyze(base), super::analyze(new));
+    let corrected = ab.correction.is_some() && an.correction.is_some();
+    let per_token = |a: &super::Analysis, op: &str| -> Option<u64> {
+        let breakdown = match (&a.correction, corrected) {
+            (Some(c), true) => &c.ops,
+            _ => &a.ops,
+        };
+        let row = breakdown.rows.iter().find(|r| r.op == op)?;
+        let tokens = a.steady.steady.len().max(1) as u64;
+        row.total_gpu_ns.map(|t| t / tokens)
+    };
+    for row in ops {
+        let (b, n) = (per_token(&ab, &row.op), per_token(&an, &row.op));
+        row.time = TimeDiff {
+            unit: SampleUnit::Estimate,
+            base: b.map(|median_ns| Samples {
+                count: 1,
+                median_ns,
+            }),
+            new: n.map(|median_ns| Samples {
+                count: 1,
+                median_ns,
+            }),
+            shift_ns: None,
+            change: match (b, n) {
+                (Some(b), Some(n)) if b > 0 => Some(n as f64 / b as f64 - 1.0),
+                _ => None,
+            },
+            p_value: None,
+            verdict: Verdict::NotCompared,
+        };
+    }
 }
 
 fn run_summary(p: &Profile) -> RunSummary {
@@ -557,7 +610,7 @@ fn notes(p: &Profile, side: Side) -> Vec<String> {
     }
     if let Some(s) = &p.timing.sampling {
         out.push(format!(
-            "the {side} run timed one dispatch in {} (per-op rows use dispatch samples)",
+            "the {side} run timed one dispatch in {} (per-op rows use dispatch samples; between two engines, each run's time per token estimated from its dispatch sites' medians, with no test)",
             s.stride
         ));
     }

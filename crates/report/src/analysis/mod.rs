@@ -245,8 +245,13 @@ pub fn analyze_with(p: &Profile, ceilings: CeilingsUsed) -> Analysis {
         },
     );
     let correction = correction::correct(p, roofline_sites, set.len(), ceilings.ceilings());
+    if let Some(c) = &correction {
+        correct_estimated_busy(c, &mut tokens_steady, &mut timeline);
+    }
+    // (An estimated busy time is corrected in place, above.)
     let corrected_stats = correction
         .as_ref()
+        .filter(|_| !tokens_steady.gpu_busy_corrected)
         .map(|c| corrected_busy(&tokens_steady, c));
     let mut bottleneck = bottleneck_of(
         p,
@@ -309,6 +314,23 @@ fn estimated_busy(e: &sampled::Estimate, stats: &mut TokenStats, timeline: &mut 
         timeline
             .unavailable
             .retain(|u| !matches!(u.metric, "busy" | "utilization"));
+    }
+}
+
+/// An estimated GPU busy (sampled timing) corrected for the timestamps: the estimate
+/// sums every site's sampled span, each lengthened by its own timestamps, so uncorrected
+/// it describes a program in which every dispatch is timed (utilization over 100%).
+fn correct_estimated_busy(c: &correction::Correction, stats: &mut TokenStats, t: &mut Timeline) {
+    if stats.gpu_busy_estimated {
+        *stats = corrected_busy(stats, c);
+        stats.gpu_busy_corrected = true;
+    }
+    if t.busy_estimated {
+        let per_token = c.corrected_per_token_ns;
+        let busy = per_token.saturating_mul(t.tokens as u64);
+        t.busy_ns = Some(busy);
+        t.utilization_percent = (t.wall_ns > 0).then(|| busy as f64 / t.wall_ns as f64 * 100.0);
+        t.busy_corrected = true;
     }
 }
 

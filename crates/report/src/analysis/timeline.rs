@@ -88,6 +88,8 @@ pub struct Timeline {
     /// `busy_ns` is sampled timing's estimate (the sites' estimated spans summed), not
     /// the union of measured spans.
     pub busy_estimated: bool,
+    /// The estimate is corrected for the timestamps around the sampled dispatches.
+    pub busy_corrected: bool,
     /// Mean valid dispatch span, ns.
     pub mean_kernel_ns: Option<f64>,
     pub gaps: Option<GapStats>,
@@ -242,6 +244,7 @@ fn untimed(
     }
     Timeline {
         busy_estimated: false,
+        busy_corrected: false,
         source: None,
         tokens: covered.tokens,
         wall_ns: covered.wall_ns,
@@ -309,6 +312,7 @@ fn timed(
     let wall_ns = covered.wall_ns;
     Timeline {
         busy_estimated: false,
+        busy_corrected: false,
         source: Some(source),
         tokens: covered.tokens,
         wall_ns,

@@ -32,6 +32,8 @@ pub struct TokenStats {
     /// `gpu_busy_ns` is sampled timing's estimate (every token the same: the sites'
     /// estimated times summed), not measured token by token.
     pub gpu_busy_estimated: bool,
+    /// That estimate is corrected for the timestamps around the sampled dispatches.
+    pub gpu_busy_corrected: bool,
     /// Tokens per second from the median wall time.
     pub tok_per_s: Option<f64>,
     /// CPU launch time (upload + encode + submit) and GPU wait per token; `None` when
@@ -93,6 +95,7 @@ fn stats(used: &[&gpuscope_trace::TokenRecord], selection: TokenSelection) -> To
         wall_ns,
         gpu_busy_ns: Summary::of(used.iter().filter_map(|t| t.gpu_busy_ns)),
         gpu_busy_estimated: false,
+        gpu_busy_corrected: false,
         tok_per_s: wall_ns.and_then(|w| rate_per_s(w.median)),
     }
 }

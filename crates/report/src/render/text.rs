@@ -371,8 +371,13 @@ fn token_summary(out: &mut String, s: &TokenStats) {
     };
     let gpu = match s.gpu_busy_ns {
         Some(g) if s.gpu_busy_estimated => format!(
-            "GPU busy {} ms per token, estimated from sampled dispatch spans",
-            ms(g.median)
+            "GPU busy {} ms per token, estimated from sampled dispatch spans{}",
+            ms(g.median),
+            if s.gpu_busy_corrected {
+                " corrected for their timestamps"
+            } else {
+                ""
+            }
         ),
         Some(g) => format!(
             "GPU busy median {} ms ({}; {} of {} tokens timed)",

@@ -164,7 +164,9 @@ pub fn replay_stream(
 }
 
 /// Runs the captured steps again from the captured buffer contents and compares every
-/// recorded dispatch output: bitwise with `tolerance` `None`, else f32 word by word.
+/// recorded dispatch output: bitwise with `tolerance` `None`, else f32 word by word
+/// within it, except bindings the (original) shader declares with integer words, which
+/// always compare exactly.
 ///
 /// Steps before the first captured one run too (whole, untimed), with the
 /// substitutions: an edited kernel that changes their results shows up at the first
@@ -225,6 +227,7 @@ pub fn compare_outputs(
         first_mismatch: None,
         substituted: rebuilt.substituted.clone(),
     };
+    let mut integer: HashMap<usize, Vec<u32>> = HashMap::new();
     for (step, dispatches) in walked {
         let Some(recorded) = data.outputs.iter().find(|o| o.step == step) else {
             continue;
@@ -242,6 +245,11 @@ pub fn compare_outputs(
                 };
                 let expected = capture.blob(&r.data)?;
                 cmp.outputs_compared += 1;
+                let shader = c.pipelines[d.pipeline].shader;
+                let ints = integer
+                    .entry(shader)
+                    .or_insert_with(|| integer_bindings(capture, shader));
+                let tolerance = tolerance.filter(|_| !ints.contains(binding));
                 if let Some(diff) = word_diff(&expected, bytes, tolerance) {
                     cmp.outputs_mismatched += 1;
                     if cmp.first_mismatch.is_none() {
@@ -266,4 +274,15 @@ pub fn compare_outputs(
     }
     capture.forget_blobs();
     Ok(cmp)
+}
+
+/// The group-0 bindings of shader `shader` that hold integers (see
+/// [`gpuscope_record::ShaderInterface::integer_bindings`]); none when it does not parse.
+fn integer_bindings(capture: &Capture, shader: usize) -> Vec<u32> {
+    capture
+        .shader_sources
+        .get(shader)
+        .and_then(|src| gpuscope_record::reflect(src).ok())
+        .map(|i| i.integer_bindings)
+        .unwrap_or_default()
 }

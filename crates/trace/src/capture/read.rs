@@ -59,7 +59,14 @@ pub fn read_capture_from(
                 found,
             });
         }
-        listed.insert(f.path.as_str(), f);
+        // A path listed twice is a manifest no writer makes (and a way to make the
+        // reader stat and hash one file many times).
+        if listed.insert(f.path.as_str(), f).is_some() {
+            return Err(CaptureError::Reference {
+                path: at(files::MANIFEST),
+                message: format!("file `{}` is listed more than once", f.path),
+            });
+        }
     }
     // Everything but blobs is read now, so its hash is checked now.
     let read_checked = |p: &str| -> Result<Vec<u8>, CaptureError> {

@@ -17,8 +17,8 @@ use serde::Serialize;
 
 use super::units::{bytes, ms, opt};
 use crate::analysis::diff::{
-    CounterScope, Diff, LayerDiff, Mismatch, MismatchKind, Pair, Presence, RateDiff, TimeDiff,
-    Verdict,
+    CounterScope, Diff, LayerDiff, Mismatch, MismatchKind, Pair, Presence, RateDiff, SampleUnit,
+    TimeDiff, Verdict,
 };
 use crate::analysis::gate::{CheckOutcome, GateResult, Limit, Observed, Subject};
 use gpuscope_trace::FormatVersion;
@@ -186,7 +186,10 @@ fn time_cells(t: &TimeDiff) -> Vec<String> {
         median_ms(t, |t| t.new.map(|s| s.median_ns)),
         change(t.change),
         p_value(t.p_value),
-        verdict(t.verdict).to_string(),
+        match t.unit {
+            SampleUnit::Estimate => "estimated".to_string(),
+            _ => verdict(t.verdict).to_string(),
+        },
     ]
 }
 

@@ -86,13 +86,18 @@ pub(super) fn section(out: &mut String, p: &Profile, a: &Analysis) {
 /// GPU busy time and utilization, labelled estimated when they come from samples.
 fn busy_line(out: &mut String, t: &Timeline) {
     if let (Some(busy), true) = (t.busy_ns, t.busy_estimated) {
+        let corrected = if t.busy_corrected {
+            ", each corrected for its timestamps,"
+        } else {
+            ""
+        };
         emit!(
             out,
-            "  busy {} ms = {} utilization, estimated (sampled dispatch spans summed per token / wall)",
+            "  busy {} ms = {} utilization, estimated (sampled dispatch spans{corrected} summed per token / wall)",
             ms(busy),
             percent(t.utilization_percent)
         );
-        if t.utilization_percent.is_some_and(|u| u > 100.0) {
+        if !t.busy_corrected && t.utilization_percent.is_some_and(|u| u > 100.0) {
             emit!(
                 out,
                 "    over 100%: the timestamps around each sampled dispatch lengthen its span (per-dispatch timing serializes the GPU's work); the shares between ops hold, the absolute times are inflated"
