@@ -480,6 +480,9 @@ pub fn op_family(name: &str) -> String {
     }
     const FAMILIES: &[(&str, &str)] = &[
         ("rms_norm", "rms_norm"),
+        // gpuscope's q/k norms (Qwen3, Gemma 3): an RMS norm of each head, which
+        // llama.cpp runs as rms_norm.
+        ("head_norm", "rms_norm"),
         ("soft_max", "softmax"),
         ("softmax", "softmax"),
         ("rope", "rope"),

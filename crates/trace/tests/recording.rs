@@ -32,3 +32,20 @@ fn two_devices_give_two_gpu_tracks_on_their_own_clocks() {
     );
     assert_eq!(p.workload.layers, 4, "ffn_down-0..3 name four layers");
 }
+
+/// The other architectures' ops land on llama.cpp's families: gpuscope's per-head q/k
+/// norm on rms_norm (llama.cpp's `rms_norm_f32` over the heads), its GeGLU on gelu_mul
+/// (llama.cpp's `geglu_f32`), its q5 gemvs on their format.
+#[test]
+fn other_architectures_ops_share_llama_cpp_families() {
+    use gpuscope_trace::recording::op_family;
+    for (ours, theirs, family) in [
+        ("head_norm", "rms_norm_f32", "rms_norm"),
+        ("gelu_mul", "geglu_f32", "gelu_mul"),
+        ("gemv_q5_0", "mul_mat_vec_q5_0_f32_f32", "gemv_q5_0"),
+        ("gemv_q5_1", "mul_mat_vec_q5_1_f32_f32", "gemv_q5_1"),
+    ] {
+        assert_eq!(op_family(ours), family, "{ours}");
+        assert_eq!(op_family(theirs), family, "{theirs}");
+    }
+}
