@@ -89,7 +89,7 @@ pub fn dot<T: Real>(a: &[T], b: &[T]) -> T {
 
 /// Rows [`dot_rows`] interleaves: their sums are independent chains of additions, which a
 /// CPU overlaps, where one row's chain waits on each addition in turn.
-const INTERLEAVED_ROWS: usize = 8;
+pub const INTERLEAVED_ROWS: usize = 8;
 
 /// `out[j] = Σ_c w[j·n + c]·x[c]` (n = `x.len()`) for each row j, each summed in column
 /// order from zero (the same additions in the same order as [`dot`] over the row, so the
