@@ -297,7 +297,9 @@ fn cached_tuning(gpu: &gpuscope_runtime::Gpu) -> Option<gpuscope_model::GemvTuni
 
 #[derive(Debug, Args)]
 pub struct SynthArgs {
-    /// Model shape: tiny, smollm2-135m, llama-1b, llama-8b.
+    /// Model shape: tiny, smollm2-135m, llama-1b, llama-8b,
+    /// gemma3-270m, qwen2.5-0.5b, qwen3-0.6b, mistral-7b, phi3-mini (and tiny-gemma3,
+    /// tiny-qwen2, tiny-qwen3, tiny-mistral, tiny-phi3).
     #[arg(long, default_value = "smollm2-135m")]
     pub preset: String,
     /// Weight format of the matrices and embeddings (as `profile --weights`).
@@ -359,7 +361,7 @@ pub struct AttachArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A GGUF model file (Llama family).
+    /// A GGUF model file (llama, mistral, qwen2, qwen3, phi3 or gemma3).
     pub model: PathBuf,
     /// The text to continue.
     #[arg(long, short)]
@@ -399,7 +401,8 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
-    /// A GGUF model file to profile (Llama family); without one, a synthetic model.
+    /// A GGUF model file to profile (llama, mistral, qwen2, qwen3, phi3 or gemma3);
+    /// without one, a synthetic model.
     pub model: Option<PathBuf>,
     /// With a model file: a prompt, fed first to measure prompt processing (pp).
     #[arg(long, requires = "model")]
@@ -409,11 +412,14 @@ pub struct ProfileArgs {
     /// continue from their KV cache.
     #[arg(long, value_name = "N", conflicts_with = "model", value_parser = limits::tokens_or_none())]
     pub prompt_tokens: Option<u32>,
-    /// Model shape to synthesize: tiny, smollm2-135m, llama-1b, llama-8b.
+    /// Model shape to synthesize: tiny, smollm2-135m, llama-1b, llama-8b,
+    /// gemma3-270m, qwen2.5-0.5b, qwen3-0.6b, mistral-7b, phi3-mini (and tiny-gemma3,
+    /// tiny-qwen2, tiny-qwen3, tiny-mistral, tiny-phi3).
     #[arg(long, default_value = "smollm2-135m")]
     pub preset: String,
     /// Weight format of the matrices and embeddings: f32, f16, bf16, q8_0, q4_0, q4_1,
-    /// q4_k, q5_k, q6_k (tensors whose width is not whole blocks fall back to q8_0).
+    /// q5_0, q5_1, q4_k, q5_k, q6_k (tensors whose width is not whole blocks fall back to
+    /// q8_0).
     #[arg(long, default_value = "q8_0")]
     pub weights: String,
     /// Tokens to decode [default: 32; with sampled timing, enough for every dispatch
@@ -509,7 +515,8 @@ fn parse_range(s: &str) -> Result<std::ops::Range<u32>, String> {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// A GGUF model file (Llama family); without one, a synthetic model (--preset).
+    /// A GGUF model file (llama, mistral, qwen2, qwen3, phi3 or gemma3); without one, a
+    /// synthetic model (--preset).
     pub model: Option<PathBuf>,
     /// What to compare with: `cpu`, `serial` (this GPU, a submit and a wait per
     /// dispatch), a backend (`vulkan`, `gl`, `metal`, `dx12`) or an adapter name substring.
@@ -528,10 +535,13 @@ pub struct CheckArgs {
     /// Without a prompt: the token fed at position 0.
     #[arg(long, default_value_t = 1)]
     pub first_token: u32,
-    /// Synthetic model shape: tiny, smollm2-135m, llama-1b, llama-8b.
+    /// Synthetic model shape: tiny, smollm2-135m, llama-1b, llama-8b,
+    /// gemma3-270m, qwen2.5-0.5b, qwen3-0.6b, mistral-7b, phi3-mini (and tiny-gemma3,
+    /// tiny-qwen2, tiny-qwen3, tiny-mistral, tiny-phi3).
     #[arg(long, default_value = "tiny")]
     pub preset: String,
-    /// Synthetic weight format: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k.
+    /// Synthetic weight format: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k,
+    /// q6_k.
     #[arg(long, default_value = "q8_0")]
     pub weights: String,
     /// Seed of the synthetic weights.
@@ -587,7 +597,8 @@ pub struct OpsArgs {
     /// Only kernels whose name contains this (repeatable), e.g. gemv, rope, attention.
     #[arg(long)]
     pub op: Vec<String>,
-    /// Only this weight format (repeatable): f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k.
+    /// Only this weight format (repeatable): f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1,
+    /// q4_k, q5_k, q6_k.
     #[arg(long = "format")]
     pub formats: Vec<String>,
     /// Only shapes whose name contains this (repeatable), e.g. smollm2, one_row, odd.
@@ -805,10 +816,13 @@ pub enum BenchFormat {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// A GGUF model file (Llama family); without one, a synthetic model of `--preset`.
+    /// A GGUF model file (llama, mistral, qwen2, qwen3, phi3 or gemma3); without one, a
+    /// synthetic model of `--preset`.
     #[arg(short = 'm', long)]
     pub model: Option<PathBuf>,
-    /// Model shape to synthesize: tiny, smollm2-135m, llama-1b, llama-8b.
+    /// Model shape to synthesize: tiny, smollm2-135m, llama-1b, llama-8b,
+    /// gemma3-270m, qwen2.5-0.5b, qwen3-0.6b, mistral-7b, phi3-mini (and tiny-gemma3,
+    /// tiny-qwen2, tiny-qwen3, tiny-mistral, tiny-phi3).
     #[arg(long, default_value = "smollm2-135m", conflicts_with = "model")]
     pub preset: String,
     /// Weight format of a synthetic model (see `profile --weights`).
