@@ -69,7 +69,7 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
 /// The `general.architecture` a file of `c` is written as: the architecture's, but
 /// `llama` for Mistral (llama.cpp has no `mistral`; its window is
 /// `llama.attention.sliding_window`).
-fn arch_name(c: &LlamaConfig) -> &'static str {
+pub fn arch_name(c: &LlamaConfig) -> &'static str {
     match c.arch.architecture {
         Architecture::Mistral => "llama",
         a => a.name(),

@@ -82,9 +82,11 @@ fn model(args: &BenchArgs) -> Result<(ModelWeights, BenchContext, u32), Exit> {
         .parse()
         .map_err(|e| anyhow!("--weights {}: {e}", args.weights))?;
     let weights = synthetic_weights(&preset.config(), format, args.seed, preset.name());
+    // The architecture as a file of these weights names it (`gpuscope synth`), as
+    // llama-bench prints it for that file.
     let ctx = context(
         &weights,
-        "llama",
+        gpuscope_model::synth::arch_name(&weights.config),
         &format!("preset:{}", preset.name()),
         "none",
     );
