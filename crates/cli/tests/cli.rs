@@ -531,16 +531,18 @@ fn bad_model_files_are_one_line_errors() {
         text(&out.stderr)
     );
 
-    let qwen = dir.path().join("qwen.gguf");
+    // An architecture gpuscope does not map: refused, with the ones it does.
+    let falcon = dir.path().join("falcon.gguf");
     let mut w = GgufWriter::new();
-    w.meta("general.architecture", MetaValue::String("qwen2".into()));
-    std::fs::write(&qwen, w.to_bytes()).unwrap();
-    let out = gpuscope(&["profile", qwen.to_str().unwrap()]);
+    w.meta("general.architecture", MetaValue::String("falcon".into()));
+    std::fs::write(&falcon, w.to_bytes()).unwrap();
+    let out = gpuscope(&["profile", falcon.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("architecture \"qwen2\" is not supported"),
-        "{}",
-        text(&out.stderr)
+        err.contains("architecture \"falcon\" is not supported")
+            && err.contains("llama, mistral, qwen2, qwen3, phi3, gemma3"),
+        "{err}"
     );
 
     let cut = dir.path().join("cut.gguf");

@@ -5,7 +5,7 @@
 //! decoder).
 
 use gpuscope_model::check::{check, Against, CheckOptions, Precision};
-use gpuscope_model::gguf::Gguf;
+use gpuscope_model::gguf::{Gguf, GgufWriter};
 use gpuscope_model::{
     load_gguf, synth, synthetic_weights, Architecture, CpuDecoder, DecoderOptions, GpuDecoder,
     KernelPlan, Preset,
@@ -387,4 +387,37 @@ fn tiny_gguf_of_each_architecture_matches_an_independent_f64_forward_pass() {
             }
         }
     }
+}
+
+/// A Gemma 3 file with one matrix in a format gpuscope has no kernels for (iq4_nl): the
+/// load names that tensor and its format.
+#[test]
+fn a_tensor_of_an_unsupported_format_is_named_with_its_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Preset::TinyGemma3.config();
+    let w = synthetic_weights(&c, WeightFormat::Q8_0, 3, "tiny-gemma3");
+    let good = dir.path().join("good.gguf");
+    synth::write_gguf(&w, "tiny-gemma3", &good).unwrap();
+    let g = Gguf::open(&good).unwrap();
+    let mut out = GgufWriter::new();
+    for (key, value) in g.file.metadata.iter() {
+        out.meta(key, value.clone());
+    }
+    let odd = "blk.1.attn_v.weight";
+    for t in &g.file.tensors {
+        let (id, bytes) = if t.name == odd {
+            // iq4_nl: 18-byte blocks of 32, as q4_0's size.
+            (20, vec![0u8; (t.elements() / 32 * 18) as usize])
+        } else {
+            (t.ggml_type.id, g.tensor_bytes(t).to_vec())
+        };
+        out.tensor(&t.name, &t.dims, id, bytes);
+    }
+    let bad = dir.path().join("bad.gguf");
+    std::fs::write(&bad, out.to_bytes()).unwrap();
+    let err = load_gguf(&bad)
+        .err()
+        .expect("an iq4_nl matrix is refused")
+        .to_string();
+    assert!(err.contains(odd) && err.contains("iq4_nl"), "{err}");
 }
