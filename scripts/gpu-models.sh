@@ -18,6 +18,7 @@ DEV=$(cd "${1:?dev dir}" && pwd); OUT=${2:?outdir}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 . "$(dirname "$0")/gpu-host-env.sh"
 G=$DEV/bin/gpuscope
+[ -x "$G" ] || { xz -dc "$G.xz" > /tmp/gpuscope && chmod +x /tmp/gpuscope && G=/tmp/gpuscope; }
 export GPUSCOPE_LAYER_LIBRARY=$DEV/bin/libgpuscope_layer.so GPUSCOPE_CACHE_DIR=$OUT/cache
 S=$OUT/summary.txt; W=/tmp/gpuscope-models; mkdir -p "$W"
 T0=$SECONDS
@@ -86,9 +87,9 @@ for m in smollm2-135m llama-8b; do
   for i in 1 2; do
     tg "$m-plain-$i" "$f"
     tg "$m-off-$i" "$f" --timing off
-    tg "$m-attach-$i" "$f" --output "$W/rec-$m-$i"
+    tg "$m-attach-$i" "$f" --output "$W/rec-$m-$i" --json "$OUT/$m-attach-$i.json"
   done
-  grep -E "^Timing|^Workload|^Note|^Sampled|^  steady|^Bottleneck|^Layers|^  layers:" "$OUT/$m-attach-2.err" >> "$S"
+  grep -E "^Timing|^Workload|^Note|^Sampled|^  steady|^Bottleneck|^  busy|^  layers:" "$OUT/$m-attach-2.err" >> "$S"
   python3 - "$W/rec-$m-2/recording.jsonl" >> "$S" 2>&1 <<'PY'
 import json, sys
 steps = [r for r in map(json.loads, open(sys.argv[1])) if r.get("record") == "step"]
@@ -99,8 +100,12 @@ for s in steps[100:124]:
 PY
 done
 
+step l8-own 120 "$G" profile "$W/llama-8b.gguf" --tokens 128 --json "$OUT/l8-own.json"
+step l8-diff 60 "$G" diff "$OUT/l8-own.json" "$OUT/llama-8b-attach-2.json" --by family
+sed -n '/^Ops/,/^$/p' "$OUT/l8-diff.txt" >> "$S"
 echo "total $((SECONDS - T0)) s" >> "$S"
 rm -rf "$OUT/cache"
 (cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude summary.txt ./*.txt ./*.err 2>/dev/null)
+rm -f "$OUT"/*.json
 find "$OUT" -maxdepth 1 -type f ! -name results.tgz ! -name summary.txt -delete
 cat "$S"
