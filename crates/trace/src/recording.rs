@@ -601,6 +601,13 @@ impl Recording {
                 .settings
                 .insert("queues".into(), queues.join("; "));
         }
+        if header.stride > 1 {
+            // The sampled dispatches' spans summed are a fraction of a token's GPU time,
+            // not its busy time: the report estimates that from every dispatch site.
+            for t in &mut p.tokens {
+                t.gpu_busy_ns = None;
+            }
+        }
         if self.end.is_none() {
             p.incomplete = Some(if self.truncated {
                 "the program stopped while the layer was writing (its last record is cut off); the steps before it are kept".into()

@@ -49,3 +49,19 @@ fn other_architectures_ops_share_llama_cpp_families() {
         assert_eq!(op_family(theirs), family, "{theirs}");
     }
 }
+
+/// Sampled: a token's few timed dispatches are not its busy time (summed, they made
+/// attach's report say the GPU was busy 0.0% of an 8B token); the report estimates it.
+#[test]
+fn a_sampled_recording_leaves_busy_time_to_the_estimate() {
+    let path = data("two_gpus.jsonl");
+    let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
+    let full = read_records(text.as_bytes(), &path).unwrap().to_profile();
+    assert!(full.tokens.iter().all(|t| t.gpu_busy_ns.is_some()));
+    let sampled = text.replacen("\"stride\":1", "\"stride\":16", 1);
+    let p = read_records(sampled.as_bytes(), &path)
+        .unwrap()
+        .to_profile();
+    assert_eq!(p.timing.sampling.as_ref().map(|s| s.stride), Some(16));
+    assert!(p.tokens.iter().all(|t| t.gpu_busy_ns.is_none()));
+}
