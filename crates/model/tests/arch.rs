@@ -5,7 +5,7 @@
 //! decoder).
 
 use gpuscope_model::check::{check, Against, CheckOptions, Precision};
-use gpuscope_model::gguf::{Gguf, GgufWriter};
+use gpuscope_model::gguf::{Gguf, GgufWriter, MetaValue};
 use gpuscope_model::{
     load_gguf, synth, synthetic_weights, Architecture, CpuDecoder, DecoderOptions, GpuDecoder,
     KernelPlan, Preset,
@@ -389,35 +389,67 @@ fn tiny_gguf_of_each_architecture_matches_an_independent_f64_forward_pass() {
     }
 }
 
-/// A Gemma 3 file with one matrix in a format gpuscope has no kernels for (iq4_nl): the
-/// load names that tensor and its format.
-#[test]
-fn a_tensor_of_an_unsupported_format_is_named_with_its_format() {
-    let dir = tempfile::tempdir().unwrap();
+/// Tiny Gemma 3 (q8_0) written as llama.cpp names it, then rewritten into `dir` with
+/// `extra` metadata and tensor `odd` (if any) stored as iq4_nl (18-byte blocks of 32, a
+/// format gpuscope has no kernels for); the load's error.
+fn load_error_of_altered_gemma(
+    dir: &std::path::Path,
+    extra: &[(&str, MetaValue)],
+    odd: Option<&str>,
+) -> String {
     let c = Preset::TinyGemma3.config();
     let w = synthetic_weights(&c, WeightFormat::Q8_0, 3, "tiny-gemma3");
-    let good = dir.path().join("good.gguf");
+    let good = dir.join("good.gguf");
     synth::write_gguf(&w, "tiny-gemma3", &good).unwrap();
     let g = Gguf::open(&good).unwrap();
     let mut out = GgufWriter::new();
     for (key, value) in g.file.metadata.iter() {
         out.meta(key, value.clone());
     }
-    let odd = "blk.1.attn_v.weight";
+    for (key, value) in extra {
+        out.meta(key, value.clone());
+    }
     for t in &g.file.tensors {
-        let (id, bytes) = if t.name == odd {
-            // iq4_nl: 18-byte blocks of 32, as q4_0's size.
+        let (id, bytes) = if Some(t.name.as_str()) == odd {
             (20, vec![0u8; (t.elements() / 32 * 18) as usize])
         } else {
             (t.ggml_type.id, g.tensor_bytes(t).to_vec())
         };
         out.tensor(&t.name, &t.dims, id, bytes);
     }
-    let bad = dir.path().join("bad.gguf");
+    let bad = dir.join("bad.gguf");
     std::fs::write(&bad, out.to_bytes()).unwrap();
-    let err = load_gguf(&bad)
+    load_gguf(&bad)
         .err()
-        .expect("an iq4_nl matrix is refused")
-        .to_string();
+        .expect("the altered file is refused")
+        .to_string()
+}
+
+/// A Gemma 3 file with one matrix in a format gpuscope has no kernels for (iq4_nl): the
+/// load names that tensor and its format.
+#[test]
+fn a_tensor_of_an_unsupported_format_is_named_with_its_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let odd = "blk.1.attn_v.weight";
+    let err = load_error_of_altered_gemma(dir.path(), &[], Some(odd));
     assert!(err.contains(odd) && err.contains("iq4_nl"), "{err}");
+}
+
+/// Linear rope scaling (Gemma 3 4B and larger: factor 8 on the full-attention layers)
+/// changes every position's angles: refused, not warned about and ignored.
+#[test]
+fn linear_rope_scaling_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = [
+        (
+            "gemma3.rope.scaling.type",
+            MetaValue::String("linear".into()),
+        ),
+        ("gemma3.rope.scaling.factor", MetaValue::F32(8.0)),
+    ];
+    let err = load_error_of_altered_gemma(dir.path(), &extra, None);
+    assert!(
+        err.contains("gemma3.rope.scaling.type") && err.contains("linear") && err.contains('8'),
+        "{err}"
+    );
 }

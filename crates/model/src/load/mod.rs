@@ -373,6 +373,24 @@ fn ignored_features(m: &Meta) -> Result<Vec<String>, LoadError> {
         .get_str(&m.key("rope.scaling.type"))
         .filter(|s| *s != "none")
     {
+        // Linear scaling (Gemma 3 4B and larger on their full-attention layers) turns
+        // every position's angles, not only those past the original context.
+        let factor = m
+            .gguf
+            .file
+            .metadata
+            .get_f32(&m.key("rope.scaling.factor"))
+            .unwrap_or(1.0);
+        if s == "linear" && factor != 1.0 {
+            return Err(LoadError::Unsupported {
+                arch: m.arch.to_string(),
+                what: format!(
+                    "{} \"linear\" with {} {factor} (it scales every position's rope angles)",
+                    m.key("rope.scaling.type"),
+                    m.key("rope.scaling.factor")
+                ),
+            });
+        }
         warnings.push(format!(
             "rope scaling {s:?} is ignored: positions beyond the original context will be off"
         ));

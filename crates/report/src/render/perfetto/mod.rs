@@ -279,7 +279,10 @@ fn declare_tracks<W: Write>(
     for (q, clock) in clocks.iter().enumerate() {
         let mut name = gpu_track_name(p, clock);
         if let Some(queue) = p.gpu_tracks.get(q) {
-            name = name.replacen("GPU queue", &format!("GPU {queue}"), 1);
+            // The queue's label names its own device: not the profile's adapter (the
+            // first device), which every queue's name would otherwise carry.
+            let generic = format!("GPU queue ({})", p.adapter.name);
+            name = name.replacen(&generic, &format!("GPU {queue}"), 1);
         }
         w.track(TrackDescriptor {
             uuid: Some(GpuTrackIds::of(q as u32).uuid),
