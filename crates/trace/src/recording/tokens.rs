@@ -39,7 +39,7 @@ pub fn detect(steps: &[StepRecord]) -> Option<Grouping> {
                 .step_by(period)
                 .map(gap_after)
                 .collect();
-            median(gaps)
+            crate::stats::median(gaps).unwrap_or(0)
         })
         .unwrap_or(period - 1);
     Some(Grouping { period, phase })
@@ -111,11 +111,6 @@ fn host_gap(a: &StepRecord, b: &StepRecord) -> u64 {
         .min()
         .unwrap_or(b.cpu_start_ns);
     b_start.saturating_sub(a.cpu_end_ns)
-}
-
-fn median(mut v: Vec<u64>) -> u64 {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
 #[cfg(test)]
