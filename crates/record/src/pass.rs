@@ -319,7 +319,7 @@ impl<'e> RecordingPass<'e> {
         let index_in_step = self.first_dispatch + self.dispatches;
         let sampled = match (self.timing, self.sampling, self.step) {
             (TimingMode::Dispatch, Some(stride), Some(step)) => {
-                (index_in_step as u64 + step as u64).is_multiple_of(stride.max(1) as u64)
+                gpuscope_trace::Sampling { stride }.is_timed(step, index_in_step)
             }
             _ => false,
         };

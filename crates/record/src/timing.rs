@@ -6,8 +6,9 @@
 //!   shared/docs/GPU-HOSTS.md). Dispatch i's span runs from the timestamp before it to
 //!   the one after it, so it includes the barrier it waited on.
 //! - `dispatch` sampled every `stride`: timestamps just before and after dispatch i of
-//!   step t only when `(i + t) % stride == 0`; every dispatch is timed once every
-//!   `stride` steps, at a fraction of the cost. No pass spans.
+//!   step t only when `(i + t + t / stride) % stride == 0` (`Sampling::is_timed`); every
+//!   dispatch is timed once in each block of `stride` steps, on steps of both parities,
+//!   at a fraction of the cost. No pass spans.
 //! - `pass`: timestamps at each pass's start and end (the pass descriptor's
 //!   `timestamp_writes`).
 //! - `off`: no GPU timestamps; wall-clock only.

@@ -696,7 +696,7 @@ pub fn sampled_from(full: &Profile, stride: u32) -> Profile {
     p.timing.mode = crate::TimingMode::Dispatch;
     p.timing.sampling = Some(crate::Sampling { stride });
     for d in &mut p.dispatches {
-        if !(u64::from(d.index) + u64::from(d.token)).is_multiple_of(u64::from(stride)) {
+        if !(crate::Sampling { stride }).is_timed(d.token, d.index) {
             d.gpu = None;
             d.timestamp_issue = None;
         }

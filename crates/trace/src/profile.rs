@@ -277,8 +277,11 @@ pub struct TimingInfo {
 }
 
 /// Per-dispatch timestamps on a subset of dispatches: dispatch `i` of token `t` is
-/// timed when `(i + t) % stride == 0`, so every dispatch is timed once every
-/// `stride` tokens and per-op shares converge over the run.
+/// timed when `(i + t + t / stride) % stride == 0`, so every dispatch is timed once in
+/// each block of `stride` tokens and per-op shares converge over the run. The block's
+/// shift (`t / stride`) moves each dispatch to a token of the other parity in the next
+/// block: with an even stride, `(i + t) % stride` timed a dispatch on tokens of one
+/// parity only, and with two tokens in flight odd and even tokens run differently.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sampling {
     pub stride: u32,
@@ -287,7 +290,8 @@ pub struct Sampling {
 impl Sampling {
     /// Whether dispatch `index` of token `token` carries timestamps.
     pub fn is_timed(&self, token: u32, index: u32) -> bool {
-        self.stride <= 1 || (index as u64 + token as u64).is_multiple_of(self.stride as u64)
+        let stride = self.stride as u64;
+        stride <= 1 || (index as u64 + token as u64 + token as u64 / stride).is_multiple_of(stride)
     }
 }
 
