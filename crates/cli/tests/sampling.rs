@@ -44,7 +44,7 @@ fn sampled_estimates_match_timing_every_dispatch_within_5_points() {
         "--preset",
         "tiny",
         "--tokens",
-        "64",
+        "128",
         "--warmup",
         "4",
         "--timing",

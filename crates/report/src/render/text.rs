@@ -135,7 +135,7 @@ fn estimate(out: &mut String, a: &Analysis) {
     emit!(out);
     emit!(
         out,
-        "Sampled estimate: per-op, per-layer and GPU-busy times below are {} (the median of each dispatch's samples over {} steady tokens; one dispatch in {} timed per token): {} ms of dispatch time per token",
+        "Sampled estimate: per-op, per-layer and GPU-busy times below are {} (the mean of each dispatch's samples over {} steady tokens; one dispatch in {} timed per token): {} ms of dispatch time per token",
         e.basis(),
         e.tokens,
         e.stride,
