@@ -25,6 +25,9 @@ use crate::writer;
 /// Queries per pool the layer creates: 256 timed dispatches (two timestamps each).
 pub const POOL_QUERIES: u32 = 512;
 
+/// Queries reset at once inside a command buffer, as they come into use.
+const RESET_CHUNK: u32 = 16;
+
 /// Where one timestamp goes: the `i`-th query of a command buffer's recording.
 pub type Slot = u32;
 
@@ -172,8 +175,9 @@ impl Device {
         self.timing == TimingMode::Dispatch && (stride == 1 || mix(n).is_multiple_of(stride))
     }
 
-    /// Takes the next timestamp slot of `rec` for `cb`, creating and resetting (inside
-    /// the command buffer) a query pool when a new one is first used.
+    /// Takes the next timestamp slot of `rec` for `cb`, creating a query pool when a new
+    /// one is first used and resetting (inside the command buffer) each chunk of
+    /// [`RESET_CHUNK`] queries before its first one is written.
     ///
     /// # Safety
     /// `cb` is in the recording state and belongs to this device.
@@ -207,8 +211,11 @@ impl Device {
             entry.query_pools.push(pool);
         }
         let pool = entry.query_pools[pool_index];
-        if query == 0 {
-            reset(cb, pool, 0, POOL_QUERIES);
+        // Reset inside the command buffer just before first use, a chunk at a time: a
+        // sampled buffer uses a few queries, and a reset of all of a pool's is GPU work
+        // (and ordering) the program did not ask for.
+        if query.is_multiple_of(RESET_CHUNK) {
+            reset(cb, pool, query, RESET_CHUNK.min(POOL_QUERIES - query));
         }
         rec.next_slot += 1;
         Some((pool, query, slot))
