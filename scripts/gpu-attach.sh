@@ -15,32 +15,16 @@
 #    --overhead.
 # Reports go to OUTDIR/results.tgz; OUTDIR/summary.txt has the figures.
 set -uo pipefail
-DEV=$(cd "${1:?dev dir}" && pwd); OUT=${2:?outdir}; MODEL=${3:-}
-mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
-. "$(dirname "$0")/gpu-host-env.sh"
-G=$DEV/bin/gpuscope
-[ -x "$G" ] || { xz -dc "$G.xz" > /tmp/gpuscope && chmod +x /tmp/gpuscope && G=/tmp/gpuscope; }
-export GPUSCOPE_LAYER_LIBRARY=$DEV/bin/libgpuscope_layer.so GPUSCOPE_CACHE_DIR=$OUT/cache
+DEV=${1:?dev dir}; OUT=${2:?outdir}; MODEL=${3:-}
+. "$(dirname "$0")/gpu-llama-lib.sh"
+export GPUSCOPE_CACHE_DIR=$OUT/cache
 S=$OUT/summary.txt; W=/tmp/gpuscope-attach; mkdir -p "$W"
-T0=$SECONDS
-step() { # NAME LIMIT COMMAND...: stdout/stderr to OUT/NAME.{txt,err}, exit and time to S
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" > "$OUT/$name.txt" 2> "$OUT/$name.err"; local rc=$?
-  echo "== $name: exit $rc, $((SECONDS - t0)) s (at $((SECONDS - T0)) s): $*" >> "$S"
-}
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; } > "$S" 2>&1
 
 # 1. llama.cpp, Vulkan.
-mkdir -p /tmp/vk && for f in "$DEV"/vkdeb/*.deb; do dpkg -x "$f" /tmp/vk; done
+vulkan_sdk
 tar xzf "$DEV/llama.tgz" -C "$W"
-export LD_LIBRARY_PATH=/tmp/vk/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-step llama-cmake 120 cmake -S "$W/llama.cpp" -B "$W/vk" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DGGML_VULKAN=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-  -DVulkan_INCLUDE_DIR=/tmp/vk/usr/include \
-  -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')" \
-  -DVulkan_GLSLC_EXECUTABLE=/tmp/vk/usr/bin/glslc -DSPIRV-Headers_DIR=/tmp/vk/usr/share/cmake/SPIRV-Headers
+step llama-cmake 120 cmake -S "$W/llama.cpp" -B "$W/vk" "${LLAMA_COMMON[@]}" "${VULKAN_OPTS[@]}"
 step llama-build 240 cmake --build "$W/vk" --target llama-bench -j "$(nproc)"
 LB=$W/vk/bin/llama-bench
 tail -3 "$OUT/llama-build.txt" >> "$S"

@@ -3,13 +3,10 @@
 # --weights q4_0 --overhead` (sampled) against `--timing dispatch` (corrected), twice.
 # Usage (repo root, on the host): scripts/gpu-default.sh DEV OUTDIR
 set -uo pipefail
-DEV=$(cd "${1:?dev dir}" && pwd); OUT=${2:?outdir}
-mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
-. "$(dirname "$0")/gpu-host-env.sh"
-G=$DEV/bin/gpuscope
-[ -x "$G" ] || { xz -dc "$G.xz" > /tmp/gpuscope && chmod +x /tmp/gpuscope && G=/tmp/gpuscope; }
-export GPUSCOPE_CACHE_DIR=/tmp/gpuscope-cache
+DEV=${1:?dev dir}; OUT=${2:?outdir}
+. "$(dirname "$0")/gpu-llama-lib.sh"
 S=$OUT/summary.txt
+export GPUSCOPE_CACHE_DIR=/tmp/gpuscope-cache
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$S"
 "$G" peak --refresh 2>&1 | grep -E "dependent" >> "$S"
 for i in 1 2; do

@@ -4,22 +4,13 @@
 # DEV/bin/layer-before.so and with DEV/bin/libgpuscope_layer.so, alternated three times.
 # Usage (repo root, on the host): scripts/gpu-layer-ab.sh DEV OUTDIR
 set -uo pipefail
-DEV=$(cd "${1:?dev dir}" && pwd); OUT=${2:?outdir}
-mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
-. "$(dirname "$0")/gpu-host-env.sh"
-G=$DEV/bin/gpuscope
-[ -x "$G" ] || { xz -dc "$G.xz" > /tmp/gpuscope && chmod +x /tmp/gpuscope && G=/tmp/gpuscope; }
+DEV=${1:?dev dir}; OUT=${2:?outdir}
+. "$(dirname "$0")/gpu-llama-lib.sh"
 S=$OUT/summary.txt; W=/tmp/gpuscope-ab; mkdir -p "$W"
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$S"
-mkdir -p /tmp/vk && for f in "$DEV"/vkdeb/*.deb; do dpkg -x "$f" /tmp/vk; done
+vulkan_sdk
 tar xzf "$DEV/llama.tgz" -C "$W"
-export LD_LIBRARY_PATH=/tmp/vk/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-cmake -S "$W/llama.cpp" -B "$W/vk" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON \
-  -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
-  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DVulkan_INCLUDE_DIR=/tmp/vk/usr/include \
-  -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')" \
-  -DVulkan_GLSLC_EXECUTABLE=/tmp/vk/usr/bin/glslc \
-  -DSPIRV-Headers_DIR=/tmp/vk/usr/share/cmake/SPIRV-Headers > "$W/cmake.log" 2>&1 &
+cmake -S "$W/llama.cpp" -B "$W/vk" "${LLAMA_COMMON[@]}" "${VULKAN_OPTS[@]}" > "$W/cmake.log" 2>&1 &
 "$G" synth --preset llama-8b --weights q4_0 -o "$W/l8.gguf" > /dev/null 2>&1
 wait
 cmake --build "$W/vk" --target llama-bench -j "$(nproc)" > "$W/build.log" 2>&1

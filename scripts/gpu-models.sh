@@ -14,40 +14,24 @@
 #    runs by default, alternated twice; the steps of one recording listed.
 # OUTDIR/summary.txt has the figures.
 set -uo pipefail
-DEV=$(cd "${1:?dev dir}" && pwd); OUT=${2:?outdir}
-mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
-. "$(dirname "$0")/gpu-host-env.sh"
-G=$DEV/bin/gpuscope
-[ -x "$G" ] || { xz -dc "$G.xz" > /tmp/gpuscope && chmod +x /tmp/gpuscope && G=/tmp/gpuscope; }
-export GPUSCOPE_LAYER_LIBRARY=$DEV/bin/libgpuscope_layer.so GPUSCOPE_CACHE_DIR=$OUT/cache
+DEV=${1:?dev dir}; OUT=${2:?outdir}
+. "$(dirname "$0")/gpu-llama-lib.sh"
+export GPUSCOPE_CACHE_DIR=$OUT/cache
 S=$OUT/summary.txt; W=/tmp/gpuscope-models; mkdir -p "$W"
-T0=$SECONDS
-step() { # NAME LIMIT COMMAND...: stdout/stderr to OUT/NAME.{txt,err}, exit and time to S
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" > "$OUT/$name.txt" 2> "$OUT/$name.err"; local rc=$?
-  echo "== $name: exit $rc, $((SECONDS - t0)) s (at $((SECONDS - T0)) s): $*" >> "$S"
-}
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; } > "$S" 2>&1
 
 # 1. Both llama.cpp builds at once.
-mkdir -p /tmp/vk && for f in "$DEV"/vkdeb/*.deb; do dpkg -x "$f" /tmp/vk; done
+vulkan_sdk
 tar xzf "$DEV/llama.tgz" -C "$W"
-COMMON=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF
-  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF)
 (
-  cmake -S "$W/llama.cpp" -B "$W/cuda" "${COMMON[@]}" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  cmake -S "$W/llama.cpp" -B "$W/cuda" "${LLAMA_COMMON[@]}" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DGGML_CUDA_NCCL=OFF > "$OUT/cuda-cmake.txt" 2>&1 &&
   cmake --build "$W/cuda" --target llama-bench -j 10 > "$OUT/cuda-build.txt" 2>&1
   echo "cuda build exit $? at $((SECONDS - T0)) s" >> "$S"
 ) &
 (
-  export LD_LIBRARY_PATH=/tmp/vk/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  cmake -S "$W/llama.cpp" -B "$W/vk" "${COMMON[@]}" -DGGML_VULKAN=ON \
-    -DVulkan_INCLUDE_DIR=/tmp/vk/usr/include \
-    -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')" \
-    -DVulkan_GLSLC_EXECUTABLE=/tmp/vk/usr/bin/glslc \
-    -DSPIRV-Headers_DIR=/tmp/vk/usr/share/cmake/SPIRV-Headers > "$OUT/vk-cmake.txt" 2>&1 &&
+  cmake -S "$W/llama.cpp" -B "$W/vk" "${LLAMA_COMMON[@]}" "${VULKAN_OPTS[@]}" \
+    > "$OUT/vk-cmake.txt" 2>&1 &&
   cmake --build "$W/vk" --target llama-bench -j 6 > "$OUT/vk-build.txt" 2>&1
   echo "vulkan build exit $? at $((SECONDS - T0)) s" >> "$S"
 ) &
