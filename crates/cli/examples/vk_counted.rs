@@ -31,6 +31,9 @@ struct Options {
     sleep_ms: u64,
     exit_code: i32,
     named: bool,
+    /// Enable Vulkan 1.2's `hostQueryReset` (the layer then resets its queries from the
+    /// host instead of in the command buffer).
+    host_query_reset: bool,
 }
 
 fn options() -> Options {
@@ -39,6 +42,7 @@ fn options() -> Options {
         sleep_ms: 0,
         exit_code: 0,
         named: false,
+        host_query_reset: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -50,6 +54,10 @@ fn options() -> Options {
             "--exit-code" => o.exit_code = value().expect("--exit-code C") as i32,
             "--named" => {
                 o.named = true;
+                i -= 1;
+            }
+            "--host-query-reset" => {
+                o.host_query_reset = true;
                 i -= 1;
             }
             other => panic!("unknown option {other}"),
@@ -78,7 +86,12 @@ fn main() {
 
 unsafe fn run(o: &Options) {
     let entry = ash::Entry::load().expect("the Vulkan loader");
-    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
+    let api = if o.host_query_reset {
+        vk::API_VERSION_1_2
+    } else {
+        vk::API_VERSION_1_1
+    };
+    let app = vk::ApplicationInfo::default().api_version(api);
     let exts = [ash::ext::debug_utils::NAME.as_ptr()];
     let info = vk::InstanceCreateInfo::default()
         .application_info(&app)
@@ -94,12 +107,13 @@ unsafe fn run(o: &Options) {
     let queues = [vk::DeviceQueueCreateInfo::default()
         .queue_family_index(family)
         .queue_priorities(&priorities)];
+    let mut features12 = vk::PhysicalDeviceVulkan12Features::default().host_query_reset(true);
+    let mut device_info = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+    if o.host_query_reset {
+        device_info = device_info.push_next(&mut features12);
+    }
     let device = instance
-        .create_device(
-            physical,
-            &vk::DeviceCreateInfo::default().queue_create_infos(&queues),
-            None,
-        )
+        .create_device(physical, &device_info, None)
         .expect("device");
     let queue = device.get_device_queue(family, 0);
     let debug = o

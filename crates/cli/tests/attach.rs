@@ -118,6 +118,39 @@ fn a_hand_counted_vulkan_program_gives_exactly_its_counts() {
     );
 }
 
+/// Query pools are reset inside the program's command buffers unless the program
+/// enabled `hostQueryReset`; then from the host (no GPU work added), and the steps
+/// after the first, whose buffer is recorded again, are still timed.
+#[test]
+fn timestamps_are_reset_from_the_host_where_the_program_allows_it() {
+    if !have_gpu() {
+        return;
+    }
+    for (extra, host) in [(&[][..], false), (&["--host-query-reset"][..], true)] {
+        let mut args = vec!["--steps", "3"];
+        args.extend_from_slice(extra);
+        let (out, p, _dir) = counted(&[], &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert_eq!(p.tokens.len(), 3);
+        for i in 0..3 {
+            let resets = other(&p, i, "layer_query_resets");
+            assert_eq!(
+                resets == 0,
+                host,
+                "step {i}: {resets} resets, host reset {host}"
+            );
+        }
+        for d in &p.dispatches {
+            assert!(
+                d.valid_gpu_ns().is_some(),
+                "host reset {host}: token {} dispatch {} untimed",
+                d.token,
+                d.index
+            );
+        }
+    }
+}
+
 #[test]
 fn an_output_directory_with_files_is_refused_before_the_program_runs() {
     let dir = tempfile::tempdir().unwrap();

@@ -2,9 +2,12 @@
 //! slots), submissions waiting for a host sync, and the steps they become.
 //!
 //! Timestamps live in query pools the layer owns, a set per command buffer, recycled
-//! when the buffer is freed. A pool is reset inside the command buffer just before its
-//! first query is written (`vkCmdResetQueryPool`), so the layer never submits or waits
-//! on its own. Results are read with `vkGetQueryPoolResults` without waiting, only
+//! when the buffer is freed. Where the program enabled `hostQueryReset` (llama.cpp
+//! enables every feature the driver has), pools are reset from the host, when made and
+//! when their buffer is recorded again: a reset recorded into the program's command
+//! buffer is GPU work between its dispatches. Otherwise a pool is reset inside the
+//! command buffer just before its first query is written (`vkCmdResetQueryPool`), so
+//! the layer never submits or waits on its own. Results are read with `vkGetQueryPoolResults` without waiting, only
 //! after the program's own sync has returned (a fence wait or poll, a queue or device
 //! wait idle, a semaphore wait), or when the program re-records a buffer (which it may
 //! only do once the GPU is done with it).
@@ -44,6 +47,8 @@ pub struct Device {
     /// Property flags of each memory type.
     pub memory_types: Vec<vk::MemoryPropertyFlags>,
     pub step_per_submit: bool,
+    /// Query pools are reset from the host (`vkResetQueryPool`), not in command buffers.
+    pub host_reset: bool,
     pub state: Mutex<DeviceState>,
 }
 
@@ -186,7 +191,7 @@ impl Device {
         st: &mut DeviceState,
         cb: vk::CommandBuffer,
     ) -> Option<(vk::QueryPool, u32, Slot)> {
-        let (reset, create) = (self.fns.cmd_reset_query_pool?, self.fns.create_query_pool?);
+        let create = self.fns.create_query_pool?;
         let spare = &mut st.spare_pools;
         let entry = st.command_buffers.get_mut(&cb.as_raw())?;
         let rec = entry.recording.as_mut()?;
@@ -208,17 +213,34 @@ impl Device {
                     pool
                 }
             };
+            // A new pool's queries start undefined; a spare one's hold old results.
+            self.host_reset_pools(&[pool]);
             entry.query_pools.push(pool);
         }
         let pool = entry.query_pools[pool_index];
         // Reset inside the command buffer just before first use, a chunk at a time: a
         // sampled buffer uses a few queries, and a reset of all of a pool's is GPU work
         // (and ordering) the program did not ask for.
-        if query.is_multiple_of(RESET_CHUNK) {
+        if !self.host_reset && query.is_multiple_of(RESET_CHUNK) {
+            let reset = self.fns.cmd_reset_query_pool?;
             reset(cb, pool, query, RESET_CHUNK.min(POOL_QUERIES - query));
+            *rec.counters.entry("layer_query_resets").or_default() += 1;
         }
         rec.next_slot += 1;
         Some((pool, query, slot))
+    }
+
+    /// Resets `pools` from the host, when the device allows it (else a no-op: their
+    /// queries are reset in the command buffer as they come into use).
+    ///
+    /// # Safety
+    /// No pending GPU work uses the pools.
+    pub unsafe fn host_reset_pools(&self, pools: &[vk::QueryPool]) {
+        if let (true, Some(reset)) = (self.host_reset, self.fns.reset_query_pool) {
+            for &pool in pools {
+                reset(self.handle, pool, 0, POOL_QUERIES);
+            }
+        }
     }
 
     /// Writes a timestamp into the next slot of `cb`'s recording; returns the slot.

@@ -106,6 +106,7 @@ fn_table! {
         create_query_pool: PFN_vkCreateQueryPool = ["vkCreateQueryPool"];
         destroy_query_pool: PFN_vkDestroyQueryPool = ["vkDestroyQueryPool"];
         cmd_reset_query_pool: PFN_vkCmdResetQueryPool = ["vkCmdResetQueryPool"];
+        reset_query_pool: PFN_vkResetQueryPool = ["vkResetQueryPool", "vkResetQueryPoolEXT"];
         cmd_write_timestamp: PFN_vkCmdWriteTimestamp = ["vkCmdWriteTimestamp"];
         get_query_pool_results: PFN_vkGetQueryPoolResults = ["vkGetQueryPoolResults"];
     }

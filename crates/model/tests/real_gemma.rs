@@ -26,8 +26,14 @@ const PROMPTS: [&str; 4] = [
     "The three primary colors are",
 ];
 
-/// Tokens generated after each prompt.
-const GENERATED: usize = 32;
+/// Tokens generated after each prompt: enough to pass every prompt's first near tie
+/// but one ("Once upon a time": 4 tokens, "def fibonacci(n):": none in 32), at ~0.8 s a
+/// token (GPU on lavapipe, CPU and f64) a large part of CI's time.
+const GENERATED: usize = 16;
+
+/// The prompts `check` runs in f64 (every dispatch of every token, ~20 s a prompt on
+/// lavapipe): two, the graph is the same for every prompt.
+const CHECKED: [&str; 2] = [PROMPTS[0], PROMPTS[1]];
 
 /// A near tie: the reference's two best logits this close, greedy choices may differ.
 const NEAR_TIE: f64 = 0.1;
@@ -206,7 +212,7 @@ fn compare_prompt(gpu: &gpuscope_runtime::Gpu, m: &LoadedModel, prompt: &[u32]) 
 }
 
 /// Greedy output on the GPU and on the CPU equals the float64 reference's up to its
-/// first near tie (< 0.1 logit), for 32 tokens after each of 4 prompts.
+/// first near tie (< 0.1 logit), for 16 tokens after each of 4 prompts.
 #[test]
 fn gemma3_greedy_gpu_and_cpu_match_the_f64_reference() {
     let (Some(gpu), Some(m)) = (gpu(), model()) else {
@@ -233,12 +239,12 @@ fn gemma3_greedy_gpu_and_cpu_match_the_f64_reference() {
 
 /// Every dispatch of the decode graph against its executor in f64, on each prompt.
 #[test]
-fn gemma3_passes_check_in_f64_on_four_prompts() {
+fn gemma3_passes_check_in_f64_on_two_prompts() {
     let (Some(gpu), Some(m)) = (gpu(), model()) else {
         return;
     };
     let tk = tokenizer(m);
-    for text in PROMPTS {
+    for text in CHECKED {
         let start = Instant::now();
         let prompt = tk.encode_prompt(text).unwrap();
         let o = CheckOptions {

@@ -236,6 +236,10 @@ unsafe extern "system" fn begin_command_buffer(
     guard("vkBeginCommandBuffer", || {
         let mut st = d.lock();
         settle(&d, &mut st, |h, _| h == cb.as_raw(), false);
+        // Its last results are read: its pools are free for this recording.
+        if let Some(c) = st.command_buffers.get(&cb.as_raw()) {
+            d.host_reset_pools(&c.query_pools);
+        }
     });
     let r = next(cb, info);
     if r == vk::Result::SUCCESS {

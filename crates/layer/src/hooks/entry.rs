@@ -181,10 +181,34 @@ unsafe extern "system" fn create_device(
         return r;
     }
     let device = *out;
+    let host_reset = host_query_reset_enabled(&*info);
     guard("vkCreateDevice", || {
-        register_device(&instance, physical, device, next_gdpa)
+        register_device(&instance, physical, device, next_gdpa, host_reset)
     });
     r
+}
+
+/// Whether the program enabled `hostQueryReset` (Vulkan 1.2, or
+/// `VK_EXT_host_query_reset`) in the device's feature chain. The layer only reads the
+/// chain: enabling a feature the program did not ask for would change its device.
+unsafe fn host_query_reset_enabled(info: &vk::DeviceCreateInfo) -> bool {
+    let mut next = info.p_next.cast::<vk::BaseInStructure>();
+    while let Some(s) = next.as_ref() {
+        let enabled = match s.s_type {
+            vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES => {
+                (*next.cast::<vk::PhysicalDeviceVulkan12Features>()).host_query_reset
+            }
+            vk::StructureType::PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES => {
+                (*next.cast::<vk::PhysicalDeviceHostQueryResetFeatures>()).host_query_reset
+            }
+            _ => vk::FALSE,
+        };
+        if enabled != vk::FALSE {
+            return true;
+        }
+        next = s.p_next;
+    }
+    false
 }
 
 /// What the layer keeps of a new device, and its record.
@@ -193,6 +217,7 @@ unsafe fn register_device(
     physical: vk::PhysicalDevice,
     device: vk::Device,
     next_gdpa: vk::PFN_vkGetDeviceProcAddr,
+    host_reset: bool,
 ) {
     let props = physical_properties(instance, physical);
     let config = crate::config();
@@ -223,16 +248,18 @@ unsafe fn register_device(
         w.ids.devices - 1
     })
     .unwrap_or(0);
+    let fns = DeviceFns::load(next_gdpa, device);
     let d = Arc::new(Device {
         handle: device,
         id,
-        fns: DeviceFns::load(next_gdpa, device),
+        fns,
         next_gdpa,
         timing,
         stride,
         family_timestamp_mask: masks,
         memory_types: memory_types(instance, physical),
         step_per_submit: config.step_per_submit,
+        host_reset: host_reset && fns.reset_query_pool.is_some(),
         state: Mutex::new(DeviceState::default()),
     });
     registry::add_device(d);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Where attach's cost on llama.cpp's Vulkan backend comes from (issue 27): llama-bench
+# tg128 (-r REPS, default 10) on a synthetic Llama-8B q4_0, ROUNDS times (default 3)
+# alternating: the program alone; alone with GGML_VK_DEBUG_MARKERS=1 (the labels attach
+# turns on); under attach with timing off and sampled (auto). BENCHMARKS.md run 20.
+# Usage (repo root, on the host): scripts/gpu-layer-cost.sh DEV OUTDIR [ROUNDS] [REPS]
+set -uo pipefail
+DEV=${1:?dev dir}; OUT=${2:?outdir}; ROUNDS=${3:-3}; REPS=${4:-10}
+. "$(dirname "$0")/gpu-llama-lib.sh"
+S=$OUT/summary.txt; W=/tmp/gpuscope-cost; mkdir -p "$W"
+# One GPU (on a two-GPU host llama.cpp would split the model over both).
+export GGML_VK_VISIBLE_DEVICES=0
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$S"
+vulkan_sdk
+if [ ! -x "$W/vk/bin/llama-bench" ]; then
+  tar xzf "$DEV/llama.tgz" -C "$W"
+  cmake -S "$W/llama.cpp" -B "$W/vk" "${LLAMA_COMMON[@]}" "${VULKAN_OPTS[@]}" > "$W/cmake.log" 2>&1
+  cmake --build "$W/vk" --target llama-bench -j "$(nproc)" > "$W/build.log" 2>&1
+fi
+[ -e "$W/l8.gguf" ] || "$G" synth --preset llama-8b --weights q4_0 -o "$W/l8.gguf" > /dev/null 2>&1
+LB=("$W/vk/bin/llama-bench" -m "$W/l8.gguf" -p 0 -n 128 -r "$REPS" -ngl 99)
+tg() { grep tg128 | sed "s/^/$1 /" >> "$S"; }
+for i in $(seq "$ROUNDS"); do
+  "${LB[@]}" 2>/dev/null | tg "plain-$i"
+  GGML_VK_DEBUG_MARKERS=1 "${LB[@]}" 2>/dev/null | tg "markers-$i"
+  for t in off auto; do
+    err=$W/$t-$i.err; [ "$i" = 1 ] && err=$OUT/$t-$i.err
+    "$G" attach --timing "$t" -- "${LB[@]}" 2> "$err" | tg "attach-$t-$i"
+  done
+done
+cat "$S"
