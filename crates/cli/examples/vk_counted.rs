@@ -34,6 +34,10 @@ struct Options {
     /// Enable Vulkan 1.2's `hostQueryReset` (the layer then resets its queries from the
     /// host instead of in the command buffer).
     host_query_reset: bool,
+    /// After the steps, record this many dispatches into a command buffer as
+    /// llama.cpp does (two labels, a bind, a barrier each; never submitted) and print
+    /// the CPU time per dispatch: what a layer adds on the program's thread.
+    record_cost: u32,
 }
 
 fn options() -> Options {
@@ -43,6 +47,7 @@ fn options() -> Options {
         exit_code: 0,
         named: false,
         host_query_reset: false,
+        record_cost: 0,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -52,6 +57,7 @@ fn options() -> Options {
             "--steps" => o.steps = value().expect("--steps N") as u32,
             "--sleep-ms" => o.sleep_ms = value().expect("--sleep-ms M") as u64,
             "--exit-code" => o.exit_code = value().expect("--exit-code C") as i32,
+            "--record-cost" => o.record_cost = value().expect("--record-cost N") as u32,
             "--named" => {
                 o.named = true;
                 i -= 1;
@@ -307,6 +313,33 @@ unsafe fn run(o: &Options) {
             std::thread::sleep(std::time::Duration::from_millis(o.sleep_ms));
         }
     }
+    if o.record_cost > 0 {
+        let ns = record_cost(&device, debug.as_ref(), cb, o.record_cost, |cb| {
+            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+            device.cmd_bind_descriptor_sets(
+                cb,
+                vk::PipelineBindPoint::COMPUTE,
+                layout,
+                0,
+                &[set],
+                &[],
+            );
+            device.cmd_dispatch(cb, 4, 1, 1);
+            device.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &barrier(),
+                &[],
+            );
+        });
+        println!(
+            "record-cost: {ns:.1} ns per dispatch ({} dispatches; 2 labels, a pipeline and a set bound, a barrier each; best of 5)",
+            o.record_cost
+        );
+    }
     device.destroy_fence(fence, None);
     device.destroy_command_pool(command_pool, None);
     device.destroy_descriptor_pool(pool, None);
@@ -320,4 +353,45 @@ unsafe fn run(o: &Options) {
     }
     device.destroy_device(None);
     instance.destroy_instance(None);
+}
+
+/// The CPU time per dispatch of recording `n` dispatches (each `one`, inside two
+/// debug labels as llama.cpp's node and pipeline labels) into `cb`: the best of 5.
+unsafe fn record_cost(
+    device: &ash::Device,
+    debug: Option<&ash::ext::debug_utils::Device>,
+    cb: vk::CommandBuffer,
+    n: u32,
+    one: impl Fn(vk::CommandBuffer),
+) -> f64 {
+    let names: Vec<std::ffi::CString> = (0..64)
+        .map(|i| {
+            std::ffi::CString::new(format!("mul_mat_vec_q4_0_f32_f32 node_{i} (4,1,1)")).unwrap()
+        })
+        .collect();
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        device
+            .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
+            .expect("begin");
+        let start = std::time::Instant::now();
+        for i in 0..n as usize {
+            let label = vk::DebugUtilsLabelEXT::default().label_name(&names[i % names.len()]);
+            if let Some(d) = debug {
+                d.cmd_begin_debug_utils_label(cb, &label);
+                d.cmd_begin_debug_utils_label(cb, &label);
+            }
+            one(cb);
+            if let Some(d) = debug {
+                d.cmd_end_debug_utils_label(cb);
+                d.cmd_end_debug_utils_label(cb);
+            }
+        }
+        best = best.min(start.elapsed().as_secs_f64() * 1e9 / f64::from(n));
+        device.end_command_buffer(cb).expect("end");
+        device
+            .reset_command_buffer(cb, vk::CommandBufferResetFlags::empty())
+            .expect("reset");
+    }
+    best
 }

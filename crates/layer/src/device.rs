@@ -12,7 +12,7 @@
 //! wait idle, a semaphore wait), or when the program re-records a buffer (which it may
 //! only do once the GPU is done with it).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
@@ -21,6 +21,8 @@ use gpuscope_trace::recording::{
     CommandBufferRecord, DispatchRecord, Record, RecordedSpan, StepRecord,
 };
 use gpuscope_trace::TimingMode;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::fns::DeviceFns;
 use crate::writer;

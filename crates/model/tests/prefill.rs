@@ -151,12 +151,6 @@ fn packed_weights_prefill_matches_per_token() {
 }
 
 #[test]
-fn smollm2_shape_q4_1_prefill_matches_per_token() {
-    let w = weights(Preset::Smollm2_135m, WeightFormat::Q4_1);
-    prefill_matches_per_token(&w, &PROMPT, 8, 4, 2e-3, "smollm2-135m q4_1");
-}
-
-#[test]
 fn prefill_refuses_bad_calls() {
     let Some(gpu) = gpu() else { return };
     let w = weights(Preset::Tiny, WeightFormat::Q8_0);
@@ -188,6 +182,8 @@ fn prefill_refuses_bad_calls() {
     assert_eq!(g.position(), 4);
 }
 
+/// SmolLM2's shape and real q4_1 weights (the synthetic SmolLM2-shaped test this
+/// replaced ran the same graph on random weights).
 #[test]
 fn real_model_prefill_matches_per_token() {
     let Some(m) = crate::real_model::model() else {
@@ -311,7 +307,14 @@ fn rows_plan_prefills_through_the_wide_rows_frame() {
             shaders.contains(&"attention_batched.subgroup"),
             "{format:?}: {shaders:?}"
         );
-        for max_batch in [4, 16] {
+        // Chunks of 4, 4 and 3 (later chunks start past position 0) for each format;
+        // one batch of 11 for the first (~5 s a case on lavapipe).
+        let batches: &[u32] = if format == WeightFormat::Q4_0 {
+            &[4, 16]
+        } else {
+            &[4]
+        };
+        for &max_batch in batches {
             let what = format!("{format:?} rows plan, batch {max_batch}");
             prefill_matches_per_token_with(gpu, &w, &PROMPT, max_batch, 6, 2e-3, &what, plan);
         }
