@@ -6,6 +6,7 @@ mod bench;
 mod ceilings;
 mod checklist;
 mod diff;
+mod hostile;
 mod html;
 mod inspect;
 mod markdown;

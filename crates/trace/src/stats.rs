@@ -68,3 +68,10 @@ pub fn percentile_f64(values: &mut [f64], p: f64) -> Option<f64> {
     let rank = (p.clamp(0.0, 100.0) / 100.0 * n as f64).ceil() as usize;
     Some(values[rank.clamp(1, n) - 1])
 }
+
+/// The sum of `values`, saturating at `u64::MAX`: times and byte counts come from files
+/// a hostile user may write, and their sum must not overflow (fuzzing found one that
+/// did).
+pub fn saturating_sum(values: impl IntoIterator<Item = u64>) -> u64 {
+    values.into_iter().fold(0, u64::saturating_add)
+}

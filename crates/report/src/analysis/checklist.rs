@@ -368,7 +368,8 @@ fn fusion_item(fusion: &[FusionCandidate], has_graph: bool) -> Item {
         };
         return it;
     }
-    let traffic: u64 = fusion.iter().filter_map(|f| f.bytes_saved).sum();
+    let traffic =
+        gpuscope_trace::stats::saturating_sum(fusion.iter().filter_map(|f| f.bytes_saved));
     let ns: f64 = fusion.iter().filter_map(|f| f.consumer_ns).sum();
     it.status = ItemStatus::Warn;
     it.summary = format!(
@@ -655,7 +656,7 @@ fn small_grids(input: &ChecklistInput) -> Item {
         return it;
     }
     small.sort_by(|x, y| y.timed_ns.cmp(&x.timed_ns).then(x.index.cmp(&y.index)));
-    let time: u64 = small.iter().map(|s| s.timed_ns).sum();
+    let time = gpuscope_trace::stats::saturating_sum(small.iter().map(|s| s.timed_ns));
     let tokens = input.tokens.len().max(1) as f64;
     it.status = ItemStatus::Warn;
     it.summary = format!(

@@ -83,7 +83,8 @@ struct Section {
 
 fn add(per_token: &mut PerToken, token: u32, ns: Option<u64>) {
     let e = per_token.entry(token).or_insert(Some(0));
-    *e = e.zip(ns).map(|(a, b)| a + b);
+    // Saturating: a hostile file's spans can sum past u64 (fuzzing found it).
+    *e = e.zip(ns).map(|(a, b)| a.saturating_add(b));
 }
 
 /// One section's valid times, token by token, as [`layer_breakdown`] takes its median

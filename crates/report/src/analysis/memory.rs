@@ -86,14 +86,14 @@ pub fn memory(p: &Profile) -> Option<Memory> {
     for b in &p.buffers {
         let k = by_kind.entry(b.kind).or_default();
         k.buffers += 1;
-        k.bytes += b.bytes;
+        k.bytes = k.bytes.saturating_add(b.bytes);
         total.buffers += 1;
-        total.bytes += b.bytes;
+        total.bytes = total.bytes.saturating_add(b.bytes);
         let created = b.created_token.map_or(-1, |t| t as i64);
         events.push((created, b.bytes as i64));
         if let Some(t) = b.created_token {
             churn.created += 1;
-            churn.created_bytes += b.bytes;
+            churn.created_bytes = churn.created_bytes.saturating_add(b.bytes);
             creation_tokens.insert(t);
             if churn.first.as_ref().is_none_or(|(_, f)| t < *f) {
                 churn.first = Some((b.label.clone(), t));
@@ -101,7 +101,7 @@ pub fn memory(p: &Profile) -> Option<Memory> {
         }
         if let Some(t) = b.dropped_token {
             churn.dropped += 1;
-            churn.dropped_bytes += b.bytes;
+            churn.dropped_bytes = churn.dropped_bytes.saturating_add(b.bytes);
             // Released after the token it was dropped in: it counts in that token's peak.
             events.push((t as i64 + 1, -(b.bytes as i64)));
         }

@@ -74,13 +74,13 @@ pub fn op_breakdown_of(p: &Profile, tokens: &TokenSet) -> OpBreakdown {
     for d in p.dispatches.iter().filter(|d| tokens.contains(d.token)) {
         let a = by_op.entry(d.op.as_str()).or_default();
         a.calls += 1;
-        a.bytes += d.bytes;
-        a.flops += d.flops;
+        a.bytes = a.bytes.saturating_add(d.bytes);
+        a.flops = a.flops.saturating_add(d.flops);
         match d.valid_gpu_ns() {
             Some(ns) => {
-                a.timed_ns += ns;
-                a.timed_bytes += d.bytes;
-                a.timed_flops += d.flops;
+                a.timed_ns = a.timed_ns.saturating_add(ns);
+                a.timed_bytes = a.timed_bytes.saturating_add(d.bytes);
+                a.timed_flops = a.timed_flops.saturating_add(d.flops);
             }
             None => a.untimed += 1,
         }
@@ -89,7 +89,7 @@ pub fn op_breakdown_of(p: &Profile, tokens: &TokenSet) -> OpBreakdown {
 }
 
 fn finish(by_op: BTreeMap<&str, Acc>) -> OpBreakdown {
-    let timed_total: u64 = by_op.values().map(|a| a.timed_ns).sum();
+    let timed_total = gpuscope_trace::stats::saturating_sum(by_op.values().map(|a| a.timed_ns));
     let any_timed = by_op.values().any(|a| a.untimed < a.calls);
     let mut rows: Vec<OpRow> = by_op
         .into_iter()
@@ -118,11 +118,11 @@ pub fn op_breakdown_from_sites(sites: &[super::sites::Site]) -> OpBreakdown {
         let a = by_op.entry(s.op.as_str()).or_default();
         a.calls += s.calls;
         a.untimed += s.calls - s.timed_calls;
-        a.bytes += s.bytes;
-        a.flops += s.flops;
-        a.timed_ns += s.timed_ns;
-        a.timed_bytes += s.timed_bytes;
-        a.timed_flops += s.timed_flops;
+        a.bytes = a.bytes.saturating_add(s.bytes);
+        a.flops = a.flops.saturating_add(s.flops);
+        a.timed_ns = a.timed_ns.saturating_add(s.timed_ns);
+        a.timed_bytes = a.timed_bytes.saturating_add(s.timed_bytes);
+        a.timed_flops = a.timed_flops.saturating_add(s.timed_flops);
     }
     finish(by_op)
 }

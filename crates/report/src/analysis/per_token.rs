@@ -44,9 +44,9 @@ pub fn token_totals(p: &Profile) -> Vec<TokenTotals> {
         };
         if let Some(t) = pos.map(|i| &mut totals[i]) {
             t.dispatches += 1;
-            t.bytes += d.bytes;
-            t.flops += d.flops;
-            t.cpu_encode_ns += d.cpu_encode_ns;
+            t.bytes = t.bytes.saturating_add(d.bytes);
+            t.flops = t.flops.saturating_add(d.flops);
+            t.cpu_encode_ns = t.cpu_encode_ns.saturating_add(d.cpu_encode_ns);
         }
     }
     totals

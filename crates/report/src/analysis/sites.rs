@@ -107,13 +107,13 @@ pub fn dispatch_sites(p: &Profile, tokens: &TokenSet) -> Sites {
             mismatched += 1;
         }
         site.calls += 1;
-        site.bytes += d.bytes;
-        site.flops += d.flops;
+        site.bytes = site.bytes.saturating_add(d.bytes);
+        site.flops = site.flops.saturating_add(d.flops);
         if let Some(ns) = d.valid_gpu_ns() {
             site.timed_calls += 1;
-            site.timed_ns += ns;
-            site.timed_bytes += d.bytes;
-            site.timed_flops += d.flops;
+            site.timed_ns = site.timed_ns.saturating_add(ns);
+            site.timed_bytes = site.timed_bytes.saturating_add(d.bytes);
+            site.timed_flops = site.timed_flops.saturating_add(d.flops);
             spans[i].push(ns);
         }
     }

@@ -366,7 +366,7 @@ pub fn steady_state(p: &Profile) -> SteadyState {
     let suggested_warmup = slow_start
         .as_ref()
         .filter(|s| !s.pipeline_fill)
-        .map(|s| p.warmup_tokens.unwrap_or(0) + s.end as u32);
+        .map(|s| p.warmup_tokens.unwrap_or(0).saturating_add(s.end as u32));
     SteadyState {
         method: SteadyMethod::Detected,
         tokens: n,

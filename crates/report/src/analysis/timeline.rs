@@ -125,7 +125,9 @@ pub fn timeline(p: &Profile, tokens: &TokenSet) -> Timeline {
         .collect();
     let covered = Covered {
         tokens: covered.len(),
-        wall_ns: covered.iter().map(|t| t.wall_ns).sum(),
+        wall_ns: covered
+            .iter()
+            .fold(0u64, |sum, t| sum.saturating_add(t.wall_ns)),
     };
     let spans = KernelSpans::of(p, tokens);
     let alignment = align_clocks(p);
@@ -178,7 +180,8 @@ impl KernelSpans {
         for d in p.dispatches.iter().filter(|d| tokens.contains(d.token)) {
             let span = valid(d.gpu, d.timestamp_issue);
             if let Some(s) = span {
-                timed_sum += s.duration_ns();
+                // Saturating: a hostile file's spans can sum past u64 (fuzzing found it).
+                timed_sum = timed_sum.saturating_add(s.duration_ns());
                 timed_n += 1;
             }
             dispatches.push(Kernel {
@@ -335,7 +338,7 @@ fn gap_stats(gaps: &[u64]) -> Option<GapStats> {
     (!gaps.is_empty()).then(|| {
         let mut g = gaps.to_vec();
         g.sort_unstable();
-        let total: u64 = g.iter().sum();
+        let total = gpuscope_trace::stats::saturating_sum(g.iter().copied());
         GapStats {
             count: g.len() as u64,
             total_ns: total,
@@ -423,8 +426,8 @@ fn walk(p: &Profile, kernels: &[Kernel], align: Option<&ClockAlignment>) -> Walk
     let mut run: Option<TokenRun> = None;
     let close = |run: Option<TokenRun>, w: &mut Walk| {
         if let Some(r) = run.filter(|r| r.complete && r.end > r.first) {
-            w.token_busy_ns += r.busy;
-            w.token_span_ns += r.end - r.first;
+            w.token_busy_ns = w.token_busy_ns.saturating_add(r.busy);
+            w.token_span_ns = w.token_span_ns.saturating_add(r.end - r.first);
         }
     };
     for k in kernels {
@@ -463,16 +466,16 @@ fn walk(p: &Profile, kernels: &[Kernel], align: Option<&ClockAlignment>) -> Walk
                     .is_some_and(|(a, b)| *b == a + 1);
                 if token == k.token {
                     w.gaps.push(gap);
-                    w.within_ns += gap;
+                    w.within_ns = w.within_ns.saturating_add(gap);
                 } else if next_token {
                     w.gaps.push(gap);
                     let submitted = align
                         .zip(submit.get(&k.token))
                         .map(|(a, &s)| a.to_gpu(s) <= end as i64);
                     match submitted {
-                        Some(true) => w.queued_ns += gap,
-                        Some(false) => w.host_wait_ns += gap,
-                        None => w.unattributed_ns += gap,
+                        Some(true) => w.queued_ns = w.queued_ns.saturating_add(gap),
+                        Some(false) => w.host_wait_ns = w.host_wait_ns.saturating_add(gap),
+                        None => w.unattributed_ns = w.unattributed_ns.saturating_add(gap),
                     }
                 }
                 // Else the tokens are not consecutive in the set (a slow start or an

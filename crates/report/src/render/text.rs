@@ -118,7 +118,8 @@ fn gpu_queues(out: &mut String, p: &Profile) {
             .iter()
             .filter(|t| t.gpu_track == q as u32)
             .collect();
-        let busy: u64 = steps.iter().filter_map(|t| t.gpu_busy_ns).sum();
+        let busy =
+            gpuscope_trace::stats::saturating_sum(steps.iter().filter_map(|t| t.gpu_busy_ns));
         emit!(
             out,
             "GPU {q}:    {name}: {} steps, {} ms GPU busy in all",

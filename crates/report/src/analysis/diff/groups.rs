@@ -82,12 +82,12 @@ pub(super) fn group_dispatches(p: &Profile) -> Grouped {
             labels.get(&d.label, &d.op, tokens),
         ] {
             g.calls += 1;
-            g.bytes += d.bytes;
-            g.flops += d.flops;
+            g.bytes = g.bytes.saturating_add(d.bytes);
+            g.flops = g.flops.saturating_add(d.flops);
             let Some(slot) = slot else { continue };
             g.per_token[slot] = match (g.per_token[slot], ns) {
                 (Slot::NoCall, Some(ns)) => Slot::Timed(ns),
-                (Slot::Timed(sum), Some(ns)) => Slot::Timed(sum + ns),
+                (Slot::Timed(sum), Some(ns)) => Slot::Timed(sum.saturating_add(ns)),
                 _ => Slot::Untimed,
             };
             if let (Some(ns), true) = (ns, slot > 0 || tokens == 1) {

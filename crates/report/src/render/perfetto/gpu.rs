@@ -58,8 +58,10 @@ impl Span {
         }
     }
 
-    /// This span moved to start no earlier than `floor` and end no later than `ceil`.
+    /// This span moved to start no earlier than `floor` and end no later than `ceil`
+    /// (a `ceil` below `floor`, which a hostile file can give, counts as `floor`).
     fn clamp(self, floor: u64, ceil: u64) -> Span {
+        let ceil = ceil.max(floor);
         let start = self.start.clamp(floor, ceil);
         Span {
             start,

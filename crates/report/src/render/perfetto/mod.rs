@@ -369,7 +369,7 @@ fn token_counters<W: Write>(
             .or_else(|| gpu_start.get(&t.index))
             .copied()
             .unwrap_or(back_to_back);
-        back_to_back = ts + t.wall_ns;
+        back_to_back = ts.saturating_add(t.wall_ns);
         if let Some(r) = crate::analysis::tokens::rate_per_s(t.wall_ns) {
             w.counter(ts, COUNTER_TOK_PER_S, Value::Double(r))?;
             samples += 1;
