@@ -12,18 +12,13 @@ S=$OUT/summary.txt; W=/tmp/gpuscope-ab; mkdir -p "$W"
 # One GPU (on a two-GPU host llama.cpp would split the model over both).
 export GGML_VK_VISIBLE_DEVICES=0
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$S"
-vulkan_sdk
-tar xzf "$DEV/llama.tgz" -C "$W"
-cmake -S "$W/llama.cpp" -B "$W/vk" "${LLAMA_COMMON[@]}" "${VULKAN_OPTS[@]}" > "$W/cmake.log" 2>&1 &
-"$G" synth --preset llama-8b --weights q4_0 -o "$W/l8.gguf" > /dev/null 2>&1
-wait
-cmake --build "$W/vk" --target llama-bench -j "$(nproc)" > "$W/build.log" 2>&1
-LB=$W/vk/bin/llama-bench
+llama_bench_8b "$W"
+LB=("${LB8[@]}" -r 3)
 for i in $(seq "${3:-3}"); do
-  "$LB" -m "$W/l8.gguf" -p 0 -n 128 -r 3 -ngl 99 2>/dev/null | grep tg128 | sed "s/^/plain-$i /" >> "$S"
+  "${LB[@]}" 2>/dev/null | grep tg128 | sed "s/^/plain-$i /" >> "$S"
   for v in off:libgpuscope_layer.so auto:layer-before.so auto:libgpuscope_layer.so; do
     t=${v%%:*}; l=${v#*:}
-    "$G" attach --timing "$t" --layer "$DEV/bin/$l" -- "$LB" -m "$W/l8.gguf" -p 0 -n 128 -r 3 -ngl 99 \
+    "$G" attach --timing "$t" --layer "$DEV/bin/$l" -- "${LB[@]}" \
       2> "$( [ "$i" = 1 ] && echo "$OUT" || echo "$W")/$t-$l-$i.err" | grep tg128 | sed "s/^/$t-$l-$i /" >> "$S"
   done
 done

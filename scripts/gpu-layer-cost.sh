@@ -11,14 +11,8 @@ S=$OUT/summary.txt; W=/tmp/gpuscope-cost; mkdir -p "$W"
 # One GPU (on a two-GPU host llama.cpp would split the model over both).
 export GGML_VK_VISIBLE_DEVICES=0
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$S"
-vulkan_sdk
-if [ ! -x "$W/vk/bin/llama-bench" ]; then
-  tar xzf "$DEV/llama.tgz" -C "$W"
-  cmake -S "$W/llama.cpp" -B "$W/vk" "${LLAMA_COMMON[@]}" "${VULKAN_OPTS[@]}" > "$W/cmake.log" 2>&1
-  cmake --build "$W/vk" --target llama-bench -j "$(nproc)" > "$W/build.log" 2>&1
-fi
-[ -e "$W/l8.gguf" ] || "$G" synth --preset llama-8b --weights q4_0 -o "$W/l8.gguf" > /dev/null 2>&1
-LB=("$W/vk/bin/llama-bench" -m "$W/l8.gguf" -p 0 -n 128 -r "$REPS" -ngl 99)
+llama_bench_8b "$W"
+LB=("${LB8[@]}" -r "$REPS")
 tg() { grep tg128 | sed "s/^/$1 /" >> "$S"; }
 for i in $(seq "$ROUNDS"); do
   "${LB[@]}" 2>/dev/null | tg "plain-$i"

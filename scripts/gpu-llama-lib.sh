@@ -1,5 +1,5 @@
 # Sourced by the GPU-host scripts that run llama.cpp beside gpuscope (gpu-attach.sh,
-# gpu-models.sh, gpu-two.sh, gpu-default.sh, gpu-layer-ab.sh), from the repository root
+# gpu-models.sh, gpu-two.sh, gpu-default.sh, gpu-layer-ab.sh, gpu-layer-cost.sh), from the repository root
 # with DEV (the carried folder: bin/gpuscope or bin/gpuscope.xz,
 # bin/libgpuscope_layer.so, vkdeb/*.deb, llama.tgz) and OUT set.
 . "$(dirname "${BASH_SOURCE[0]}")/gpu-host-env.sh"
@@ -34,3 +34,18 @@ vulkan_sdk() {
 # The cmake options every llama.cpp build here shares.
 LLAMA_COMMON=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF
   -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF)
+
+# llama_bench_8b W: llama.cpp's Vulkan llama-bench in W/vk/bin (built from DEV/llama.tgz
+# unless a warm host kept it) and a synthetic Llama-8B q4_0 in W/l8.gguf (made once);
+# sets LB8, the llama-bench command on that file for tg128 with every layer on the GPU.
+llama_bench_8b() {
+  local w=$1
+  vulkan_sdk
+  if [ ! -x "$w/vk/bin/llama-bench" ]; then
+    tar xzf "$DEV/llama.tgz" -C "$w"
+    cmake -S "$w/llama.cpp" -B "$w/vk" "${LLAMA_COMMON[@]}" "${VULKAN_OPTS[@]}" > "$w/cmake.log" 2>&1
+    cmake --build "$w/vk" --target llama-bench -j "$(nproc)" > "$w/build.log" 2>&1
+  fi
+  [ -e "$w/l8.gguf" ] || "$G" synth --preset llama-8b --weights q4_0 -o "$w/l8.gguf" > /dev/null 2>&1
+  LB8=("$w/vk/bin/llama-bench" -m "$w/l8.gguf" -p 0 -n 128 -ngl 99)
+}
