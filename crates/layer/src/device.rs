@@ -13,7 +13,7 @@
 //! only do once the GPU is done with it).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use ash::vk;
 use ash::vk::Handle;
@@ -51,6 +51,8 @@ pub struct Device {
     pub step_per_submit: bool,
     /// Query pools are reset from the host (`vkResetQueryPool`), not in command buffers.
     pub host_reset: bool,
+    /// Debug label names by number, read by the writer thread when it names dispatches.
+    pub label_names: RwLock<Vec<Box<str>>>,
     pub state: Mutex<DeviceState>,
 }
 
@@ -77,27 +79,23 @@ pub struct DeviceState {
     pub host_counters: BTreeMap<&'static str, u64>,
     /// Dispatches recorded so far (what sampling picks by).
     pub dispatches_recorded: u64,
-    /// Debug label names seen, shared: a label per dispatch (llama.cpp's) costs no
-    /// allocation once its name is known.
-    pub label_names: HashMap<Box<[u8]>, Arc<str>>,
+    /// The number of each debug label name seen (see [`Device::label`]).
+    pub label_ids: HashMap<Box<[u8]>, u32>,
 }
 
-/// Label names kept for sharing; past it, new names are allocated each time.
+/// Label names numbered; a name first seen past this many is recorded as
+/// [`LABELS_FULL`] (a program naming each dispatch differently would otherwise grow the
+/// table without end).
 const LABEL_NAMES_KEPT: usize = 1 << 16;
 
-impl DeviceState {
-    /// The shared name of a debug label.
-    pub fn label_name(&mut self, bytes: &[u8]) -> Arc<str> {
-        if let Some(n) = self.label_names.get(bytes) {
-            return n.clone();
-        }
-        let name: Arc<str> = String::from_utf8_lossy(bytes).into();
-        if self.label_names.len() < LABEL_NAMES_KEPT {
-            self.label_names.insert(bytes.into(), name.clone());
-        }
-        name
-    }
-}
+/// The name recorded for labels past [`LABEL_NAMES_KEPT`] distinct ones.
+pub const LABELS_FULL: &str = "(label names past the layer's 65536)";
+
+/// A debug label: its number in the device's table of names ([`Device::label`]), so a
+/// label per dispatch (llama.cpp's) costs neither an allocation nor a reference count
+/// shared with the writer thread.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Label(u32);
 
 /// A command buffer the program allocated.
 #[derive(Default)]
@@ -119,25 +117,97 @@ pub struct Recording {
     pub dispatches: Vec<Dispatch>,
     /// Timestamp slots at the buffer's start and end (`pass` timing).
     pub bounds: Option<(Slot, Slot)>,
-    pub counters: BTreeMap<&'static str, u64>,
+    pub counts: Counts,
     /// The bound compute pipeline's recorded id.
     pub pipeline: Option<u32>,
     /// Open debug-utils labels, innermost last.
-    pub labels: Vec<Arc<str>>,
+    pub labels: Vec<Label>,
     /// Next free query slot.
     pub next_slot: Slot,
     /// The query pools of the buffer when this recording ended.
     pub query_pools: Vec<vk::QueryPool>,
 }
 
+/// What a recording counts, kept in a fixed array: a barrier's four counts are four
+/// additions, not four map lookups by name (the hooks run thousands of times a token).
+#[derive(Clone, Copy)]
+pub enum Count {
+    Barriers,
+    MemoryBarriers,
+    BufferBarriers,
+    ImageBarriers,
+    Copies,
+    CopyBytes,
+    Fills,
+    FillBytes,
+    Updates,
+    UpdateBytes,
+    LayerQueryResets,
+}
+
+impl Count {
+    /// The counter's name in the recording (the profile's counter name).
+    const NAMES: [&'static str; 11] = [
+        "barriers",
+        "memory_barriers",
+        "buffer_barriers",
+        "image_barriers",
+        "copies",
+        "copy_bytes",
+        "fills",
+        "fill_bytes",
+        "updates",
+        "update_bytes",
+        "layer_query_resets",
+    ];
+}
+
+#[derive(Default, Clone)]
+pub struct Counts([u64; Count::NAMES.len()]);
+
+impl Counts {
+    pub fn add(&mut self, what: Count, n: u64) {
+        let c = &mut self.0[what as usize];
+        *c = c.saturating_add(n);
+    }
+
+    /// The counts that are not zero, by name.
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Count::NAMES
+            .iter()
+            .zip(self.0)
+            .filter(|&(_, n)| n > 0)
+            .map(|(&name, n)| (name, n))
+    }
+}
+
 #[derive(Clone)]
 pub struct Dispatch {
     pub pipeline: u32,
-    pub label: Option<Arc<str>>,
-    pub scope: Option<Arc<str>>,
+    pub label: Option<Label>,
+    pub scope: Option<Label>,
     pub workgroups: [u32; 3],
-    pub kind: &'static str,
+    pub kind: DispatchKind,
     pub slots: Option<(Slot, Slot)>,
+}
+
+/// Which command recorded a dispatch.
+#[derive(Clone, Copy)]
+pub enum DispatchKind {
+    Direct,
+    Indirect,
+    Base,
+}
+
+impl DispatchKind {
+    /// As the recording names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DispatchKind::Direct => "direct",
+            DispatchKind::Indirect => "indirect",
+            DispatchKind::Base => "base",
+        }
+    }
 }
 
 /// One queue with the submissions not yet closed into a step.
@@ -170,6 +240,23 @@ pub struct Execution {
 impl Device {
     pub fn lock(&self) -> MutexGuard<'_, DeviceState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The label named `bytes`, numbered the first time it is seen.
+    pub fn label(&self, st: &mut DeviceState, bytes: &[u8]) -> Label {
+        if let Some(&id) = st.label_ids.get(bytes) {
+            return Label(id);
+        }
+        let full = st.label_ids.len() >= LABEL_NAMES_KEPT;
+        let key: &[u8] = if full { LABELS_FULL.as_bytes() } else { bytes };
+        if let Some(&id) = st.label_ids.get(key) {
+            return Label(id);
+        }
+        let mut names = self.label_names.write().unwrap_or_else(|e| e.into_inner());
+        let id = names.len() as u32;
+        names.push(String::from_utf8_lossy(key).into());
+        st.label_ids.insert(key.into(), id);
+        Label(id)
     }
 
     /// Whether this dispatch (the `n`-th recorded) is timed: every one, or when
@@ -226,7 +313,7 @@ impl Device {
         if !self.host_reset && query.is_multiple_of(RESET_CHUNK) {
             let reset = self.fns.cmd_reset_query_pool?;
             reset(cb, pool, query, RESET_CHUNK.min(POOL_QUERIES - query));
-            *rec.counters.entry("layer_query_resets").or_default() += 1;
+            rec.counts.add(Count::LayerQueryResets, 1);
         }
         rec.next_slot += 1;
         Some((pool, query, slot))
@@ -309,7 +396,7 @@ impl Device {
     /// # Safety
     /// The program's sync covers those submissions.
     pub unsafe fn close(
-        &self,
+        &'static self,
         st: &mut DeviceState,
         queue: u64,
         upto: usize,
@@ -363,7 +450,10 @@ impl Device {
             q.step_start_ns = Some(end);
             let (queue, ended_by) = (q.id, ended_by.to_string());
             writer::record_step(move |index| {
-                let mut step = step_record(queue, start, end, &ended_by, &group, &mut counters);
+                let names = self.label_names.read().unwrap_or_else(|e| e.into_inner());
+                let mut step =
+                    step_record(&names, queue, start, end, &ended_by, &group, &mut counters);
+                drop(names);
                 step.index = index;
                 step.counters = counters;
                 step.cpu_spans = spans;
@@ -375,6 +465,7 @@ impl Device {
 
 /// The step's command buffers with their dispatches and ticks, its counters added to.
 fn step_record(
+    label_names: &[Box<str>],
     queue: u32,
     start: u64,
     end: u64,
@@ -388,7 +479,7 @@ fn step_record(
             let ticks = e.ticks.as_deref().unwrap_or(&[]);
             let at = |slot: Slot| ticks.get(slot as usize).copied().unwrap_or(0);
             let rec = &e.recording;
-            for (k, v) in &rec.counters {
+            for (k, v) in rec.counts.named() {
                 *counters.entry(k.to_string()).or_default() += v;
             }
             command_buffers.push(CommandBufferRecord {
@@ -400,10 +491,10 @@ fn step_record(
                     .iter()
                     .map(|d| DispatchRecord {
                         pipeline: d.pipeline,
-                        label: d.label.as_deref().map(str::to_string),
-                        scope: d.scope.as_deref().map(str::to_string),
+                        label: d.label.map(|l| label_text(label_names, l)),
+                        scope: d.scope.map(|l| label_text(label_names, l)),
                         workgroups: d.workgroups,
-                        kind: d.kind.into(),
+                        kind: d.kind.name().into(),
                         ticks: d.slots.map(|(a, b)| (at(a), at(b))),
                     })
                     .collect(),
@@ -423,6 +514,10 @@ fn step_record(
     }
 }
 
+fn label_text(names: &[Box<str>], label: Label) -> String {
+    names.get(label.0 as usize).map_or("", |n| n).to_string()
+}
+
 /// The calling thread's OS id (for CPU spans).
 pub fn thread_id() -> u64 {
     // SAFETY: gettid has no preconditions.
@@ -435,4 +530,29 @@ fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Count, Counts};
+
+    #[test]
+    fn each_count_is_named_by_its_own_counter() {
+        let mut c = Counts::default();
+        c.add(Count::Barriers, 1);
+        c.add(Count::ImageBarriers, 4);
+        c.add(Count::UpdateBytes, u64::MAX);
+        c.add(Count::UpdateBytes, 9);
+        c.add(Count::LayerQueryResets, 2);
+        let named: Vec<_> = c.named().collect();
+        assert_eq!(
+            named,
+            [
+                ("barriers", 1),
+                ("image_barriers", 4),
+                ("update_bytes", u64::MAX),
+                ("layer_query_resets", 2)
+            ]
+        );
+    }
 }

@@ -4,7 +4,9 @@
 use ash::vk;
 use ash::vk::Handle;
 
-use crate::device::{CommandBuffer, Device, DeviceState, Dispatch, Recording, Slot};
+use crate::device::{
+    CommandBuffer, Count, Device, DeviceState, Dispatch, DispatchKind, Recording, Slot,
+};
 use crate::guard;
 use crate::registry;
 use gpuscope_trace::TimingMode;
@@ -71,12 +73,6 @@ fn with_recording(d: &Device, cb: vk::CommandBuffer, f: impl FnOnce(&mut Recordi
         .and_then(|c| c.recording.as_mut())
     {
         f(rec);
-    }
-}
-
-fn count(rec: &mut Recording, key: &'static str, n: u64) {
-    if n > 0 {
-        *rec.counters.entry(key).or_default() += n;
     }
 }
 
@@ -174,7 +170,7 @@ unsafe extern "system" fn free_command_buffers(
     guard("vkFreeCommandBuffers", || {
         let handles: Vec<u64> = (0..n as usize).map(|i| (*cbs.add(i)).as_raw()).collect();
         let mut st = d.lock();
-        settle(&d, &mut st, |h, _| handles.contains(&h), true);
+        settle(d, &mut st, |h, _| handles.contains(&h), true);
     });
     next(device, pool, n, cbs);
 }
@@ -187,7 +183,7 @@ unsafe extern "system" fn reset_command_pool(
     let (d, next) = next_or!(device, reset_command_pool, vk::Result::ERROR_DEVICE_LOST);
     guard("vkResetCommandPool", || {
         let mut st = d.lock();
-        settle(&d, &mut st, |_, c| c.pool == pool.as_raw(), false);
+        settle(d, &mut st, |_, c| c.pool == pool.as_raw(), false);
     });
     next(device, pool, flags)
 }
@@ -200,7 +196,7 @@ unsafe extern "system" fn destroy_command_pool(
     let (d, next) = next_or!(device, destroy_command_pool);
     guard("vkDestroyCommandPool", || {
         let mut st = d.lock();
-        settle(&d, &mut st, |_, c| c.pool == pool.as_raw(), true);
+        settle(d, &mut st, |_, c| c.pool == pool.as_raw(), true);
         st.pool_family.remove(&pool.as_raw());
     });
     next(device, pool, allocator);
@@ -213,7 +209,7 @@ unsafe extern "system" fn reset_command_buffer(
     let (d, next) = next_or!(cb, reset_command_buffer, vk::Result::ERROR_DEVICE_LOST);
     guard("vkResetCommandBuffer", || {
         let mut st = d.lock();
-        settle(&d, &mut st, |h, _| h == cb.as_raw(), false);
+        settle(d, &mut st, |h, _| h == cb.as_raw(), false);
     });
     next(cb, flags)
 }
@@ -235,7 +231,7 @@ unsafe extern "system" fn begin_command_buffer(
     let (d, next) = next_or!(cb, begin_command_buffer, vk::Result::ERROR_DEVICE_LOST);
     guard("vkBeginCommandBuffer", || {
         let mut st = d.lock();
-        settle(&d, &mut st, |h, _| h == cb.as_raw(), false);
+        settle(d, &mut st, |h, _| h == cb.as_raw(), false);
         // Its last results are read: its pools are free for this recording.
         if let Some(c) = st.command_buffers.get(&cb.as_raw()) {
             d.host_reset_pools(&c.query_pools);
@@ -245,11 +241,18 @@ unsafe extern "system" fn begin_command_buffer(
     if r == vk::Result::SUCCESS {
         guard("vkBeginCommandBuffer", || {
             let mut st = d.lock();
-            let timed = timestamps_in(&d, &st, cb);
+            let timed = timestamps_in(d, &st, cb);
             let Some(c) = st.command_buffers.get_mut(&cb.as_raw()) else {
                 return;
             };
-            c.recording = Some(Recording::default());
+            // Room for as many dispatches as its last recording had: a buffer is
+            // mostly re-recorded with the same work, and growing the list as it
+            // fills cost more than the rest of a dispatch's bookkeeping.
+            let room = c.last.as_ref().map_or(0, |r| r.dispatches.len());
+            c.recording = Some(Recording {
+                dispatches: Vec::with_capacity(room),
+                ..Recording::default()
+            });
             if d.timing == TimingMode::Pass && timed {
                 if let Some(first) = d.timestamp(&mut st, cb) {
                     with_bounds(&mut st, cb, first);
@@ -328,7 +331,7 @@ unsafe extern "system" fn cmd_bind_pipeline(
 /// a timestamp after, and its record.
 unsafe fn dispatch(
     cb: vk::CommandBuffer,
-    kind: &'static str,
+    kind: DispatchKind,
     workgroups: [u32; 3],
     call: impl FnOnce(&Device),
 ) {
@@ -341,7 +344,7 @@ unsafe fn dispatch(
         let n = st.dispatches_recorded;
         st.dispatches_recorded += 1;
         crate::fault_check(n + 1);
-        let timed = d.times(n) && timestamps_in(&d, &st, cb);
+        let timed = d.times(n) && timestamps_in(d, &st, cb);
         let before = timed.then(|| d.timestamp(&mut st, cb)).flatten();
         if before.is_none() {
             push_dispatch(&mut st, cb, kind, workgroups, None);
@@ -349,7 +352,7 @@ unsafe fn dispatch(
         before
     })
     .flatten();
-    call(&d);
+    call(d);
     if before.is_some() {
         guard("vkCmdDispatch", || {
             let mut st = d.lock();
@@ -363,7 +366,7 @@ unsafe fn dispatch(
 fn push_dispatch(
     st: &mut DeviceState,
     cb: vk::CommandBuffer,
-    kind: &'static str,
+    kind: DispatchKind,
     workgroups: [u32; 3],
     slots: Option<(Slot, Slot)>,
 ) {
@@ -378,8 +381,8 @@ fn push_dispatch(
         let n = rec.labels.len();
         rec.dispatches.push(Dispatch {
             pipeline,
-            label: rec.labels.last().cloned(),
-            scope: n.checked_sub(2).map(|i| rec.labels[i].clone()),
+            label: rec.labels.last().copied(),
+            scope: n.checked_sub(2).map(|i| rec.labels[i]),
             workgroups,
             kind,
             slots,
@@ -388,7 +391,7 @@ fn push_dispatch(
 }
 
 unsafe extern "system" fn cmd_dispatch(cb: vk::CommandBuffer, x: u32, y: u32, z: u32) {
-    dispatch(cb, "direct", [x, y, z], |d| {
+    dispatch(cb, DispatchKind::Direct, [x, y, z], |d| {
         if let Some(next) = d.fns.cmd_dispatch {
             next(cb, x, y, z)
         }
@@ -400,7 +403,7 @@ unsafe extern "system" fn cmd_dispatch_indirect(
     buffer: vk::Buffer,
     offset: vk::DeviceSize,
 ) {
-    dispatch(cb, "indirect", [0, 0, 0], |d| {
+    dispatch(cb, DispatchKind::Indirect, [0, 0, 0], |d| {
         if let Some(next) = d.fns.cmd_dispatch_indirect {
             next(cb, buffer, offset)
         }
@@ -417,7 +420,7 @@ unsafe extern "system" fn cmd_dispatch_base(
     y: u32,
     z: u32,
 ) {
-    dispatch(cb, "base", [x, y, z], |d| {
+    dispatch(cb, DispatchKind::Base, [x, y, z], |d| {
         if let Some(next) = d.fns.cmd_dispatch_base {
             next(cb, bx, by, bz, x, y, z)
         }
@@ -439,9 +442,7 @@ unsafe extern "system" fn cmd_pipeline_barrier(
 ) {
     let (d, next) = next_or!(cb, cmd_pipeline_barrier);
     guard("vkCmdPipelineBarrier", || {
-        with_recording(&d, cb, |rec| {
-            count_barrier(rec, n_memory, n_buffer, n_image)
-        })
+        with_recording(d, cb, |rec| count_barrier(rec, n_memory, n_buffer, n_image))
     });
     next(
         cb, src, dst, deps, n_memory, memory, n_buffer, buffer, n_image, image,
@@ -449,10 +450,10 @@ unsafe extern "system" fn cmd_pipeline_barrier(
 }
 
 fn count_barrier(rec: &mut Recording, memory: u32, buffer: u32, image: u32) {
-    count(rec, "barriers", 1);
-    count(rec, "memory_barriers", u64::from(memory));
-    count(rec, "buffer_barriers", u64::from(buffer));
-    count(rec, "image_barriers", u64::from(image));
+    rec.counts.add(Count::Barriers, 1);
+    rec.counts.add(Count::MemoryBarriers, u64::from(memory));
+    rec.counts.add(Count::BufferBarriers, u64::from(buffer));
+    rec.counts.add(Count::ImageBarriers, u64::from(image));
 }
 
 unsafe extern "system" fn cmd_pipeline_barrier2(
@@ -462,7 +463,7 @@ unsafe extern "system" fn cmd_pipeline_barrier2(
     let (d, next) = next_or!(cb, cmd_pipeline_barrier2);
     guard("vkCmdPipelineBarrier2", || {
         let i = &*info;
-        with_recording(&d, cb, |rec| {
+        with_recording(d, cb, |rec| {
             count_barrier(
                 rec,
                 i.memory_barrier_count,
@@ -484,9 +485,9 @@ unsafe extern "system" fn cmd_copy_buffer(
     let (d, next) = next_or!(cb, cmd_copy_buffer);
     guard("vkCmdCopyBuffer", || {
         let bytes: u64 = (0..n as usize).map(|i| (*regions.add(i)).size).sum();
-        with_recording(&d, cb, |rec| {
-            count(rec, "copies", u64::from(n));
-            count(rec, "copy_bytes", bytes);
+        with_recording(d, cb, |rec| {
+            rec.counts.add(Count::Copies, u64::from(n));
+            rec.counts.add(Count::CopyBytes, bytes);
         })
     });
     next(cb, src, dst, n, regions);
@@ -502,9 +503,9 @@ unsafe extern "system" fn cmd_copy_buffer2(
         let bytes: u64 = (0..i.region_count as usize)
             .map(|k| (*i.p_regions.add(k)).size)
             .sum();
-        with_recording(&d, cb, |rec| {
-            count(rec, "copies", u64::from(i.region_count));
-            count(rec, "copy_bytes", bytes);
+        with_recording(d, cb, |rec| {
+            rec.counts.add(Count::Copies, u64::from(i.region_count));
+            rec.counts.add(Count::CopyBytes, bytes);
         })
     });
     next(cb, info);
@@ -519,11 +520,11 @@ unsafe extern "system" fn cmd_fill_buffer(
 ) {
     let (d, next) = next_or!(cb, cmd_fill_buffer);
     guard("vkCmdFillBuffer", || {
-        with_recording(&d, cb, |rec| {
-            count(rec, "fills", 1);
+        with_recording(d, cb, |rec| {
+            rec.counts.add(Count::Fills, 1);
             // VK_WHOLE_SIZE: the buffer's rest, not known here.
             if size != vk::WHOLE_SIZE {
-                count(rec, "fill_bytes", size);
+                rec.counts.add(Count::FillBytes, size);
             }
         })
     });
@@ -539,9 +540,9 @@ unsafe extern "system" fn cmd_update_buffer(
 ) {
     let (d, next) = next_or!(cb, cmd_update_buffer);
     guard("vkCmdUpdateBuffer", || {
-        with_recording(&d, cb, |rec| {
-            count(rec, "updates", 1);
-            count(rec, "update_bytes", size);
+        with_recording(d, cb, |rec| {
+            rec.counts.add(Count::Updates, 1);
+            rec.counts.add(Count::UpdateBytes, size);
         })
     });
     next(cb, dst, offset, size, data);
@@ -593,7 +594,7 @@ unsafe extern "system" fn cmd_begin_label(
             .label_name_as_c_str()
             .map_or(&[][..], |n| n.to_bytes());
         let mut st = d.lock();
-        let name = st.label_name(bytes);
+        let name = d.label(&mut st, bytes);
         if let Some(rec) = st
             .command_buffers
             .get_mut(&cb.as_raw())
@@ -612,7 +613,7 @@ unsafe extern "system" fn cmd_end_label(cb: vk::CommandBuffer) {
         return;
     };
     guard("vkCmdEndDebugUtilsLabelEXT", || {
-        with_recording(&d, cb, |rec| {
+        with_recording(d, cb, |rec| {
             rec.labels.pop();
         })
     });

@@ -2,7 +2,7 @@
 //! device lifetimes (where the layer links itself into the chain).
 
 use std::ffi::{c_char, CStr};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use ash::vk;
 use ash::vk::Handle;
@@ -249,7 +249,7 @@ unsafe fn register_device(
     })
     .unwrap_or(0);
     let fns = DeviceFns::load(next_gdpa, device);
-    let d = Arc::new(Device {
+    registry::add_device(Device {
         handle: device,
         id,
         fns,
@@ -260,9 +260,9 @@ unsafe fn register_device(
         memory_types: memory_types(instance, physical),
         step_per_submit: config.step_per_submit,
         host_reset: host_reset && fns.reset_query_pool.is_some(),
+        label_names: Default::default(),
         state: Mutex::new(DeviceState::default()),
     });
-    registry::add_device(d);
     writer::record(Record::Device(DeviceRecord {
         id,
         name: props.name,
@@ -389,6 +389,8 @@ unsafe extern "system" fn destroy_device(
                 destroy(device, p, std::ptr::null());
             }
         }
+        // The record's shell stays (see `registry`); what it held goes.
+        *st = DeviceState::default();
     });
     if let Some(destroy) = d.fns.destroy_device {
         destroy(device, allocator);

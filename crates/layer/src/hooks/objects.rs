@@ -101,7 +101,7 @@ unsafe extern "system" fn create_shader_module(
     if r == vk::Result::SUCCESS {
         guard("vkCreateShaderModule", || {
             let mut st = d.lock();
-            if let Some(id) = record_module(&d, &mut st, code_of(&*info)) {
+            if let Some(id) = record_module(d, &mut st, code_of(&*info)) {
                 st.modules.insert((*out).as_raw(), id);
             }
         });
@@ -170,7 +170,7 @@ unsafe extern "system" fn create_compute_pipelines(
             let mut st = d.lock();
             count(&mut st, "pipelines_created", u64::from(n));
             for i in 0..n as usize {
-                record_pipeline(&d, &mut st, &*infos.add(i), *out.add(i));
+                record_pipeline(d, &mut st, &*infos.add(i), *out.add(i));
             }
         });
     }
@@ -315,7 +315,7 @@ unsafe extern "system" fn bind_buffer_memory(
                 return;
             };
             drop(st);
-            writer::record(allocation(&d, m, "bind", usage));
+            writer::record(allocation(d, m, "bind", usage));
         });
     }
     r
@@ -344,7 +344,7 @@ unsafe extern "system" fn allocate_memory(
             count(&mut st, "allocations", 1);
             count(&mut st, "allocated_bytes", bytes);
             drop(st);
-            writer::record(allocation(&d, (id, bytes, ty), "alloc", None));
+            writer::record(allocation(d, (id, bytes, ty), "alloc", None));
         });
     }
     r
@@ -363,7 +363,7 @@ unsafe extern "system" fn free_memory(
         if let Some(m) = st.memory.remove(&memory.as_raw()) {
             count(&mut st, "frees", 1);
             drop(st);
-            writer::record(allocation(&d, m, "free", None));
+            writer::record(allocation(d, m, "free", None));
         }
     });
     if let Some(next) = d.fns.free_memory {
@@ -401,7 +401,7 @@ unsafe extern "system" fn set_object_name(
     let Some(d) = registry::device(device.as_raw()) else {
         return vk::Result::SUCCESS;
     };
-    guard("vkSetDebugUtilsObjectNameEXT", || note_name(&d, &*info));
+    guard("vkSetDebugUtilsObjectNameEXT", || note_name(d, &*info));
     match d.fns.set_debug_utils_object_name {
         Some(next) => next(device, info),
         None => vk::Result::SUCCESS,

@@ -82,7 +82,7 @@ unsafe extern "system" fn get_device_queue(
         return;
     };
     next(device, family, index, out);
-    guard("vkGetDeviceQueue", || note_queue(&d, *out, family, index));
+    guard("vkGetDeviceQueue", || note_queue(d, *out, family, index));
 }
 
 unsafe extern "system" fn get_device_queue2(
@@ -98,7 +98,7 @@ unsafe extern "system" fn get_device_queue2(
     };
     next(device, info, out);
     let (family, index) = ((*info).queue_family_index, (*info).queue_index);
-    guard("vkGetDeviceQueue2", || note_queue(&d, *out, family, index));
+    guard("vkGetDeviceQueue2", || note_queue(d, *out, family, index));
 }
 
 /// The executions a submit carries: each command buffer's last recording.
@@ -176,12 +176,12 @@ unsafe extern "system" fn queue_submit(
                     .copied()
             })
             .collect();
-        executions(&d, &cbs)
+        executions(d, &cbs)
     });
     let r = next(queue, count, submits, fence);
     if r == vk::Result::SUCCESS {
         guard("vkQueueSubmit", || {
-            note_submit(&d, queue, fence, execs.unwrap_or_default(), start)
+            note_submit(d, queue, fence, execs.unwrap_or_default(), start)
         });
     }
     r
@@ -206,12 +206,12 @@ unsafe extern "system" fn queue_submit2(
             .flat_map(|s| slice(s.p_command_buffer_infos, s.command_buffer_info_count).iter())
             .map(|i| i.command_buffer)
             .collect();
-        executions(&d, &cbs)
+        executions(d, &cbs)
     });
     let r = next(queue, count, submits, fence);
     if r == vk::Result::SUCCESS {
         guard("vkQueueSubmit2", || {
-            note_submit(&d, queue, fence, execs.unwrap_or_default(), start)
+            note_submit(d, queue, fence, execs.unwrap_or_default(), start)
         });
     }
     r
@@ -229,7 +229,7 @@ fn wait_span(start: u64) -> RecordedSpan {
 /// Closes, on every queue of `d`, the submissions up to the last one `covered` says
 /// is complete; a wait that closed nothing still counts as a sync.
 unsafe fn close_where(
-    d: &Device,
+    d: &'static Device,
     ended_by: &str,
     start: u64,
     covered: impl Fn(u64, &Queue) -> usize,
@@ -289,7 +289,7 @@ unsafe extern "system" fn wait_for_fences(
                 })
                 .map(|f| f.as_raw())
                 .collect();
-            close_where(&d, "vkWaitForFences", start, |_, q| {
+            close_where(d, "vkWaitForFences", start, |_, q| {
                 through_fences(q, &signalled)
             });
         });
@@ -314,9 +314,7 @@ unsafe extern "system" fn get_fence_status(device: vk::Device, fence: vk::Fence)
             let pending = st.queues.values().any(|q| through_fences(q, &set) > 0);
             drop(st);
             if pending {
-                close_where(&d, "vkGetFenceStatus", start, |_, q| {
-                    through_fences(q, &set)
-                });
+                close_where(d, "vkGetFenceStatus", start, |_, q| through_fences(q, &set));
             }
         });
     }
@@ -362,7 +360,7 @@ unsafe extern "system" fn device_wait_idle(device: vk::Device) -> vk::Result {
     let r = next(device);
     if r == vk::Result::SUCCESS {
         guard("vkDeviceWaitIdle", || {
-            close_where(&d, "vkDeviceWaitIdle", start, |_, q| q.pending.len())
+            close_where(d, "vkDeviceWaitIdle", start, |_, q| q.pending.len())
         });
     }
     r
@@ -386,7 +384,7 @@ unsafe extern "system" fn wait_semaphores(
         // submitted before the wait began is taken as done (what a program waiting on
         // its last signal means; an earlier value leaves later timestamps unread, 0).
         guard("vkWaitSemaphores", || {
-            close_where(&d, "vkWaitSemaphores", start, |_, q| {
+            close_where(d, "vkWaitSemaphores", start, |_, q| {
                 q.pending.iter().filter(|s| s.cpu_ns <= start).count()
             })
         });
