@@ -4,10 +4,16 @@
 #
 # Or builds the targets once (release, debug assertions on) into a folder to carry
 # to a bigger machine: scripts/fuzz.sh build [DIR] (default fuzz/dist): DIR/bin/TARGET,
-# DIR/seeds/TARGET, and DIR/fuzz-remote.sh, which runs them there (see that script).
+# DIR/seeds/TARGET (the seeds and the committed corpus), and DIR/fuzz-remote.sh, which
+# runs them there (see that script).
+#
+# Or keeps, of corpora grown anywhere, the inputs that cover what the whole set covers,
+# as the committed corpus fuzz/corpus-min/TARGET (replaced):
+# scripts/fuzz.sh minimize TARGET CORPUS_DIR... (libFuzzer's -merge=1 -set_cover_merge=1).
 #
 # The committed seeds (fuzz/seeds/TARGET, made by the project's writers; regenerate with
-# GPUSCOPE_BLESS=1 cargo test ... fuzz_seeds) start the run; what the fuzzer finds goes
+# GPUSCOPE_BLESS=1 cargo test ... fuzz_seeds) and the committed, minimized corpus
+# (fuzz/corpus-min/TARGET) start the run; what the fuzzer finds goes
 # to fuzz/corpus/TARGET (kept between runs, not committed), crashes to
 # fuzz/artifacts/TARGET, the log to fuzz/logs/. Memory is capped at 1 GiB per input
 # and a single allocation at 512 MiB (-rss_limit_mb=1024 -malloc_limit_mb=512: an
@@ -42,9 +48,32 @@ if [ "${1:-}" = build ]; then
     cp "fuzz/target/$triple/release/$t" "$DIST/bin/$t"
     rm -rf "$DIST/seeds/$t"
     cp -r "fuzz/seeds/$t" "$DIST/seeds/$t"
+    [ -d "fuzz/corpus-min/$t" ] && cp "fuzz/corpus-min/$t"/* "$DIST/seeds/$t/"
   done
   cp scripts/fuzz-remote.sh "$DIST/fuzz-remote.sh"
   echo "fuzz.sh: built into $DIST; on the fuzzing machine: $DIST/fuzz-remote.sh $DIST [SECONDS] [JOBS]" >&2
+  exit 0
+fi
+
+if [ "${1:-}" = minimize ]; then
+  TARGET=${2:?usage: scripts/fuzz.sh minimize TARGET CORPUS_DIR...}
+  shift 2
+  [ -d "fuzz/seeds/$TARGET" ] || { echo "fuzz.sh: no fuzz/seeds/$TARGET: unknown target" >&2; exit 2; }
+  toolchain
+  FEATURES=()
+  [ "$TARGET" = gguf_reader ] && FEATURES=(--features model)
+  "${CARGO[@]}" fuzz build -a "${FEATURES[@]}" "$TARGET"
+  triple=$(rustc -vV | sed -n 's/^host: //p')
+  OUTDIR=fuzz/corpus-min/$TARGET
+  rm -rf "$OUTDIR.new" && mkdir -p "$OUTDIR.new"
+  "fuzz/target/$triple/release/$TARGET" -merge=1 -set_cover_merge=1 \
+    -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 \
+    "$OUTDIR.new" "fuzz/seeds/$TARGET" "$@" >"fuzz/logs/minimize-$TARGET.log" 2>&1 ||
+    { tail -5 "fuzz/logs/minimize-$TARGET.log" >&2; exit 1; }
+  # The seeds are kept apart (fuzz/seeds); the corpus holds what they do not cover.
+  for f in "fuzz/seeds/$TARGET"/*; do rm -f "$OUTDIR.new/$(sha1sum "$f" | cut -d' ' -f1)"; done
+  rm -rf "$OUTDIR" && mv "$OUTDIR.new" "$OUTDIR"
+  echo "fuzz.sh: $OUTDIR: $(ls "$OUTDIR" | wc -l) inputs, $(du -sh "$OUTDIR" | cut -f1)" >&2
   exit 0
 fi
 
@@ -60,7 +89,8 @@ LOG="fuzz/logs/$TARGET-$(date -u +%Y%m%dT%H%M%SZ).log"
 echo "fuzz.sh: $TARGET for $SECS s, log $LOG" >&2
 set +e
 # -a: debug assertions and overflow checks on, so an overflow is a crash.
-"${CARGO[@]}" fuzz run -a "${FEATURES[@]}" "$TARGET" "fuzz/corpus/$TARGET" "fuzz/seeds/$TARGET" -- \
+"${CARGO[@]}" fuzz run -a "${FEATURES[@]}" "$TARGET" "fuzz/corpus/$TARGET" "fuzz/seeds/$TARGET" \
+  $([ -d "fuzz/corpus-min/$TARGET" ] && echo "fuzz/corpus-min/$TARGET") -- \
   -max_total_time="$SECS" -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 -print_final_stats=1 "$@" \
   >"$LOG" 2>&1
 RC=$?
