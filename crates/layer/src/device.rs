@@ -237,6 +237,15 @@ pub struct Execution {
     pub ticks: Option<Vec<u64>>,
 }
 
+impl DeviceState {
+    /// The recording in progress of `cb`, if it is being recorded.
+    pub fn recording(&mut self, cb: vk::CommandBuffer) -> Option<&mut Recording> {
+        self.command_buffers
+            .get_mut(&cb.as_raw())
+            .and_then(|c| c.recording.as_mut())
+    }
+}
+
 impl Device {
     pub fn lock(&self) -> MutexGuard<'_, DeviceState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())

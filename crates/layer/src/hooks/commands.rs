@@ -67,11 +67,7 @@ macro_rules! next_or {
 /// Runs `f` on the recording in progress of `cb` (if any), under the device lock.
 fn with_recording(d: &Device, cb: vk::CommandBuffer, f: impl FnOnce(&mut Recording)) {
     let mut st = d.lock();
-    if let Some(rec) = st
-        .command_buffers
-        .get_mut(&cb.as_raw())
-        .and_then(|c| c.recording.as_mut())
-    {
+    if let Some(rec) = st.recording(cb) {
         f(rec);
     }
 }
@@ -264,11 +260,7 @@ unsafe extern "system" fn begin_command_buffer(
 }
 
 fn with_bounds(st: &mut DeviceState, cb: vk::CommandBuffer, first: u32) {
-    if let Some(rec) = st
-        .command_buffers
-        .get_mut(&cb.as_raw())
-        .and_then(|c| c.recording.as_mut())
-    {
+    if let Some(rec) = st.recording(cb) {
         rec.bounds = Some((first, first));
     }
 }
@@ -285,11 +277,7 @@ unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::Resul
             .map(|(a, _)| a);
         if let Some(first) = started {
             if let Some(last) = d.timestamp(&mut st, cb) {
-                if let Some(rec) = st
-                    .command_buffers
-                    .get_mut(&cb.as_raw())
-                    .and_then(|c| c.recording.as_mut())
-                {
+                if let Some(rec) = st.recording(cb) {
                     rec.bounds = Some((first, last));
                 }
             }
@@ -315,11 +303,7 @@ unsafe extern "system" fn cmd_bind_pipeline(
         guard("vkCmdBindPipeline", || {
             let mut st = d.lock();
             let id = st.pipelines.get(&pipeline.as_raw()).copied();
-            if let Some(rec) = st
-                .command_buffers
-                .get_mut(&cb.as_raw())
-                .and_then(|c| c.recording.as_mut())
-            {
+            if let Some(rec) = st.recording(cb) {
                 rec.pipeline = id;
             }
         });
@@ -370,11 +354,7 @@ fn push_dispatch(
     workgroups: [u32; 3],
     slots: Option<(Slot, Slot)>,
 ) {
-    let Some(rec) = st
-        .command_buffers
-        .get_mut(&cb.as_raw())
-        .and_then(|c| c.recording.as_mut())
-    else {
+    let Some(rec) = st.recording(cb) else {
         return;
     };
     if let Some(pipeline) = rec.pipeline {
@@ -571,11 +551,7 @@ unsafe extern "system" fn cmd_execute_commands(
                 }));
             }
         }
-        if let Some(rec) = st
-            .command_buffers
-            .get_mut(&cb.as_raw())
-            .and_then(|c| c.recording.as_mut())
-        {
+        if let Some(rec) = st.recording(cb) {
             rec.dispatches.extend(added);
         }
     });
@@ -595,11 +571,7 @@ unsafe extern "system" fn cmd_begin_label(
             .map_or(&[][..], |n| n.to_bytes());
         let mut st = d.lock();
         let name = d.label(&mut st, bytes);
-        if let Some(rec) = st
-            .command_buffers
-            .get_mut(&cb.as_raw())
-            .and_then(|c| c.recording.as_mut())
-        {
+        if let Some(rec) = st.recording(cb) {
             rec.labels.push(name);
         }
     });
