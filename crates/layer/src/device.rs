@@ -13,7 +13,7 @@
 //! only do once the GPU is done with it).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
 use ash::vk::Handle;
@@ -51,8 +51,6 @@ pub struct Device {
     pub step_per_submit: bool,
     /// Query pools are reset from the host (`vkResetQueryPool`), not in command buffers.
     pub host_reset: bool,
-    /// Debug label names by number, read by the writer thread when it names dispatches.
-    pub label_names: RwLock<Vec<Box<str>>>,
     pub state: Mutex<DeviceState>,
 }
 
@@ -79,23 +77,16 @@ pub struct DeviceState {
     pub host_counters: BTreeMap<&'static str, u64>,
     /// Dispatches recorded so far (what sampling picks by).
     pub dispatches_recorded: u64,
-    /// The number of each debug label name seen (see [`Device::label`]).
-    pub label_ids: HashMap<Box<[u8]>, u32>,
 }
 
-/// Label names numbered; a name first seen past this many is recorded as
-/// [`LABELS_FULL`] (a program naming each dispatch differently would otherwise grow the
-/// table without end).
-const LABEL_NAMES_KEPT: usize = 1 << 16;
-
-/// The name recorded for labels past [`LABEL_NAMES_KEPT`] distinct ones.
-pub const LABELS_FULL: &str = "(label names past the layer's 65536)";
-
-/// A debug label: its number in the device's table of names ([`Device::label`]), so a
-/// label per dispatch (llama.cpp's) costs neither an allocation nor a reference count
-/// shared with the writer thread.
+/// A debug label: where its name lies in its recording's `label_text`. Opening a label
+/// (llama.cpp opens two a dispatch) copies its bytes and nothing more; the writer thread
+/// reads them as text.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Label(u32);
+pub struct Label {
+    start: u32,
+    len: u32,
+}
 
 /// A command buffer the program allocated.
 #[derive(Default)]
@@ -122,6 +113,8 @@ pub struct Recording {
     pub pipeline: Option<u32>,
     /// Open debug-utils labels, innermost last.
     pub labels: Vec<Label>,
+    /// The names of the labels opened in this recording, one after the other.
+    pub label_text: Vec<u8>,
     /// Next free query slot.
     pub next_slot: Slot,
     /// The query pools of the buffer when this recording ended.
@@ -237,6 +230,58 @@ pub struct Execution {
     pub ticks: Option<Vec<u64>>,
 }
 
+impl Recording {
+    /// Opens a label named `bytes` (past 4 GiB of names in one recording, unnamed).
+    pub fn open_label(&mut self, bytes: &[u8]) {
+        let start = self.label_text.len();
+        let fits = u32::try_from(start + bytes.len()).is_ok();
+        let bytes = if fits { bytes } else { &[] };
+        self.label_text.extend_from_slice(bytes);
+        self.labels.push(Label {
+            start: start.min(u32::MAX as usize) as u32,
+            len: bytes.len() as u32,
+        });
+    }
+
+    /// A label's name as text.
+    pub fn label_name(&self, l: Label) -> String {
+        let (start, end) = (l.start as usize, l.start as usize + l.len as usize);
+        String::from_utf8_lossy(self.label_text.get(start..end).unwrap_or(&[])).into_owned()
+    }
+
+    /// Appends `other`'s dispatches (a secondary buffer's), untimed (their timestamps
+    /// would sit in the secondary's pools), with their labels' names.
+    pub fn append_untimed(&mut self, other: &Recording) {
+        let mut copy = |l: Label| {
+            let start = self.label_text.len();
+            let name = other
+                .label_text
+                .get(l.start as usize..(l.start + l.len) as usize);
+            match (name, u32::try_from(start + l.len as usize)) {
+                (Some(name), Ok(_)) => {
+                    self.label_text.extend_from_slice(name);
+                    Label {
+                        start: start as u32,
+                        len: l.len,
+                    }
+                }
+                _ => Label { start: 0, len: 0 },
+            }
+        };
+        let added: Vec<Dispatch> = other
+            .dispatches
+            .iter()
+            .map(|x| Dispatch {
+                label: x.label.map(&mut copy),
+                scope: x.scope.map(&mut copy),
+                slots: None,
+                ..x.clone()
+            })
+            .collect();
+        self.dispatches.extend(added);
+    }
+}
+
 impl DeviceState {
     /// The recording in progress of `cb`, if it is being recorded.
     pub fn recording(&mut self, cb: vk::CommandBuffer) -> Option<&mut Recording> {
@@ -249,23 +294,6 @@ impl DeviceState {
 impl Device {
     pub fn lock(&self) -> MutexGuard<'_, DeviceState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The label named `bytes`, numbered the first time it is seen.
-    pub fn label(&self, st: &mut DeviceState, bytes: &[u8]) -> Label {
-        if let Some(&id) = st.label_ids.get(bytes) {
-            return Label(id);
-        }
-        let full = st.label_ids.len() >= LABEL_NAMES_KEPT;
-        let key: &[u8] = if full { LABELS_FULL.as_bytes() } else { bytes };
-        if let Some(&id) = st.label_ids.get(key) {
-            return Label(id);
-        }
-        let mut names = self.label_names.write().unwrap_or_else(|e| e.into_inner());
-        let id = names.len() as u32;
-        names.push(String::from_utf8_lossy(key).into());
-        st.label_ids.insert(key.into(), id);
-        Label(id)
     }
 
     /// Whether this dispatch (the `n`-th recorded) is timed: every one, or when
@@ -405,7 +433,7 @@ impl Device {
     /// # Safety
     /// The program's sync covers those submissions.
     pub unsafe fn close(
-        &'static self,
+        &self,
         st: &mut DeviceState,
         queue: u64,
         upto: usize,
@@ -459,10 +487,7 @@ impl Device {
             q.step_start_ns = Some(end);
             let (queue, ended_by) = (q.id, ended_by.to_string());
             writer::record_step(move |index| {
-                let names = self.label_names.read().unwrap_or_else(|e| e.into_inner());
-                let mut step =
-                    step_record(&names, queue, start, end, &ended_by, &group, &mut counters);
-                drop(names);
+                let mut step = step_record(queue, start, end, &ended_by, &group, &mut counters);
                 step.index = index;
                 step.counters = counters;
                 step.cpu_spans = spans;
@@ -474,7 +499,6 @@ impl Device {
 
 /// The step's command buffers with their dispatches and ticks, its counters added to.
 fn step_record(
-    label_names: &[Box<str>],
     queue: u32,
     start: u64,
     end: u64,
@@ -500,8 +524,8 @@ fn step_record(
                     .iter()
                     .map(|d| DispatchRecord {
                         pipeline: d.pipeline,
-                        label: d.label.map(|l| label_text(label_names, l)),
-                        scope: d.scope.map(|l| label_text(label_names, l)),
+                        label: d.label.map(|l| rec.label_name(l)),
+                        scope: d.scope.map(|l| rec.label_name(l)),
                         workgroups: d.workgroups,
                         kind: d.kind.name().into(),
                         ticks: d.slots.map(|(a, b)| (at(a), at(b))),
@@ -523,10 +547,6 @@ fn step_record(
     }
 }
 
-fn label_text(names: &[Box<str>], label: Label) -> String {
-    names.get(label.0 as usize).map_or("", |n| n).to_string()
-}
-
 /// The calling thread's OS id (for CPU spans).
 pub fn thread_id() -> u64 {
     // SAFETY: gettid has no preconditions.
@@ -543,7 +563,54 @@ fn mix(mut x: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{Count, Counts};
+    use super::{Count, Counts, Dispatch, DispatchKind, Recording};
+
+    fn dispatch(rec: &Recording, slots: Option<(u32, u32)>) -> Dispatch {
+        let n = rec.labels.len();
+        Dispatch {
+            pipeline: 7,
+            label: rec.labels.last().copied(),
+            scope: n.checked_sub(2).map(|i| rec.labels[i]),
+            workgroups: [1, 2, 3],
+            kind: DispatchKind::Direct,
+            slots,
+        }
+    }
+
+    #[test]
+    fn labels_keep_their_names_and_follow_dispatches_into_a_primary() {
+        let mut secondary = Recording::default();
+        secondary.open_label(b"node_1");
+        secondary.open_label("mul_mat_vec \u{e9}".as_bytes());
+        let d = dispatch(&secondary, Some((0, 1)));
+        secondary.dispatches.push(d);
+        secondary.labels.pop();
+        secondary.open_label(b"rms_norm");
+        let d = dispatch(&secondary, Some((2, 3)));
+        secondary.dispatches.push(d);
+
+        let mut primary = Recording::default();
+        primary.open_label(b"graph");
+        primary.append_untimed(&secondary);
+        let names: Vec<_> = primary
+            .dispatches
+            .iter()
+            .map(|d| {
+                (
+                    d.label.map(|l| primary.label_name(l)),
+                    d.scope.map(|l| primary.label_name(l)),
+                    d.slots,
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (Some("mul_mat_vec \u{e9}".into()), Some("node_1".into()), None),
+                (Some("rms_norm".into()), Some("node_1".into()), None),
+            ]
+        );
+    }
 
     #[test]
     fn each_count_is_named_by_its_own_counter() {

@@ -244,9 +244,13 @@ unsafe extern "system" fn begin_command_buffer(
             // Room for as many dispatches as its last recording had: a buffer is
             // mostly re-recorded with the same work, and growing the list as it
             // fills cost more than the rest of a dispatch's bookkeeping.
-            let room = c.last.as_ref().map_or(0, |r| r.dispatches.len());
+            let (room, text) = c
+                .last
+                .as_ref()
+                .map_or((0, 0), |r| (r.dispatches.len(), r.label_text.len()));
             c.recording = Some(Recording {
                 dispatches: Vec::with_capacity(room),
+                label_text: Vec::with_capacity(text),
                 ..Recording::default()
             });
             if d.timing == TimingMode::Pass && timed {
@@ -538,21 +542,17 @@ unsafe extern "system" fn cmd_execute_commands(
     let (d, next) = next_or!(cb, cmd_execute_commands);
     guard("vkCmdExecuteCommands", || {
         let mut st = d.lock();
-        let mut added: Vec<Dispatch> = Vec::new();
-        for i in 0..n as usize {
-            if let Some(last) = st
-                .command_buffers
-                .get(&(*secondaries.add(i)).as_raw())
-                .and_then(|c| c.last.clone())
-            {
-                added.extend(last.dispatches.iter().map(|x| Dispatch {
-                    slots: None,
-                    ..x.clone()
-                }));
-            }
-        }
+        let recorded: Vec<_> = (0..n as usize)
+            .filter_map(|i| {
+                st.command_buffers
+                    .get(&(*secondaries.add(i)).as_raw())
+                    .and_then(|c| c.last.clone())
+            })
+            .collect();
         if let Some(rec) = st.recording(cb) {
-            rec.dispatches.extend(added);
+            for last in &recorded {
+                rec.append_untimed(last);
+            }
         }
     });
     next(cb, n, secondaries);
@@ -569,10 +569,8 @@ unsafe extern "system" fn cmd_begin_label(
         let bytes = (*label)
             .label_name_as_c_str()
             .map_or(&[][..], |n| n.to_bytes());
-        let mut st = d.lock();
-        let name = d.label(&mut st, bytes);
-        if let Some(rec) = st.recording(cb) {
-            rec.labels.push(name);
+        if let Some(rec) = d.lock().recording(cb) {
+            rec.open_label(bytes);
         }
     });
     if let Some(next) = d.fns.cmd_begin_debug_utils_label {

@@ -260,7 +260,6 @@ unsafe fn register_device(
         memory_types: memory_types(instance, physical),
         step_per_submit: config.step_per_submit,
         host_reset: host_reset && fns.reset_query_pool.is_some(),
-        label_names: Default::default(),
         state: Mutex::new(DeviceState::default()),
     });
     writer::record(Record::Device(DeviceRecord {

@@ -229,7 +229,7 @@ fn wait_span(start: u64) -> RecordedSpan {
 /// Closes, on every queue of `d`, the submissions up to the last one `covered` says
 /// is complete; a wait that closed nothing still counts as a sync.
 unsafe fn close_where(
-    d: &'static Device,
+    d: &Device,
     ended_by: &str,
     start: u64,
     covered: impl Fn(u64, &Queue) -> usize,
