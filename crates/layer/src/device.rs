@@ -606,7 +606,11 @@ mod tests {
         assert_eq!(
             names,
             [
-                (Some("mul_mat_vec \u{e9}".into()), Some("node_1".into()), None),
+                (
+                    Some("mul_mat_vec \u{e9}".into()),
+                    Some("node_1".into()),
+                    None
+                ),
                 (Some("rms_norm".into()), Some("node_1".into()), None),
             ]
         );
