@@ -316,7 +316,7 @@ pub struct SynthArgs {
 #[derive(Debug, Args)]
 #[command(override_usage = "gpuscope attach [OPTIONS] -- PROGRAM [ARGS]...")]
 pub struct AttachArgs {
-    /// GPU timing: auto (every dispatch; on NVIDIA 1 in 64, picked by a hash), off, pass
+    /// GPU timing: auto (every dispatch; on NVIDIA 1 in 128, picked by a hash), off, pass
     /// (a timestamp at each command buffer's start and end), dispatch, sampled (1 in 16).
     #[arg(long, default_value = "auto", value_parser = ["auto", "off", "pass", "dispatch", "sampled"])]
     pub timing: String,

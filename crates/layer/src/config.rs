@@ -21,10 +21,11 @@ pub const DEFAULT_STRIDE: u32 = 16;
 
 /// The sampling stride of `auto` on NVIDIA when none is given. A timed dispatch costs
 /// the GPU about 6 µs there (`peak` on an H100): at 1 in 16, llama.cpp's 517 dispatches
-/// of an 8B token paid ~32 x 6 µs, 3.5-6.4% of its 4 ms (BENCHMARKS.md, run 18); 1 in
-/// 64 is about a quarter of that, and llama-bench's 385 tokens still time each
-/// dispatch of a token about six times.
-pub const AUTO_STRIDE: u32 = 64;
+/// of an 8B token paid ~32 x 6 µs, 3.5-6.4% of its 4 ms (BENCHMARKS.md, run 18). In
+/// run 23 (variants' order rotated), llama-bench tg128 ran 6.7% below the plain run at
+/// 1 in 64 and 4.4% below at 1 in 128, as with timing off: 1 in 128, and llama-bench's
+/// 385 tokens still time each dispatch of a token about three times.
+pub const AUTO_STRIDE: u32 = 128;
 
 #[derive(Debug, Clone)]
 pub struct Config {
