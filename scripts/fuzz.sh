@@ -9,7 +9,7 @@
 #
 # Or keeps, of corpora grown anywhere, the inputs that cover what the whole set covers,
 # as the committed corpus fuzz/corpus-min/TARGET (replaced):
-# scripts/fuzz.sh minimize TARGET CORPUS_DIR... (libFuzzer's -merge=1 -set_cover_merge=1).
+# scripts/fuzz.sh minimize TARGET CORPUS_DIR... (libFuzzer's -merge=1).
 #
 # The committed seeds (fuzz/seeds/TARGET, made by the project's writers; regenerate with
 # GPUSCOPE_BLESS=1 cargo test ... fuzz_seeds) and the committed, minimized corpus
@@ -66,7 +66,7 @@ if [ "${1:-}" = minimize ]; then
   triple=$(rustc -vV | sed -n 's/^host: //p')
   OUTDIR=fuzz/corpus-min/$TARGET
   rm -rf "$OUTDIR.new" && mkdir -p "$OUTDIR.new"
-  "fuzz/target/$triple/release/$TARGET" -merge=1 -set_cover_merge=1 \
+  "fuzz/target/$triple/release/$TARGET" -merge=1 \
     -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 \
     "$OUTDIR.new" "fuzz/seeds/$TARGET" "$@" >"fuzz/logs/minimize-$TARGET.log" 2>&1 ||
     { tail -5 "fuzz/logs/minimize-$TARGET.log" >&2; exit 1; }
