@@ -31,9 +31,9 @@ const PROMPTS: [&str; 4] = [
 /// lavapipe, CPU and f64) a large part of CI's time.
 const GENERATED: usize = 10;
 
-/// The prompts `check` runs in f64 (every dispatch of every token, ~20 s a prompt on
-/// lavapipe): two, the graph is the same for every prompt.
-const CHECKED: [&str; 2] = [PROMPTS[0], PROMPTS[1]];
+/// The prompts `check` runs in f64 (every dispatch of every token, ~13 s a prompt on
+/// lavapipe): one, the graph is the same for every prompt.
+const CHECKED: [&str; 1] = [PROMPTS[0]];
 
 /// A near tie: the reference's two best logits this close, greedy choices may differ.
 const NEAR_TIE: f64 = 0.1;
@@ -239,7 +239,7 @@ fn gemma3_greedy_gpu_and_cpu_match_the_f64_reference() {
 
 /// Every dispatch of the decode graph against its executor in f64, on each prompt.
 #[test]
-fn gemma3_passes_check_in_f64_on_two_prompts() {
+fn gemma3_passes_check_in_f64() {
     let (Some(gpu), Some(m)) = (gpu(), model()) else {
         return;
     };
