@@ -7,13 +7,14 @@
 # DIR/seeds/TARGET (the seeds and the committed corpus), and DIR/fuzz-remote.sh, which
 # runs them there (see that script).
 #
-# Or keeps, of corpora grown anywhere, the inputs that cover what the whole set covers,
-# as the committed corpus fuzz/corpus-min/TARGET (replaced):
-# scripts/fuzz.sh minimize TARGET CORPUS_DIR... (libFuzzer's -merge=1).
+# Or keeps, of corpora grown anywhere, the inputs that add coverage (libFuzzer's
+# -merge=1), as the committed corpus fuzz/corpus-min/TARGET.tar.xz (replaced; a few
+# hundred KB packed where the inputs are thousands of files and megabytes):
+# scripts/fuzz.sh minimize TARGET CORPUS_DIR...
 #
 # The committed seeds (fuzz/seeds/TARGET, made by the project's writers; regenerate with
 # GPUSCOPE_BLESS=1 cargo test ... fuzz_seeds) and the committed, minimized corpus
-# (fuzz/corpus-min/TARGET) start the run; what the fuzzer finds goes
+# (fuzz/corpus-min/TARGET.tar.xz, unpacked into the corpus) start the run; what the fuzzer finds goes
 # to fuzz/corpus/TARGET (kept between runs, not committed), crashes to
 # fuzz/artifacts/TARGET, the log to fuzz/logs/. Memory is capped at 1 GiB per input
 # and a single allocation at 512 MiB (-rss_limit_mb=1024 -malloc_limit_mb=512: an
@@ -48,7 +49,7 @@ if [ "${1:-}" = build ]; then
     cp "fuzz/target/$triple/release/$t" "$DIST/bin/$t"
     rm -rf "$DIST/seeds/$t"
     cp -r "fuzz/seeds/$t" "$DIST/seeds/$t"
-    [ -d "fuzz/corpus-min/$t" ] && cp "fuzz/corpus-min/$t"/* "$DIST/seeds/$t/"
+    [ -f "fuzz/corpus-min/$t.tar.xz" ] && tar xJf "fuzz/corpus-min/$t.tar.xz" -C "$DIST/seeds/$t"
   done
   cp scripts/fuzz-remote.sh "$DIST/fuzz-remote.sh"
   echo "fuzz.sh: built into $DIST; on the fuzzing machine: $DIST/fuzz-remote.sh $DIST [SECONDS] [JOBS]" >&2
@@ -65,6 +66,7 @@ if [ "${1:-}" = minimize ]; then
   "${CARGO[@]}" fuzz build -a "${FEATURES[@]}" "$TARGET"
   triple=$(rustc -vV | sed -n 's/^host: //p')
   OUTDIR=fuzz/corpus-min/$TARGET
+  mkdir -p fuzz/logs
   rm -rf "$OUTDIR.new" && mkdir -p "$OUTDIR.new"
   "fuzz/target/$triple/release/$TARGET" -merge=1 \
     -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 \
@@ -72,8 +74,10 @@ if [ "${1:-}" = minimize ]; then
     { tail -5 "fuzz/logs/minimize-$TARGET.log" >&2; exit 1; }
   # The seeds are kept apart (fuzz/seeds); the corpus holds what they do not cover.
   for f in "fuzz/seeds/$TARGET"/*; do rm -f "$OUTDIR.new/$(sha1sum "$f" | cut -d' ' -f1)"; done
-  rm -rf "$OUTDIR" && mv "$OUTDIR.new" "$OUTDIR"
-  echo "fuzz.sh: $OUTDIR: $(ls "$OUTDIR" | wc -l) inputs, $(du -sh "$OUTDIR" | cut -f1)" >&2
+  n=$(ls "$OUTDIR.new" | wc -l)
+  tar cf - -C "$OUTDIR.new" . | xz -9 > "$OUTDIR.tar.xz.tmp" && mv "$OUTDIR.tar.xz.tmp" "$OUTDIR.tar.xz"
+  rm -rf "$OUTDIR.new"
+  echo "fuzz.sh: $OUTDIR.tar.xz: $n inputs, $(du -h "$OUTDIR.tar.xz" | cut -f1)" >&2
   exit 0
 fi
 
@@ -85,12 +89,13 @@ toolchain
 FEATURES=()
 [ "$TARGET" = gguf_reader ] && FEATURES=(--features model)
 mkdir -p "fuzz/corpus/$TARGET" fuzz/logs
+[ -f "fuzz/corpus-min/$TARGET.tar.xz" ] && tar xJf "fuzz/corpus-min/$TARGET.tar.xz" -C "fuzz/corpus/$TARGET"
 LOG="fuzz/logs/$TARGET-$(date -u +%Y%m%dT%H%M%SZ).log"
 echo "fuzz.sh: $TARGET for $SECS s, log $LOG" >&2
 set +e
 # -a: debug assertions and overflow checks on, so an overflow is a crash.
 "${CARGO[@]}" fuzz run -a "${FEATURES[@]}" "$TARGET" "fuzz/corpus/$TARGET" "fuzz/seeds/$TARGET" \
-  $([ -d "fuzz/corpus-min/$TARGET" ] && echo "fuzz/corpus-min/$TARGET") -- \
+  -- \
   -max_total_time="$SECS" -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 -print_final_stats=1 "$@" \
   >"$LOG" 2>&1
 RC=$?
