@@ -17,8 +17,8 @@ export GGML_VK_VISIBLE_DEVICES=0
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$S"
 llama_bench_8b "$W"
 LB=("${LB8[@]}" -r "${4:-10}")
-VARIANTS=(plain markers auto:layer-before.so auto:libgpuscope_layer.so
-  auto128:libgpuscope_layer.so off:libgpuscope_layer.so)
+# AB_VARIANTS (space-separated) picks some of them.
+read -r -a VARIANTS <<< "${AB_VARIANTS:-plain markers auto:layer-before.so auto:libgpuscope_layer.so auto128:libgpuscope_layer.so off:libgpuscope_layer.so}"
 run_variant() { # VARIANT ROUND
   local v=$1 i=$2 err
   case $v in
@@ -37,5 +37,7 @@ for i in $(seq "${3:-3}"); do
     run_variant "${VARIANTS[$(( (k + i - 1) % n ))]}" "$i"
   done
 done
-grep -E "^Timing|^Sampled|layer_query_resets" "$OUT/auto-libgpuscope_layer.so-1.err" | cut -c1-200 >> "$S"
+for e in "$OUT"/auto*-1.err; do
+  [ -e "$e" ] && grep -E "^Timing|^Sampled|layer_query_resets" "$e" | cut -c1-200 >> "$S"
+done
 cat "$S"
