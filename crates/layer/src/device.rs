@@ -103,7 +103,7 @@ pub struct CommandBuffer {
 }
 
 /// What one recording of a command buffer holds.
-#[derive(Default, Clone)]
+#[derive(Default)]
 pub struct Recording {
     pub dispatches: Vec<Dispatch>,
     /// Timestamp slots at the buffer's start and end (`pass` timing).
@@ -155,7 +155,7 @@ impl Count {
     ];
 }
 
-#[derive(Default, Clone)]
+#[derive(Default)]
 pub struct Counts([u64; Count::NAMES.len()]);
 
 impl Counts {
@@ -174,7 +174,7 @@ impl Counts {
     }
 }
 
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 pub struct Dispatch {
     pub pipeline: u32,
     pub label: Option<Label>,
@@ -231,54 +231,52 @@ pub struct Execution {
 }
 
 impl Recording {
-    /// Opens a label named `bytes` (past 4 GiB of names in one recording, unnamed).
+    /// Opens a label named `bytes`.
     pub fn open_label(&mut self, bytes: &[u8]) {
+        let label = self.keep_name(bytes);
+        self.labels.push(label);
+    }
+
+    /// Appends `bytes` to the recording's label names; past 4 GiB of names in one
+    /// recording, the label is unnamed.
+    fn keep_name(&mut self, bytes: &[u8]) -> Label {
         let start = self.label_text.len();
-        let fits = u32::try_from(start + bytes.len()).is_ok();
-        let bytes = if fits { bytes } else { &[] };
-        self.label_text.extend_from_slice(bytes);
-        self.labels.push(Label {
-            start: start.min(u32::MAX as usize) as u32,
-            len: bytes.len() as u32,
-        });
+        match (u32::try_from(start), u32::try_from(start + bytes.len())) {
+            (Ok(start), Ok(_)) => {
+                self.label_text.extend_from_slice(bytes);
+                Label {
+                    start,
+                    len: bytes.len() as u32,
+                }
+            }
+            _ => Label { start: 0, len: 0 },
+        }
+    }
+
+    /// A label's name as bytes.
+    fn name_bytes(&self, l: Label) -> &[u8] {
+        let (start, end) = (l.start as usize, l.start as usize + l.len as usize);
+        self.label_text.get(start..end).unwrap_or(&[])
     }
 
     /// A label's name as text.
     pub fn label_name(&self, l: Label) -> String {
-        let (start, end) = (l.start as usize, l.start as usize + l.len as usize);
-        String::from_utf8_lossy(self.label_text.get(start..end).unwrap_or(&[])).into_owned()
+        String::from_utf8_lossy(self.name_bytes(l)).into_owned()
     }
 
     /// Appends `other`'s dispatches (a secondary buffer's), untimed (their timestamps
     /// would sit in the secondary's pools), with their labels' names.
     pub fn append_untimed(&mut self, other: &Recording) {
-        let mut copy = |l: Label| {
-            let start = self.label_text.len();
-            let name = other
-                .label_text
-                .get(l.start as usize..(l.start + l.len) as usize);
-            match (name, u32::try_from(start + l.len as usize)) {
-                (Some(name), Ok(_)) => {
-                    self.label_text.extend_from_slice(name);
-                    Label {
-                        start: start as u32,
-                        len: l.len,
-                    }
-                }
-                _ => Label { start: 0, len: 0 },
-            }
-        };
-        let added: Vec<Dispatch> = other
-            .dispatches
-            .iter()
-            .map(|x| Dispatch {
-                label: x.label.map(&mut copy),
-                scope: x.scope.map(&mut copy),
+        for x in &other.dispatches {
+            let label = x.label.map(|l| self.keep_name(other.name_bytes(l)));
+            let scope = x.scope.map(|l| self.keep_name(other.name_bytes(l)));
+            self.dispatches.push(Dispatch {
+                label,
+                scope,
                 slots: None,
-                ..x.clone()
-            })
-            .collect();
-        self.dispatches.extend(added);
+                ..*x
+            });
+        }
     }
 }
 

@@ -115,14 +115,13 @@ pub fn device(raw: u64) -> Option<&'static Device> {
 }
 
 /// Registers a device; its record lives as long as the process (see the module doc).
-pub fn add_device(d: Device) -> &'static Device {
+pub fn add_device(d: Device) {
     let d: &'static Device = Box::leak(Box::new(d));
     // SAFETY: as `read`.
     let k = unsafe { key(d.handle.as_raw()) };
     let mut guard = DEVICES.write().unwrap_or_else(|e| e.into_inner());
     guard.get_or_insert_with(HashMap::default).insert(k, d);
     DEVICES_GENERATION.fetch_add(1, Ordering::Release);
-    d
 }
 
 pub fn remove_device(raw: u64) -> Option<&'static Device> {
