@@ -109,6 +109,27 @@ fn thin_coverage_says_how_many_more_tokens_and_imputes_from_the_op() {
     assert!(r.contains("imputed from their op"), "{r}");
 }
 
+/// One preempted sample (100× its site's time, as a loaded CI machine gives) weighs
+/// `stride` times what it weighs timed every dispatch; the estimate drops it.
+#[test]
+fn one_preempted_sample_does_not_move_the_estimate() {
+    let clean = sampled_from(&full(128), 8);
+    let mut hit = clean.clone();
+    let d = hit
+        .dispatches
+        .iter_mut()
+        .find(|d| d.index == 0 && d.token > 64 && d.gpu.is_some())
+        .expect("a sampled call of site 0");
+    let g = d.gpu.as_mut().unwrap();
+    g.end_ns = g.start_ns + 100 * 9000;
+    for ((op, want), (_, got)) in shares(&clean).iter().zip(shares(&hit)) {
+        assert!(
+            (want - got).abs() < 1.0,
+            "{op}: {want:.2}% without the preempted call, {got:.2}% with it"
+        );
+    }
+}
+
 #[test]
 fn full_timing_is_not_estimated() {
     assert!(analyze(&full(8)).estimate.is_none());

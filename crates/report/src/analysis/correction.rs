@@ -70,11 +70,7 @@ pub fn correct(
 fn corrected_site(s: &Site, ns: u64) -> Site {
     Site {
         timed_ns: ns.saturating_mul(s.timed_calls),
-        call_ns: Some(Spread {
-            p10: ns,
-            median: ns,
-            p90: ns,
-        }),
+        call_ns: Some(Spread::of(ns)),
         ..s.clone()
     }
 }

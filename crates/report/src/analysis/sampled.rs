@@ -10,7 +10,10 @@
 //!
 //! The graph is the same every steady token, so a site's time is estimated by the mean
 //! of its samples across the steady tokens: a token's time is the sum of its calls'
-//! times, which the mean estimates without bias, and a median of a few samples flips
+//! times, which a mean estimates, trimmed of its slowest and fastest tenth because one
+//! preempted call among a site's fifteen samples weighs `stride` times what it weighs
+//! timed every dispatch (a loaded CI machine moved an op's share from 29% to 40% so);
+//! a median of a few samples flips
 //! between the modes of a call whose time is bimodal (lavapipe runs a two-workgroup
 //! dispatch on one thread or on two: 16% or 33% of a tiny model's GPU time for rope,
 //! against 25% timed every dispatch). A site with no sample is imputed from the
@@ -140,9 +143,9 @@ pub fn estimate(p: &Profile, sites: &[Site], tokens: usize) -> Option<Estimate> 
     Some(e)
 }
 
-/// The mean of a site's timed calls, ns.
+/// The trimmed mean of a site's timed calls, ns (see [`Spread::trimmed_mean`]).
 fn sample_mean_ns(s: &Site) -> Option<u64> {
-    (s.timed_calls > 0 && s.call_ns.is_some()).then(|| s.timed_ns / s.timed_calls)
+    s.call_ns.map(|c| c.trimmed_mean)
 }
 
 /// Key of an op's median over all its sites, whatever their workgroups.
@@ -178,11 +181,7 @@ fn estimated_site(s: &Site, ns: u64) -> Site {
         timed_ns: ns.saturating_mul(s.calls),
         timed_bytes: s.bytes,
         timed_flops: s.flops,
-        call_ns: s.call_ns.or(Some(Spread {
-            p10: ns,
-            median: ns,
-            p90: ns,
-        })),
+        call_ns: s.call_ns.or(Some(Spread::of(ns))),
         ..s.clone()
     }
 }
