@@ -7,7 +7,7 @@
 //! | 2 | usage error (from clap; `report`: an unknown `--format`, or `html`/`perfetto` without `-o`) |
 //! | 3 | no usable GPU: no adapter, a missing feature, a device limit exceeded |
 //! | 4 | the run failed part-way; what was measured was still printed and written |
-//! | 5 | a verdict was negative: the `diff` gate found a significant regression beyond a limit or a counter increase; `check` or `ops test` found a result past its threshold |
+//! | 5 | a verdict was negative: the `diff` gate found a significant regression beyond a limit or a counter increase; `check` or `ops test` found a result past its threshold; `replay`'s outputs differ from the recorded ones |
 //! | 130, 143 | interrupted by SIGINT, SIGTERM (`crate::interrupt`); what was measured was still printed and written |
 
 use gpuscope_model::check::CheckError;

@@ -51,14 +51,27 @@ fn a_breakpoint_capture_replays_alone() {
         "--trace-tensors",
         trace.to_str().unwrap(),
         "--break-at",
-        "token=1,label=L0.attention",
+        "token=1,label=L0.rope",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("gpuscope replay"));
+    // The README's example: rope runs inside the q/k/v gemv with the default fusions.
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("gpuscope replay"), "{err}");
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("L0.rope: with this plan's fusions it runs inside L0.attn_qkv"),
+        "{report}"
+    );
     let out = gpuscope(&["replay", trace.join("capture").to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("match"), "{stdout}");
+    // One dispatch gets a dispatch's report, not a decode report of one step.
+    assert!(
+        stdout.contains("Per-command replay") && stdout.contains("L0.attn_qkv"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("tok/s"), "{stdout}");
 }
 
 #[test]

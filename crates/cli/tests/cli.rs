@@ -298,7 +298,8 @@ fn replay_with_a_substituted_kernel_names_the_first_mismatching_dispatch() {
         "--substitute",
         &format!("silu_mul={}", wrong.display()),
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    // A negative verdict (5), not bad input (1).
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out.stdout));
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("First mismatch: step 0 dispatch")
@@ -358,7 +359,7 @@ fn a_wrong_integer_output_is_named_under_a_tolerance() {
         args.extend_from_slice(extra);
         let out = gpuscope(&args);
         let stdout = text(&out.stdout);
-        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        assert_eq!(out.status.code(), Some(5), "{stdout}");
         assert!(
             stdout.contains("First mismatch: step 0 dispatch") && stdout.contains("argmax"),
             "{extra:?}: {stdout}"

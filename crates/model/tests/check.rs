@@ -470,3 +470,36 @@ fn split_attention_decoder_matches_its_executors() {
         assert!(combines > 0, "no attention_combine dispatch checked");
     }
 }
+
+/// `--break-at` and `--filter` take the labels of the unfused graph: every dispatch of
+/// each architecture's `--fuse none` graph is found in its default graph, as itself or as
+/// the fused dispatch that does its work.
+#[test]
+fn every_unfused_label_names_a_dispatch_of_the_fused_graph() {
+    use gpuscope_model::check::select::find_label;
+    use gpuscope_model::{Fusions, GpuDecoder};
+    let Some(gpu) = common::gpu() else { return };
+    let opts = DecoderOptions {
+        max_ctx: 8,
+        read_logits: false,
+    };
+    for preset in Preset::ALL.iter().filter(|p| p.name().starts_with("tiny")) {
+        let w = common::weights(*preset, WeightFormat::Q8_0);
+        let fused = GpuDecoder::new(gpu, &w, opts.clone()).unwrap();
+        let mut plan = *fused.plan();
+        plan.fusions = Fusions::none();
+        let unfused = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
+        let graph: Vec<_> = fused.graph().dispatches().cloned().collect();
+        assert!(
+            graph.len() < unfused.graph().dispatches().count(),
+            "{preset:?}"
+        );
+        for d in unfused.graph().dispatches() {
+            let (i, host) = find_label(&graph, &d.label)
+                .unwrap_or_else(|| panic!("{preset:?}: {} is in no fused dispatch", d.label));
+            // The host is of the same layer, and named only when it is another dispatch.
+            assert_eq!(graph[i].layer, d.layer, "{preset:?} {}", d.label);
+            assert_eq!(host.is_some(), graph[i].label != d.label);
+        }
+    }
+}

@@ -1,6 +1,9 @@
 //! `gpuscope replay DIR`: the capture rebuilt on the chosen adapter; outputs compared
 //! when the capture holds them, then the whole stream replayed (the profile report) or
-//! each unique command benchmarked (`--per-command`).
+//! each unique command benchmarked (`--per-command`, and always for a capture of one
+//! dispatch, such as `check --break-at` writes: a decode report of one step of one
+//! dispatch would print tokens per second of nothing). Outputs that differ exit 5, the
+//! code of a negative verdict, apart from bad input's 1.
 
 use std::io::Write;
 
@@ -61,15 +64,18 @@ fn replay(
         out.write_all(render::render_comparison(&cmp).as_bytes())?;
         out.write_all(b"\n")?;
         if let Some(m) = &cmp.first_mismatch {
-            mismatch = Some(anyhow!(
-                "replayed outputs differ from the recorded ones, first at step {} dispatch {} ({})",
-                m.step,
-                m.dispatch,
-                m.label
-            ));
+            mismatch = Some(Exit {
+                code: crate::exit::CHECK_FAILED,
+                error: anyhow!(
+                    "replayed outputs differ from the recorded ones, first at step {} dispatch {} ({})",
+                    m.step,
+                    m.dispatch,
+                    m.label
+                ),
+            });
         }
     }
-    if args.per_command {
+    if args.per_command || capture.stream.dispatch_count() == 1 {
         let report = bench_commands(gpu, capture, subs, &BenchOptions::default(), progress)?;
         if let Some(path) = &args.json {
             let json = serde_json::to_string_pretty(&report)?;
@@ -93,7 +99,7 @@ fn replay(
         out.write_all(gpuscope_report::render::render_text(&profile).as_bytes())?;
     }
     match mismatch {
-        Some(e) => Err(e.into()),
+        Some(e) => Err(e),
         None => Ok(()),
     }
 }

@@ -179,7 +179,13 @@ fn check_in<T: Real>(
         None => GpuDecoder::new(gpu, weights, dec_opts.clone())?,
     };
     let subject = GpuPath::new(gpu, dec.graph(), opts.serial || opts.validate)?;
-    let break_seq = refuse_before_run(opts, &subject)?;
+    let selection = refuse_before_run(opts, &subject)?;
+    let break_seq = selection.break_seq;
+    // The filter's labels as this graph names them (a fused dispatch for an unfused label).
+    let opts = &CheckOptions {
+        filter: selection.filter,
+        ..opts.clone()
+    };
     let subject_name = describe(gpu);
     let reference_name = match &opts.against {
         Against::Cpu => "cpu".to_string(),
@@ -247,7 +253,8 @@ fn check_in<T: Real>(
     if let Some(t) = &mut tracer {
         t.index.reference = reference_name.clone();
     }
-    let report = new_report::<T>(opts, &subject, subject_name, reference_name, ref_gpu);
+    let mut report = new_report::<T>(opts, &subject, subject_name, reference_name, ref_gpu);
+    report.notes.extend(selection.notes);
     let mut run = Run {
         gpu,
         opts,
@@ -303,18 +310,39 @@ fn check_options(weights: &ModelWeights, opts: &CheckOptions) -> Result<u32, Che
     Ok(first)
 }
 
+/// The breakpoint and filter as the tested graph names its dispatches.
+struct Selection {
+    break_seq: Option<u64>,
+    /// The filter with unfused labels replaced by the fused dispatches' labels.
+    filter: Option<super::select::Filter>,
+    /// What was resolved to a fused dispatch.
+    notes: Vec<String>,
+}
+
 /// Everything that can be refused about the tested graph is refused before the run: a
-/// breakpoint (returned as its sequence number) without a trace directory, a filter that
-/// selects nothing, a fault past the end, a dispatch the CPU reference has no executor
-/// for.
-fn refuse_before_run(opts: &CheckOptions, subject: &GpuPath) -> Result<Option<u64>, CheckError> {
+/// breakpoint or a label that names no dispatch, a breakpoint without a trace
+/// directory, a filter that selects nothing, a fault past the end, a dispatch the CPU
+/// reference has no executor for.
+fn refuse_before_run(opts: &CheckOptions, subject: &GpuPath) -> Result<Selection, CheckError> {
     let invalid = |m: String| CheckError::Invalid(m);
     let per_step = subject.dispatches.len();
+    let mut notes = Vec::new();
     let break_seq = match &opts.break_at {
-        Some(b) => Some(
-            b.resolve(&subject.dispatches, opts.tokens)
-                .map_err(invalid)?,
-        ),
+        Some(b) => {
+            let (seq, note) = b
+                .resolve(&subject.dispatches, opts.tokens)
+                .map_err(invalid)?;
+            notes.extend(note);
+            Some(seq)
+        }
+        None => None,
+    };
+    let filter = match &opts.filter {
+        Some(f) => {
+            let (f, fused) = f.for_graph(&subject.dispatches).map_err(invalid)?;
+            notes.extend(fused);
+            Some(f)
+        }
         None => None,
     };
     if break_seq.is_some() && opts.trace_dir.is_none() {
@@ -322,7 +350,7 @@ fn refuse_before_run(opts: &CheckOptions, subject: &GpuPath) -> Result<Option<u6
             "--break-at writes the dispatch's tensors and capture: give --trace-tensors DIR".into(),
         ));
     }
-    if let Some(f) = &opts.filter {
+    if let Some(f) = &filter {
         if !subject.dispatches.iter().any(|d| f.matches_dispatch(d))
             || !(0..opts.tokens).any(|t| f.matches_token(t))
         {
@@ -345,7 +373,11 @@ fn refuse_before_run(opts: &CheckOptions, subject: &GpuPath) -> Result<Option<u6
             executor(d.pipeline.shader())?;
         }
     }
-    Ok(break_seq)
+    Ok(Selection {
+        break_seq,
+        filter,
+        notes,
+    })
 }
 
 impl<'g> GpuReference<'g> {

@@ -37,6 +37,66 @@ fn range(key: &str, v: &str) -> Result<RangeInclusive<u32>, String> {
     }
 }
 
+/// Where a dispatch of the unfused graph (`--fuse none`) does its work when fused: the
+/// part of its label (`L3.rope` → `rope`) → the part of the dispatch that takes it in.
+/// The names are the graph builders' (decode_graph.rs); a test checks every preset's
+/// unfused labels against its default graph.
+const FUSED_INTO: &[(&str, &str)] = &[
+    ("attn_norm", "attn_qkv"),
+    ("rope", "attn_qkv"),
+    ("attn_scores", "attention"),
+    ("attn_softmax", "attention"),
+    ("attn_values", "attention"),
+    ("attn_output_add", "attn_output"),
+    ("ffn_norm", "ffn_gate_up"),
+    ("ffn_silu_mul", "ffn_gate_up"),
+    ("ffn_gelu_mul", "ffn_gate_up"),
+    ("ffn_down_add", "ffn_down"),
+    ("output_norm", "output"),
+];
+
+/// The label of the dispatch that does `label`'s work in a fused graph (`L3.rope` →
+/// `L3.attn_qkv`), whether or not the graph has it.
+fn fused_host(label: &str) -> Option<String> {
+    let (prefix, part) = match label.split_once('.') {
+        Some((layer, part)) => (format!("{layer}."), part),
+        None => (String::new(), label),
+    };
+    let host = FUSED_INTO.iter().find(|(p, _)| *p == part)?.1;
+    Some(format!("{prefix}{host}"))
+}
+
+/// Where `label`'s work runs in `dispatches`: its own dispatch, else the fused dispatch
+/// that took it in (`Some` label then), else `None`.
+pub fn find_label(dispatches: &[Dispatch], label: &str) -> Option<(usize, Option<String>)> {
+    if let Some(i) = dispatches.iter().position(|d| d.label == label) {
+        return Some((i, None));
+    }
+    let host = fused_host(label)?;
+    let i = dispatches.iter().position(|d| d.label == host)?;
+    Some((i, Some(host)))
+}
+
+/// Labels that exist, for an error: the first layer's and the head's.
+pub fn some_labels(dispatches: &[Dispatch]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for d in dispatches.iter().filter(|d| d.layer.is_none_or(|l| l == 0)) {
+        if !seen.contains(&d.label.as_str()) {
+            seen.push(&d.label);
+        }
+    }
+    seen.join(", ")
+}
+
+/// A note that `label` runs fused into `host` (from [`find_label`]).
+pub fn fused_note(flag: &str, label: &str, host: &str, dispatches: &[Dispatch]) -> String {
+    let op = dispatches
+        .iter()
+        .find(|d| d.label == host)
+        .map_or("", |d| d.op.as_str());
+    format!("{flag} {label}: with this plan's fusions it runs inside {host} ({op}); that dispatch is used (--fuse none runs it alone)")
+}
+
 fn op_matches(key: &str, op: &str) -> bool {
     op == key || op.strip_prefix(key).is_some_and(|r| r.starts_with('_'))
 }
@@ -75,6 +135,30 @@ impl Filter {
             && (self.layers.is_empty()
                 || d.layer
                     .is_some_and(|l| self.layers.iter().any(|r| r.contains(&l))))
+    }
+
+    /// The filter with each label the graph has no dispatch for replaced by the fused
+    /// dispatch's that does its work, and a note for each; an unknown label is an error
+    /// listing labels that exist.
+    pub fn for_graph(&self, dispatches: &[Dispatch]) -> Result<(Filter, Vec<String>), String> {
+        let mut f = self.clone();
+        let mut notes = Vec::new();
+        for l in &mut f.labels {
+            match find_label(dispatches, l) {
+                Some((_, None)) => {}
+                Some((_, Some(host))) => {
+                    notes.push(fused_note("--filter label", l, &host, dispatches));
+                    *l = host;
+                }
+                None => {
+                    return Err(format!(
+                        "--filter label={l}: no dispatch has that label (here: {})",
+                        some_labels(dispatches)
+                    ))
+                }
+            }
+        }
+        Ok((f, notes))
     }
 
     pub fn matches_token(&self, token: u32) -> bool {
@@ -125,12 +209,17 @@ impl BreakAt {
     }
 
     /// The `seq` this breakpoint names in a run of `tokens` steps of `graph`'s
-    /// dispatches, or why it names none.
-    pub fn resolve(&self, dispatches: &[Dispatch], tokens: u32) -> Result<u64, String> {
+    /// dispatches (with a note when its label runs fused into another dispatch), or why
+    /// it names none.
+    pub fn resolve(
+        &self,
+        dispatches: &[Dispatch],
+        tokens: u32,
+    ) -> Result<(u64, Option<String>), String> {
         let per_step = dispatches.len() as u64;
         let total = per_step * tokens as u64;
         match self {
-            BreakAt::Seq(n) if *n < total => Ok(*n),
+            BreakAt::Seq(n) if *n < total => Ok((*n, None)),
             BreakAt::Seq(n) => Err(format!(
                 "--break-at {n}: the run has {total} dispatches ({tokens} tokens × {per_step}), numbered from 0"
             )),
@@ -138,13 +227,16 @@ impl BreakAt {
                 "--break-at token={token}: only {tokens} tokens are checked (0..{})",
                 tokens
             )),
-            BreakAt::Label { token, label } => dispatches
-                .iter()
-                .position(|d| d.label == *label)
-                .map(|i| *token as u64 * per_step + i as u64)
-                .ok_or_else(|| {
-                    format!("--break-at label={label}: no dispatch has that label (e.g. L0.rope, output, argmax)")
-                }),
+            BreakAt::Label { token, label } => match find_label(dispatches, label) {
+                Some((i, host)) => Ok((
+                    *token as u64 * per_step + i as u64,
+                    host.map(|h| fused_note("--break-at label", label, &h, dispatches)),
+                )),
+                None => Err(format!(
+                    "--break-at label={label}: no dispatch has that label (here: {})",
+                    some_labels(dispatches)
+                )),
+            },
         }
     }
 }
