@@ -621,6 +621,11 @@ pub struct OpsArgs {
     #[arg(long, value_name = "GB/S")]
     pub ceiling: Option<String>,
     /// Plant a kernel bug: rope-theta, oob-write.
+    /// perf: time with warm caches (runs back to back, no flush between them); the
+    /// results are labelled warm. By default each run follows a write larger than the
+    /// last-level cache.
+    #[arg(long)]
+    pub warm_caches: bool,
     #[arg(long, hide = true)]
     pub inject_fault: Option<String>,
     #[command(flatten)]

@@ -129,6 +129,9 @@ fn gemv(c: &mut Criterion) {
                             warmup: 0,
                             steps: iters.div_ceil(RUNS_PER_STEP) as usize,
                             ceiling_gb_s: None,
+                            // Warm, as this benchmark's history was taken: it compares
+                            // kernel variants' own speed (ops perf times cold).
+                            cold: false,
                         };
                         // At least `iters` runs timed: their mean, `iters` times.
                         let samples = time_group(&gpu, &dispatches, &opts).expect("timed");

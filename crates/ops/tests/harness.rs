@@ -3,7 +3,7 @@
 
 use gpuscope_ops::harness::{cases, run_perf, run_test, CaseFilter, Fault, PerfOptions, ShapeSet};
 use gpuscope_trace::compare::Thresholds;
-use gpuscope_trace::opstest::{perf_csv, test_csv};
+use gpuscope_trace::opstest::{perf_csv, perf_table, test_csv};
 
 use crate::common;
 
@@ -149,11 +149,36 @@ fn perf_times_a_case_with_gpu_timestamps() {
         warmup: 1,
         steps: 2,
         ceiling_gb_s: Some(10.0),
+        cold: true,
     };
     let r = run_perf(gpu, c, &opts).unwrap();
     assert_eq!(r.n_runs, 20);
     assert!(r.time_us > 0.0 && r.time_us_p10 <= r.time_us && r.time_us <= r.time_us_p90);
     assert!(r.bandwidth_gb_s > 0.0 && r.flops > 0.0);
     assert_eq!(r.pct_of_ceiling, Some(100.0 * r.bandwidth_gb_s / 10.0));
-    assert!(perf_csv(&[r]).contains(",time_us,"));
+    assert_eq!(r.test_mode, "perf");
+    assert!(perf_csv(std::slice::from_ref(&r)).contains(",time_us,"));
+    assert!(perf_table(&[r]).starts_with("Caches: cold"));
+    // Warm runs only on request, and labelled so.
+    let warm = run_perf(
+        gpu,
+        c,
+        &PerfOptions {
+            cold: false,
+            ..opts
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (warm.n_runs, warm.test_mode.as_str()),
+        (20, "perf (warm caches)")
+    );
+    let mut above = warm.clone();
+    above.pct_of_ceiling = Some(114.2);
+    let table = perf_table(&[above]);
+    assert!(table.starts_with("Caches: WARM"), "{table}");
+    assert!(
+        table.contains("114.2*") && table.contains("* above the measured copy ceiling"),
+        "{table}"
+    );
 }

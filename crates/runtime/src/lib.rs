@@ -37,7 +37,9 @@ pub use dispatch::{grid_2d, Cost, Dispatch, Graph, Section};
 pub use error::GpuError;
 pub use gpuscope_record::AUTO_SAMPLING_STRIDE;
 pub use graph_desc::graph_desc;
-pub use peak::{measure_ceilings, read_only_dispatch, PeakOptions};
+pub use peak::{
+    cache_flush_bytes, cache_flush_dispatch, measure_ceilings, read_only_dispatch, PeakOptions,
+};
 pub use resources::{BindGroup, BufferId, GpuBuffer, Pipeline, ShaderSource};
 pub use step::{
     one_pass_per_step, passes_per_step, step_events, DispatchSample, PassSample, PendingStep,

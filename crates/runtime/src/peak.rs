@@ -307,6 +307,69 @@ pub fn read_only_dispatch(
     ))
 }
 
+/// Bytes a cache flush writes: twice the largest last-level cache of the adapter's kind
+/// that we know of (GPUs: 256 MB, AMD's Infinity Cache; H100/H200 have 50 MB of L2; CPU
+/// adapters such as lavapipe: a server's 32 MB L3), within the device's limits. wgpu
+/// reports no cache size.
+pub fn cache_flush_bytes(gpu: &Gpu) -> u64 {
+    let want: u64 = if gpu.adapter_info().device_type == wgpu::DeviceType::Cpu {
+        64 << 20
+    } else {
+        512 << 20
+    };
+    let l = gpu.limits();
+    want.min(l.max_storage_buffer_binding_size)
+        .min(l.max_buffer_size)
+        / 16
+        * 16
+}
+
+const FLUSH: ShaderSource = ShaderSource {
+    name: "cache_flush",
+    wgsl: r#"
+@group(0) @binding(0) var<storage, read_write> dst: array<vec4<f32>>;
+// The timed kernel's output, bound so that wgpu orders the flush before the kernel (a
+// barrier between two read-write uses); never written.
+@group(0) @binding(1) var<storage, read_write> fence: array<u32>;
+override N: u32;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let stride = nwg.x * 256u;
+    for (var i = gid.x; i < N; i += stride) {
+        dst[i] = vec4<f32>(f32(i), 1.0, 2.0, 3.0);
+    }
+    if gid.x == 0xffffffffu {
+        fence[0] = 0u;
+    }
+}
+"#,
+};
+
+/// A dispatch that writes [`cache_flush_bytes`] of a buffer of its own, evicting what
+/// an earlier dispatch left in the caches (`ops perf`'s cold runs, as Nsight Compute's
+/// `--cache-control all` flushes between replays). `fence` is a buffer the timed
+/// kernel writes: binding it read-write makes wgpu put a barrier between the two, so the
+/// kernel starts after the flush ends instead of beside it.
+pub fn cache_flush_dispatch(gpu: &Gpu, fence: &GpuBuffer) -> Result<Dispatch, GpuError> {
+    let bytes = cache_flush_bytes(gpu).max(16);
+    let n = (bytes / 16) as u32;
+    let dst = gpu.create_buffer("cache_flush", bytes)?;
+    let p = gpu.pipeline(&FLUSH, "main", &[("N", n as f64)])?;
+    let b = gpu.bind_group(&p, &[&dst, fence])?;
+    Ok(Dispatch::new(
+        "cache_flush",
+        p,
+        b,
+        [n.div_ceil(256).clamp(1, 65535), 1, 1],
+        Cost {
+            bytes,
+            ..Cost::default()
+        },
+        &[],
+        &[&dst, fence],
+    ))
+}
+
 /// Measures every ceiling (see the module docs); `progress` hears what is being
 /// measured, for a status line.
 pub fn measure_ceilings(

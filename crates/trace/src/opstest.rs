@@ -180,12 +180,31 @@ pub fn test_table(rows: &[OpTestResult]) -> String {
 
 pub fn perf_table(rows: &[OpPerfResult]) -> String {
     let mut out = String::new();
+    let warm = rows.iter().any(|r| r.test_mode.contains("warm"));
+    let _ = writeln!(
+        out,
+        "{}",
+        if warm {
+            "Caches: WARM (--warm-caches: runs back to back, the operands may be served from the cache; not what a decoder reading its weights once a token sees)"
+        } else {
+            "Caches: cold (a write larger than the last-level cache before each run, as a decoder reads its weights)"
+        }
+    );
     let _ = writeln!(
         out,
         "{:<22} {:<6} {:<22} {:>10} {:>17} {:>6} {:>9} {:>9} {:>8}",
         "op", "format", "shape", "µs (med)", "µs (p10..p90)", "runs", "GB/s", "GFLOP/s", "% ceil"
     );
+    let mut above = false;
     for r in rows {
+        let pct = match r.pct_of_ceiling {
+            None => "-".to_string(),
+            Some(p) if p > 100.0 => {
+                above = true;
+                format!("{p:.1}*")
+            }
+            Some(p) => format!("{p:.1}"),
+        };
         let _ = writeln!(
             out,
             "{:<22} {:<6} {:<22} {:>10.2} {:>17} {:>6} {:>9.2} {:>9.2} {:>8}",
@@ -197,7 +216,18 @@ pub fn perf_table(rows: &[OpPerfResult]) -> String {
             r.n_runs,
             r.bandwidth_gb_s,
             r.flops / 1e9,
-            r.pct_of_ceiling.map_or("-".into(), |p| format!("{p:.1}"))
+            pct
+        );
+    }
+    if above {
+        let _ = writeln!(
+            out,
+            "* above the measured copy ceiling: {}",
+            if warm {
+                "the operands were served from the cache (warm runs)"
+            } else {
+                "the declared bytes overcount what the kernel reads from memory, or part of the operands stayed in a cache larger than the flush"
+            }
         );
     }
     out

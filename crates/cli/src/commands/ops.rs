@@ -95,6 +95,7 @@ pub fn run(mode: &OpsMode) -> Result<(), Exit> {
         };
         let opts = PerfOptions {
             ceiling_gb_s,
+            cold: !args.warm_caches,
             ..Default::default()
         };
         let mut rows = Vec::new();

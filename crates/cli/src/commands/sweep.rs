@@ -120,6 +120,8 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         warmup: 2,
         steps: args.repetitions as usize,
         ceiling_gb_s: None,
+        // As the decoder reads its weights: from memory (see ops perf).
+        cold: true,
     };
     let progress = ProgressBar::new(plan.len() as u64).with_style(
         ProgressStyle::with_template("{msg:>20} [{bar:30}] {pos}/{len} configurations, {elapsed}")
