@@ -626,6 +626,11 @@ pub struct OpsArgs {
     /// last-level cache.
     #[arg(long)]
     pub warm_caches: bool,
+    /// Only the harness's table: leave out the kernels the adapter's default plan runs
+    /// (checked inside a decode step of a synthetic SmolLM2-135M, or timed as the
+    /// decoder binds them).
+    #[arg(long)]
+    pub no_plan: bool,
     #[arg(long, hide = true)]
     pub inject_fault: Option<String>,
     #[command(flatten)]

@@ -126,7 +126,15 @@ fn ops_test_reports_kernels_the_adapter_cannot_run_as_not_supported() {
     if !have_gpu() {
         return;
     }
-    let out = gpuscope(&["ops", "test", "--op", "gemv_q8_0", "--backend", "gl"]);
+    let out = gpuscope(&[
+        "ops",
+        "test",
+        "--op",
+        "gemv_q8_0",
+        "--backend",
+        "gl",
+        "--no-plan",
+    ]);
     if !out.status.success() && std::env::var_os("CI").is_none() {
         eprintln!("SKIPPED (not in CI): no GL adapter: {}", text(&out.stderr));
         return;
@@ -167,6 +175,7 @@ fn ops_test_names_a_planted_wrong_kernel_and_perf_prints_csv() {
         "smollm2",
         "--inject-fault",
         "rope-theta",
+        "--no-plan",
     ]);
     assert_eq!(out.status.code(), Some(5));
     assert!(
@@ -175,7 +184,15 @@ fn ops_test_names_a_planted_wrong_kernel_and_perf_prints_csv() {
         text(&out.stderr)
     );
     let out = gpuscope(&[
-        "ops", "perf", "--op", "rms_norm", "--shape", "smollm2", "--output", "csv",
+        "ops",
+        "perf",
+        "--op",
+        "rms_norm",
+        "--shape",
+        "smollm2",
+        "--output",
+        "csv",
+        "--no-plan",
     ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -185,4 +202,88 @@ fn ops_test_names_a_planted_wrong_kernel_and_perf_prints_csv() {
         .unwrap()
         .starts_with("backend_name,op_name,format,shape,op_params,test_mode,time_us,"));
     assert!(lines.next().unwrap().contains(",rms_norm,"));
+}
+
+/// `ops test` and `ops perf` list every kernel of the adapter's default plan (the shaders
+/// a SmolLM2-135M profile runs), marked as the plan's.
+#[test]
+fn ops_test_and_perf_cover_every_kernel_of_the_default_plan() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("p.json");
+    let out = gpuscope(&[
+        "profile",
+        "--preset",
+        "smollm2-135m",
+        "--weights",
+        "q8_0",
+        "--tokens",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let p: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut want: Vec<String> = p["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            d["pipeline"]
+                .as_str()
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    want.sort();
+    want.dedup();
+    let out = gpuscope(&[
+        "ops",
+        "test",
+        "--format",
+        "q8_0",
+        "--shape",
+        "smollm2-135m",
+        "--output",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let mut got: Vec<String> = rows
+        .iter()
+        .filter(|r| r["test_mode"] == "plan")
+        .map(|r| r["op_name"].as_str().unwrap().to_string())
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
+    assert!(rows
+        .iter()
+        .all(|r| r["used_by_plan"] == true && r["passed"] == true));
+    // Timed as the decoder binds it, marked in the table.
+    let out = gpuscope(&[
+        "ops",
+        "perf",
+        "--format",
+        "q8_0",
+        "--shape",
+        "L0.attn_qkv",
+        "--no-plan",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "only the plan has that shape");
+    let out = gpuscope(&["ops", "perf", "--format", "q8_0", "--shape", "L0.attn_qkv"]);
+    let table = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let row = table
+        .lines()
+        .find(|l| l.contains("smollm2-135m.L0.attn_qkv"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains(" yes "), "{row}");
 }

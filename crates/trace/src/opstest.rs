@@ -33,6 +33,10 @@ pub struct OpTestResult {
     pub error: Option<TensorError>,
     /// Canary words changed before / after the outputs (out-of-bounds writes).
     pub guard_words_changed: u64,
+    /// The kernel is one the adapter's default plan runs in the decoder (`test_mode`
+    /// `plan`: tested inside a decode step of that plan).
+    #[serde(default)]
+    pub used_by_plan: bool,
 }
 
 /// One case of `ops perf`.
@@ -59,6 +63,10 @@ pub struct OpPerfResult {
     pub pct_of_ceiling: Option<f64>,
     /// `dispatch` (a timestamp around each run) or `pass` (a pass of runs, divided).
     pub timing: String,
+    /// The kernel is one the adapter's default plan runs in the decoder (`test_mode`
+    /// `plan`: timed as the decoder binds it).
+    #[serde(default)]
+    pub used_by_plan: bool,
 }
 
 /// `bandwidth_gb_s` as a percentage of a measured copy bandwidth (the roofline's memory
@@ -82,13 +90,13 @@ fn opt(v: Option<f64>) -> String {
 
 pub fn test_csv(rows: &[OpTestResult]) -> String {
     let mut out = String::from(
-        "backend_name,op_name,format,shape,op_params,test_mode,supported,passed,error_message,nmse,max_err,max_abs,nan,inf,guard_words_changed\n",
+        "backend_name,op_name,format,shape,op_params,test_mode,supported,passed,error_message,nmse,max_err,max_abs,nan,inf,guard_words_changed,used_by_plan\n",
     );
     for r in rows {
         let e = r.error.as_ref();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             csv_field(&r.backend_name),
             csv_field(&r.op_name),
             r.format,
@@ -103,7 +111,8 @@ pub fn test_csv(rows: &[OpTestResult]) -> String {
             opt(e.map(|e| e.max_abs)),
             e.map_or(0, |e| e.nan),
             e.map_or(0, |e| e.inf),
-            r.guard_words_changed
+            r.guard_words_changed,
+            r.used_by_plan
         );
     }
     out
@@ -111,12 +120,12 @@ pub fn test_csv(rows: &[OpTestResult]) -> String {
 
 pub fn perf_csv(rows: &[OpPerfResult]) -> String {
     let mut out = String::from(
-        "backend_name,op_name,format,shape,op_params,test_mode,time_us,time_us_p10,time_us_p90,n_runs,flops,bandwidth_gb_s,pct_of_ceiling,timing\n",
+        "backend_name,op_name,format,shape,op_params,test_mode,time_us,time_us_p10,time_us_p90,n_runs,flops,bandwidth_gb_s,pct_of_ceiling,timing,used_by_plan\n",
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             csv_field(&r.backend_name),
             csv_field(&r.op_name),
             r.format,
@@ -130,25 +139,35 @@ pub fn perf_csv(rows: &[OpPerfResult]) -> String {
             r.flops,
             r.bandwidth_gb_s,
             opt(r.pct_of_ceiling),
-            r.timing
+            r.timing,
+            r.used_by_plan
         );
     }
     out
 }
 
+/// Column widths for the op and shape names: 22, or the longest (the plan's kernels'
+/// names, `rms_norm+gemv_q8_0+rope.rows.packed.xshared.wide`, run longer).
+fn name_widths<'r>(names: impl Iterator<Item = (&'r str, &'r str)>) -> (usize, usize) {
+    names.fold((22, 22), |(o, s), (op, shape)| {
+        (o.max(op.chars().count()), s.max(shape.chars().count()))
+    })
+}
+
 pub fn test_table(rows: &[OpTestResult]) -> String {
     let mut out = String::new();
+    let (ow, sw) = name_widths(rows.iter().map(|r| (r.op_name.as_str(), r.shape.as_str())));
     let _ = writeln!(
         out,
-        "{:<22} {:<6} {:<22} {:<5} {:>10} {:>10} {:>6}  problem",
-        "op", "format", "shape", "ok", "NMSE", "max err", "guard"
+        "{:<ow$} {:<6} {:<sw$} {:<5} {:<4} {:>10} {:>10} {:>6}  problem",
+        "op", "format", "shape", "ok", "plan", "NMSE", "max err", "guard"
     );
     for r in rows {
         let e = r.error.as_ref();
         let sci = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2e}"));
         let _ = writeln!(
             out,
-            "{:<22} {:<6} {:<22} {:<5} {:>10} {:>10} {:>6}  {}",
+            "{:<ow$} {:<6} {:<sw$} {:<5} {:<4} {:>10} {:>10} {:>6}  {}",
             r.op_name,
             r.format,
             r.shape,
@@ -157,6 +176,7 @@ pub fn test_table(rows: &[OpTestResult]) -> String {
                 (true, true) => "OK",
                 (true, false) => "FAIL",
             },
+            if r.used_by_plan { "yes" } else { "" },
             sci(e.map(|e| e.nmse)),
             sci(e.map(|e| e.max_err)),
             r.guard_words_changed,
@@ -190,10 +210,20 @@ pub fn perf_table(rows: &[OpPerfResult]) -> String {
             "Caches: cold (a write larger than the last-level cache before each run, as a decoder reads its weights)"
         }
     );
+    let (ow, sw) = name_widths(rows.iter().map(|r| (r.op_name.as_str(), r.shape.as_str())));
     let _ = writeln!(
         out,
-        "{:<22} {:<6} {:<22} {:>10} {:>17} {:>6} {:>9} {:>9} {:>8}",
-        "op", "format", "shape", "µs (med)", "µs (p10..p90)", "runs", "GB/s", "GFLOP/s", "% ceil"
+        "{:<ow$} {:<6} {:<sw$} {:<4} {:>10} {:>17} {:>6} {:>9} {:>9} {:>8}",
+        "op",
+        "format",
+        "shape",
+        "plan",
+        "µs (med)",
+        "µs (p10..p90)",
+        "runs",
+        "GB/s",
+        "GFLOP/s",
+        "% ceil"
     );
     let mut above = false;
     for r in rows {
@@ -207,10 +237,11 @@ pub fn perf_table(rows: &[OpPerfResult]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<22} {:<6} {:<22} {:>10.2} {:>17} {:>6} {:>9.2} {:>9.2} {:>8}",
+            "{:<ow$} {:<6} {:<sw$} {:<4} {:>10.2} {:>17} {:>6} {:>9.2} {:>9.2} {:>8}",
             r.op_name,
             r.format,
             r.shape,
+            if r.used_by_plan { "yes" } else { "" },
             r.time_us,
             format!("{:.2}..{:.2}", r.time_us_p10, r.time_us_p90),
             r.n_runs,

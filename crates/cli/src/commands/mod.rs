@@ -10,6 +10,7 @@ mod diff;
 mod inspect;
 mod ops;
 mod peak;
+mod plan_kernels;
 mod profile;
 mod replay;
 mod report;

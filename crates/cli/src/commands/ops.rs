@@ -1,4 +1,5 @@
-//! `gpuscope ops test | perf`: the harness of [`gpuscope_ops::harness`], results as a
+//! `gpuscope ops test | perf`: the harness of [`gpuscope_ops::harness`], then the
+//! kernels the adapter's default plan runs ([`super::plan_kernels`]), results as a
 //! table, CSV or JSON (llama.cpp test-backend-ops field names); exit code 5 when a test
 //! fails.
 
@@ -9,7 +10,9 @@ use gpuscope_ops::harness::{cases, run_perf, run_test, CaseFilter, Fault, PerfOp
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::Gpu;
 use gpuscope_trace::compare::Thresholds;
-use gpuscope_trace::opstest::{perf_csv, perf_table, test_csv, test_table};
+use gpuscope_trace::opstest::{
+    perf_csv, perf_table, test_csv, test_table, OpPerfResult, OpTestResult,
+};
 
 use crate::args::{OpsArgs, OpsMode, OutputFormat};
 use crate::exit::{Exit, CHECK_FAILED};
@@ -37,6 +40,16 @@ fn write_json(path: &std::path::Path, json: String) -> Result<(), Exit> {
     Ok(())
 }
 
+fn no_case(args: &OpsArgs) -> Exit {
+    anyhow!(
+        "no case matches --op {:?} --format {:?} --shape {:?} (in the harness's table or the default plan's kernels)",
+        args.op,
+        args.formats,
+        args.shape
+    )
+    .into()
+}
+
 pub fn run(mode: &OpsMode) -> Result<(), Exit> {
     let (args, perf) = match mode {
         OpsMode::Test(a) => (a, false),
@@ -60,15 +73,6 @@ pub fn run(mode: &OpsMode) -> Result<(), Exit> {
         ShapeSet::Default
     };
     let list = cases(set, gpu.limits().max_storage_buffer_binding_size, &filter);
-    if list.is_empty() {
-        return Err(anyhow!(
-            "no case matches --op {:?} --format {:?} --shape {:?}",
-            args.op,
-            args.formats,
-            args.shape
-        )
-        .into());
-    }
     let mut out = std::io::stdout();
     if perf {
         let ceiling_gb_s = match args.ceiling.as_deref() {
@@ -98,7 +102,7 @@ pub fn run(mode: &OpsMode) -> Result<(), Exit> {
             cold: !args.warm_caches,
             ..Default::default()
         };
-        let mut rows = Vec::new();
+        let mut rows: Vec<OpPerfResult> = Vec::new();
         for c in &list {
             if let Some(why) = c.unsupported(&gpu) {
                 eprintln!(
@@ -108,6 +112,21 @@ pub fn run(mode: &OpsMode) -> Result<(), Exit> {
                 continue;
             }
             rows.push(run_perf(&gpu, c, &opts).with_context(|| format!("{} {}", c.op, c.shape))?);
+        }
+        let plan = match args.no_plan {
+            true => Vec::new(),
+            false => super::plan_kernels::perf_rows(&gpu, &filter, &opts)?,
+        };
+        super::plan_kernels::mark_used(
+            plan.iter().map(|r| r.op_name.as_str()),
+            &mut rows
+                .iter_mut()
+                .map(|r| (r.op_name.as_str(), &mut r.used_by_plan))
+                .collect::<Vec<_>>(),
+        );
+        rows.extend(plan);
+        if rows.is_empty() {
+            return Err(no_case(args));
         }
         if let Some(p) = &args.json {
             write_json(p, serde_json::to_string_pretty(&rows)?)?;
@@ -120,10 +139,25 @@ pub fn run(mode: &OpsMode) -> Result<(), Exit> {
         out.write_all(text.as_bytes())?;
         return Ok(());
     }
-    let rows: Vec<_> = list
+    let mut rows: Vec<OpTestResult> = list
         .iter()
         .map(|c| run_test(&gpu, c, &thresholds, fault))
         .collect();
+    let plan = match args.no_plan {
+        true => Vec::new(),
+        false => super::plan_kernels::test_rows(&args.device.gpu_options(), &filter, &thresholds)?,
+    };
+    super::plan_kernels::mark_used(
+        plan.iter().map(|r| r.op_name.as_str()),
+        &mut rows
+            .iter_mut()
+            .map(|r| (r.op_name.as_str(), &mut r.used_by_plan))
+            .collect::<Vec<_>>(),
+    );
+    rows.extend(plan);
+    if rows.is_empty() {
+        return Err(no_case(args));
+    }
     if let Some(p) = &args.json {
         write_json(p, serde_json::to_string_pretty(&rows)?)?;
     }

@@ -19,6 +19,7 @@
 //!   faults ([`Fault`]) that prove the comparison finds what it should.
 
 mod host;
+pub mod kernels;
 mod path;
 mod run;
 pub mod select;

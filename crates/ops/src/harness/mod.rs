@@ -25,7 +25,7 @@ pub mod test;
 use gpuscope_runtime::{Dispatch, Gpu, GpuError, ShaderSource};
 
 pub use cases::{cases, Case, CaseFilter, ShapeSet};
-pub use perf::{run_perf, time_group, PerfOptions};
+pub use perf::{run_perf, time_dispatch, time_group, PerfOptions, PerfRow};
 pub use sweep::{SweepMode, SweepPoint, SweepTiming};
 pub use test::run_test;
 

@@ -144,24 +144,45 @@ fn written(d: &Dispatch) -> Option<gpuscope_runtime::GpuBuffer> {
 }
 
 pub fn run_perf(gpu: &Gpu, case: &Case, opts: &PerfOptions) -> Result<OpPerfResult, GpuError> {
-    let timing = gpu.timing();
     let mut b = Builder::new(gpu, seed(case));
     let d = case.build(&mut b)?;
-    let mut samples = time_group(gpu, std::slice::from_ref(&d), opts)?;
+    let named = PerfRow {
+        op_name: case.op.clone(),
+        format: case.format.map_or("-".into(), |f| f.name().to_string()),
+        shape: case.shape.clone(),
+        op_params: case.op_params(),
+    };
+    time_dispatch(gpu, &d, opts, named)
+}
+
+/// What names a timed dispatch in the results.
+#[derive(Debug, Clone)]
+pub struct PerfRow {
+    pub op_name: String,
+    pub format: String,
+    pub shape: String,
+    pub op_params: String,
+}
+
+/// `d` timed alone (see [`time_group`]), with GB/s and GFLOP/s from its declared cost.
+pub fn time_dispatch(
+    gpu: &Gpu,
+    d: &Dispatch,
+    opts: &PerfOptions,
+    named: PerfRow,
+) -> Result<OpPerfResult, GpuError> {
+    let timing = gpu.timing();
+    let mut samples = time_group(gpu, std::slice::from_ref(d), opts)?;
     let runs = samples.len() as u64;
     let mut pct = |p: f64| percentile_f64(&mut samples, p).expect("time_group returns samples");
     let (median_ns, p10_ns, p90_ns) = (pct(50.0).max(1.0), pct(10.0), pct(90.0));
     let bandwidth = d.cost.bytes as f64 / median_ns;
     Ok(OpPerfResult {
-        backend_name: format!(
-            "{} ({:?})",
-            gpu.adapter_info().name,
-            gpu.adapter_info().backend
-        ),
-        op_name: case.op.clone(),
-        format: case.format.map_or("-".into(), |f| f.name().to_string()),
-        shape: case.shape.clone(),
-        op_params: case.op_params(),
+        backend_name: super::backend_name(gpu),
+        op_name: named.op_name,
+        format: named.format,
+        shape: named.shape,
+        op_params: named.op_params,
         test_mode: if opts.cold {
             "perf"
         } else {
@@ -176,5 +197,6 @@ pub fn run_perf(gpu: &Gpu, case: &Case, opts: &PerfOptions) -> Result<OpPerfResu
         bandwidth_gb_s: bandwidth,
         pct_of_ceiling: opts.ceiling_gb_s.and_then(|c| pct_of_ceiling(bandwidth, c)),
         timing: timing.to_string(),
+        used_by_plan: false,
     })
 }

@@ -39,6 +39,7 @@ pub fn run_test(
         error_message: String::new(),
         error: None,
         guard_words_changed: 0,
+        used_by_plan: false,
     };
     if let Some(why) = case.unsupported(gpu) {
         result.supported = false;
