@@ -1,7 +1,7 @@
 //! Analyses of the fixtures, with exact expected values (see `fixture` for the numbers).
 
 use gpuscope_report::analysis::*;
-use gpuscope_trace::{Counters, GpuSpan, Profile, TimingMode};
+use gpuscope_trace::{Counters, GpuSpan, PassEvent, Profile, TimingMode};
 
 use gpuscope_trace::fixtures as fixture;
 
@@ -253,6 +253,38 @@ mod layers {
             .rows
             .iter()
             .all(|r| r.source == Some(LayerTimeSource::DispatchSpans)));
+    }
+
+    /// A step encoded as one pass (gpuscope's dispatch and sampled timing): the layerless
+    /// dispatches are `embed` and `head` as `check` names them, not one `step` section
+    /// holding both.
+    #[test]
+    fn one_pass_per_step_names_embed_and_head() {
+        let mut p = fixture::without_pass_spans();
+        let tokens: Vec<u32> = p.tokens.iter().map(|t| t.index).collect();
+        let per_token = p.dispatches.len() / tokens.len();
+        for d in &mut p.dispatches {
+            d.pass = 0;
+        }
+        let pass = p.passes[0].clone();
+        p.passes = tokens
+            .iter()
+            .map(|&token| PassEvent {
+                token,
+                index: 0,
+                name: "step".into(),
+                layer: None,
+                dispatches: per_token as u32,
+                gpu: None,
+                ..pass.clone()
+            })
+            .collect();
+        let names: Vec<String> = layer_breakdown(&p)
+            .rows
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(names, ["embed", "L0", "L1", "head"]);
     }
 
     #[test]

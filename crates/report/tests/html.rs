@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use gpuscope_report::analysis::analyze;
 use gpuscope_report::render::render_html;
+use gpuscope_trace::{GpuSpan, PassEvent, Profile, TokenRecord};
 
 use gpuscope_trace::fixtures as fixture;
 
@@ -157,4 +159,302 @@ fn report_loads_in_chromium() {
             assert_screenshot_not_blank(&browser, &page);
         }
     }
+}
+
+/// Op names of a real fused decode plan: long, and many with similar intensities, so
+/// the roofline is crowded (issue: labels printed over each other, names cut off).
+const CROWDED_OPS: [&str; 26] = [
+    "rms_norm+gemv_q8_0+silu_mul.rows.packed.xshared.wide",
+    "gemv_q4_0",
+    "gemv_q4_0.rows4",
+    "gemv_q4_0.subgroup",
+    "gemv_q8_0",
+    "gemv_q8_0.dp4a.split_k",
+    "gemv_f16",
+    "gemv_q4_1.blocks2",
+    "rms_norm",
+    "rms_norm+gemv_q4_0",
+    "rms_norm+gemv_q4_0+silu_mul",
+    "rope",
+    "rope_neox.f16",
+    "attention",
+    "attention.flash.split4",
+    "softmax",
+    "silu_mul",
+    "add",
+    "residual_add.f16",
+    "embedding_q8_0",
+    "argmax",
+    "copy_kv.f16",
+    "kv_cache_write.q8_0.packed",
+    "mul_mat_vec_q6_k.subgroup.wide",
+    // Two ops at exactly the same point: their labels still may not overlap.
+    "mul_mat_vec_q6_k.subgroup.wide.twin",
+    "mul_mat_vec_q6_k.subgroup.wide.triplet",
+];
+
+/// A realistic crowded profile: `small_with_ceilings()`'s adapter and ceilings, 6
+/// tokens of 2 layers running every op of [`CROWDED_OPS`] once each (52 dispatches per
+/// token), intensities 0.5-1.5 FLOP/byte and 20-50% of the bandwidth ceiling.
+fn crowded() -> Profile {
+    let mut p = fixture::small_with_ceilings();
+    let (tokens, layers, n) = (6u32, 2u32, CROWDED_OPS.len() as u32);
+    p.workload.layers = layers;
+    p.workload.graph_dispatches_per_token = layers * n;
+    p.workload.graph_passes_per_token = layers;
+    p.dispatches.clear();
+    p.passes.clear();
+    p.tokens.clear();
+    for token in 0..tokens {
+        let mut cursor = token as u64 * 10_000_000;
+        for layer in 0..layers {
+            let start = cursor;
+            for (i, op) in CROWDED_OPS.iter().enumerate() {
+                let (bytes, flops, ns) = crowded_cost(i.min(23) as u64);
+                let index = layer * n + i as u32;
+                let mut d = fixture::dispatch(token, index, op, Some((cursor, cursor + ns)));
+                d.label = format!("L{layer}.{op}");
+                d.layer = Some(layer);
+                d.pass = layer;
+                d.bytes = bytes;
+                d.flops = flops;
+                p.dispatches.push(d);
+                cursor += ns + fixture::GAP_NS;
+            }
+            p.passes.push(PassEvent {
+                token,
+                index: layer,
+                name: format!("L{layer}"),
+                layer: Some(layer),
+                dispatches: n,
+                gpu: Some(GpuSpan {
+                    start_ns: start,
+                    end_ns: cursor - fixture::GAP_NS,
+                }),
+                timestamp_issue: None,
+            });
+        }
+        let busy = cursor - token as u64 * 10_000_000;
+        p.tokens
+            .push(crowded_token(token, busy, layers * n, layers));
+    }
+    p
+}
+
+/// Bytes, FLOPs and GPU ns of the `i`th crowded op.
+fn crowded_cost(i: u64) -> (u64, u64, u64) {
+    let bytes = 1_000_000 + i * 37_000;
+    let flops = bytes * (50 + 4 * i) / 100;
+    let ns = 20_000 + (i * 7919 % 23) * 1500;
+    (bytes, flops, ns)
+}
+
+fn crowded_token(index: u32, busy_ns: u64, dispatches: u32, passes: u32) -> TokenRecord {
+    let mut counters = fixture::counters(index == 0);
+    counters.dispatches = dispatches as u64;
+    counters.passes = passes as u64;
+    TokenRecord {
+        index,
+        position: 5 + index,
+        token_id: 100 + index,
+        wall_ns: busy_ns + 200_000 + index as u64 * 10_000,
+        gpu_busy_ns: Some(busy_ns),
+        counters,
+        cpu: Default::default(),
+        name: None,
+        other_counters: Default::default(),
+        gpu_track: 0,
+    }
+}
+
+/// Run after the page's script: every pair of SVG text elements whose boxes (as drawn,
+/// in CSS pixels) intersect by more than a pixel both ways, written into
+/// `<pre id="overlap-check" data-pairs="N">` for the test to read from the dumped DOM.
+const OVERLAP_CHECK: &str = r#"<script>
+(function () {
+  var boxes = Array.prototype.slice.call(document.querySelectorAll("svg text"))
+    .map(function (t) { return { t: t, r: t.getBoundingClientRect() }; })
+    .filter(function (b) { return b.r.width > 0 && b.r.height > 0; });
+  function name(b) {
+    var panel = b.t.closest("section");
+    return (panel ? panel.id : "?") + " '" + b.t.textContent + "'";
+  }
+  var pairs = [];
+  for (var i = 0; i < boxes.length; i++) {
+    for (var j = i + 1; j < boxes.length; j++) {
+      var a = boxes[i].r, b = boxes[j].r;
+      var w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      var h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 1 && h > 1) pairs.push(name(boxes[i]) + " overlaps " + name(boxes[j]));
+    }
+  }
+  var out = document.createElement("pre");
+  out.id = "overlap-check";
+  out.setAttribute("data-pairs", String(pairs.length));
+  out.setAttribute("data-texts", String(boxes.length));
+  out.textContent = pairs.join("\n");
+  document.body.appendChild(out);
+})();
+</script>"#;
+
+/// Renders `p` with [`OVERLAP_CHECK`] appended, loads it and returns the DOM.
+fn dom_with_overlap_check(browser: &Path, p: &Profile) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let html = render_html(p).replace("</body>", &format!("{OVERLAP_CHECK}\n</body>"));
+    std::fs::write(&page, html).unwrap();
+    dump_dom(browser, &page)
+}
+
+/// The value of `attr` on the element with `id` in a dumped DOM.
+fn attribute<'a>(dom: &'a str, id: &str, attr: &str) -> &'a str {
+    let at = element(dom, id);
+    let tag = &dom[at..at + dom[at..].find('>').unwrap()];
+    let key = format!(" {attr}=\"");
+    let start = tag
+        .find(&key)
+        .unwrap_or_else(|| panic!("#{id} has no {attr}"))
+        + key.len();
+    &tag[start..start + tag[start..].find('"').unwrap()]
+}
+
+/// The text inside the element that starts at byte `at` of a dumped DOM, tags removed
+/// (it must not hold an element of its own tag name).
+fn inner_text(dom: &str, at: usize) -> String {
+    let open = &dom[at..at + dom[at..].find('>').unwrap()];
+    let tag: String = open[1..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let start = at + open.len() + 1;
+    let inner = &dom[start..start + dom[start..].find(&format!("</{tag}>")).unwrap()];
+    let mut text = String::new();
+    for (i, part) in inner.split('<').enumerate() {
+        text += if i == 0 {
+            part
+        } else {
+            part.split_once('>').map_or("", |x| x.1)
+        };
+    }
+    text
+}
+
+/// Where the opening tag of the element with `id` starts.
+fn element(dom: &str, id: &str) -> usize {
+    let at = dom
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in the page"));
+    dom[..at].rfind('<').unwrap()
+}
+
+/// The text of the element with `id` in a dumped DOM.
+fn text_of(dom: &str, id: &str) -> String {
+    inner_text(dom, element(dom, id))
+}
+
+/// The texts of the elements whose class list holds `class`, in a dumped DOM.
+fn texts_of_class(dom: &str, class: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in dom.match_indices(" class=\"") {
+        let classes = &dom[at + 8..at + 8 + dom[at + 8..].find('"').unwrap()];
+        if classes.split(' ').any(|c| c == class) {
+            out.push(inner_text(dom, dom[..at].rfind('<').unwrap()));
+        }
+    }
+    out
+}
+
+#[test]
+fn html_has_no_overlapping_labels_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let mut overlaps = String::new();
+    for (name, p) in [
+        ("crowded", crowded()),
+        ("with_ceilings", fixture::small_with_ceilings()),
+        ("timeline", fixture::timeline()),
+    ] {
+        let dom = dom_with_overlap_check(&browser, &p);
+        assert_rendered(&dom);
+        let pairs: usize = attribute(&dom, "overlap-check", "data-pairs")
+            .parse()
+            .unwrap();
+        let texts: usize = attribute(&dom, "overlap-check", "data-texts")
+            .parse()
+            .unwrap();
+        eprintln!("{name}: {pairs} overlapping pairs of {texts} SVG text labels");
+        assert!(texts > 10, "{name}: only {texts} SVG text labels drawn");
+        if pairs > 0 {
+            overlaps += &format!("{name}:\n{}\n", text_of(&dom, "overlap-check"));
+        }
+    }
+    assert!(overlaps.is_empty(), "overlapping labels:\n{overlaps}");
+}
+
+#[test]
+fn html_shows_checklist_evidence_and_next_commands() {
+    let Some(browser) = chromium() else { return };
+    let p = crowded();
+    let a = analyze(&p);
+    let dom = dom_with_overlap_check(&browser, &p);
+    let findings = &dom[dom.find("id=\"panel-findings\"").unwrap()..];
+    let (mut evidence, mut next) = (0, 0);
+    for item in &a.checklist.items {
+        for e in &item.evidence {
+            assert!(findings.contains(&escape(e)), "evidence not shown: {e}");
+            evidence += 1;
+        }
+        if let Some(n) = &item.next {
+            // The page splits `COMMAND  (why)` into the command and its why.
+            let (command, why) = n.split_once("  (").unwrap_or((n, ""));
+            assert!(findings.contains(&escape(command)), "next not shown: {n}");
+            let why = why.strip_suffix(')').unwrap_or(why);
+            let why = why.strip_prefix("why: ").unwrap_or(why);
+            assert!(findings.contains(&escape(why)), "why not shown: {n}");
+            next += 1;
+        }
+    }
+    assert!(
+        evidence > 0 && next > 0,
+        "the fixture has no evidence ({evidence}) or next command ({next})"
+    );
+}
+
+#[test]
+fn html_has_legends_and_readable_axis_ticks() {
+    let Some(browser) = chromium() else { return };
+    let dom = dom_with_overlap_check(&browser, &crowded());
+    // The dispatch timeline's legend names every op it draws.
+    let legend = text_of(&dom, "dispatch-legend");
+    for op in CROWDED_OPS {
+        assert!(
+            legend.contains(op),
+            "{op} missing from the timeline legend: {legend}"
+        );
+    }
+    // Log axes: decade ticks, readable (not "0.000"), on both axes.
+    for axis in ["roofline-x-tick", "roofline-y-tick"] {
+        let ticks = texts_of_class(&dom, axis);
+        assert!(ticks.len() >= 2, "{axis}: {ticks:?}");
+        for t in &ticks {
+            assert!(
+                !t.starts_with("0.000") && !t.is_empty(),
+                "{axis}: {ticks:?}"
+            );
+        }
+    }
+    // Every op name is shown whole in the per-op bars (its lines joined).
+    let bars = texts_of_class(&dom, "op-name").concat();
+    for op in CROWDED_OPS {
+        assert!(
+            bars.contains(op),
+            "{op} not shown whole in the op bars: {bars}"
+        );
+    }
+}
+
+/// Text as the dumped DOM writes it.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

@@ -140,10 +140,13 @@ pub fn section_samples_of(p: &Profile, tokens: &TokenSet) -> Vec<SectionSamples>
     let mut pass_sections = Vec::with_capacity(p.passes.len());
     let mut dispatches_in_passes = 0u64;
     for s in &p.passes {
+        dispatches_in_passes += s.dispatches as u64;
+        if mixed {
+            continue;
+        }
         let i = section_of(&mut sections, &s.name, s.layer);
         pass_sections.push(i);
-        dispatches_in_passes += s.dispatches as u64;
-        if tokens.contains(s.token) && !mixed {
+        if tokens.contains(s.token) {
             add(&mut sections[i].pass_ns, s.token, s.valid_gpu_ns());
         }
     }
@@ -164,12 +167,16 @@ pub fn section_samples_of(p: &Profile, tokens: &TokenSet) -> Vec<SectionSamples>
             .map(|(s, &i)| ((s.token, s.index), i))
             .collect();
         let mut dispatch_ns = Vec::new();
+        let mut place = OutsideLayers::default();
         for d in &p.dispatches {
             // A dispatch of a layer goes to that layer's section (a pass may hold several
             // layers: gpuscope encodes a step as one pass unless it times passes); one
-            // without goes to its pass's, or to `passN` when the pass was not recorded.
+            // without goes to its pass's, to `embed` or `head` when its pass holds the
+            // whole step, or to `passN` when the pass was not recorded.
+            let outside = place.name(d.token, d.layer);
             let i = match (d.layer, pass_section.get(&(d.token, d.pass))) {
                 (Some(l), _) => section_of(&mut sections, &format!("L{l}"), Some(l)),
+                (None, _) if mixed => section_of(&mut sections, outside, None),
                 (None, Some(&i)) => i,
                 (None, None) => section_of(&mut sections, &format!("pass{}", d.pass), None),
             };
@@ -184,11 +191,37 @@ pub fn section_samples_of(p: &Profile, tokens: &TokenSet) -> Vec<SectionSamples>
     sections.into_iter().map(samples).collect()
 }
 
+/// Where a dispatch outside the layers runs, named as `check` names the sections:
+/// `embed` before the token's first layer, `head` after it. Fed the dispatches in
+/// order.
+#[derive(Default)]
+pub(crate) struct OutsideLayers {
+    token: Option<u32>,
+    seen_layer: bool,
+}
+
+impl OutsideLayers {
+    pub(crate) fn name(&mut self, token: u32, layer: Option<u32>) -> &'static str {
+        if self.token != Some(token) {
+            *self = OutsideLayers {
+                token: Some(token),
+                seen_layer: false,
+            };
+        }
+        self.seen_layer |= layer.is_some();
+        if self.seen_layer {
+            "head"
+        } else {
+            "embed"
+        }
+    }
+}
+
 /// Whether a pass of the first token with layers holds dispatches of two layers (the
 /// graph is the same every token, so one tells; looking no further keeps this cheap on
 /// a profile of a million dispatches; an attached program's first steps may load
 /// weights without any layer).
-fn passes_hold_several_layers(p: &Profile) -> bool {
+pub(crate) fn passes_hold_several_layers(p: &Profile) -> bool {
     let Some(first) = p
         .dispatches
         .iter()

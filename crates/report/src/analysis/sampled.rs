@@ -187,20 +187,29 @@ fn estimated_site(s: &Site, ns: u64) -> Site {
 }
 
 /// Per-layer times from the estimated sites: a layer's sites by layer number, the rest
-/// by the pass they run in (its name from the profile's passes, else `passN`).
+/// by the pass they run in (its name from the profile's passes, else `passN`; `embed` or
+/// `head` when a pass holds the whole step).
 pub fn layers(p: &Profile, e: &Estimate) -> LayerBreakdown {
     let pass_names: HashMap<u32, &str> = p
         .passes
         .iter()
         .map(|s| (s.index, s.name.as_str()))
         .collect();
+    let mixed = super::layers::passes_hold_several_layers(p);
+    let mut place = super::layers::OutsideLayers::default();
     let mut rows: Vec<LayerRow> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut sums: Vec<f64> = Vec::new();
     for s in &e.estimated_sites {
-        let Some(ns) = s.median_ns() else { continue };
+        let outside = place.name(0, s.layer);
+        // The site's estimate (sites neither sampled nor imputed have none).
+        if s.timed_calls == 0 {
+            continue;
+        }
+        let ns = s.timed_ns / s.timed_calls;
         let name = match s.layer {
             Some(l) => format!("L{l}"),
+            None if mixed => outside.to_string(),
             None => pass_names
                 .get(&s.pass)
                 .map_or_else(|| format!("pass{}", s.pass), |n| n.to_string()),

@@ -5,8 +5,15 @@
 //! type="application/json" id="gpuscope-data">`); `report.js` draws the panels from it
 //! with hand-rolled SVG (no charting library: the charts are few and simple, and a
 //! vendored library would weigh more than the report). Panels: token timeline (wall vs
-//! GPU busy), a zoomable dispatch timeline of one token, per-op bars, roofline (when
-//! ceilings are known), per-layer strip, counters and checks, findings.
+//! GPU busy), a zoomable dispatch timeline of one token with a legend of its ops, per-op
+//! bars, roofline (when ceilings are known), per-layer strip, counters and checks,
+//! findings (each checklist item with its evidence and next command).
+//!
+//! Text is placed by measuring it in the browser: axis tick labels, roofline point labels
+//! (greedy, busiest op first, each at the nearest free spot; the op's number or nothing
+//! when none is free, with every point in the legend below) and layer names are dropped
+//! rather than drawn over one another; long op names wrap at their separators. The
+//! browser test (`tests/html.rs`) checks that no two SVG texts overlap.
 //!
 //! Large profiles stay light: tokens are merged into at most [`MAX_TOKEN_POINTS`]
 //! buckets and one token's dispatches are drawn (at most [`MAX_DISPATCHES`]), so the
@@ -202,8 +209,22 @@ fn findings(a: &Analysis) -> Value {
             "status": match i.status { ItemStatus::Ok => "ok", ItemStatus::Warn => "warn", ItemStatus::Unknown => "unknown" },
             "summary": i.summary,
             "evidence": i.evidence,
-            "next": i.next,
+            "next": i.next.as_deref().map(next_step),
         })).collect::<Vec<_>>(),
         "opportunities": a.opportunities.iter().map(|o| json!([o.what, o.saved_ns, o.basis])).collect::<Vec<_>>(),
     })
+}
+
+/// A checklist item's next step as the page shows it: the command, and apart from it
+/// the why (the checklist writes `COMMAND  (why)`). A shell line is shown as code;
+/// advice in words stays prose.
+fn next_step(next: &str) -> Value {
+    let (command, why) = match next.split_once("  (") {
+        Some((command, rest)) if rest.ends_with(')') => (command, Some(&rest[..rest.len() - 1])),
+        _ => (next, None),
+    };
+    let shell = ["gpuscope ", "GPUSCOPE_"]
+        .iter()
+        .any(|p| command.starts_with(p));
+    json!({"text": next, "command": command.trim(), "why": why, "shell": shell})
 }

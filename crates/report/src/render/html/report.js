@@ -3,6 +3,8 @@
   var D = JSON.parse(document.getElementById("gpuscope-data").textContent);
   var NS = "http://www.w3.org/2000/svg";
 
+  // ---- DOM and number helpers ----
+
   function el(tag, attrs, parent, text) {
     var e = document.createElement(tag);
     for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
@@ -31,7 +33,6 @@
     if (ns < 1e6) return (ns / 1e3).toFixed(1) + " µs";
     return (ns / 1e6).toFixed(3) + " ms";
   }
-  function hue(s) { var h = 0; for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) % 360; return "hsl(" + h + ",60%,55%)"; }
   function table(parent, head, rows) {
     var t = el("table", {}, parent), tr = el("tr", {}, el("thead", {}, t));
     head.forEach(function (h) { el("th", {}, tr, h); });
@@ -49,6 +50,126 @@
     return function (x) { return r0 + (x - d0) * k; };
   }
 
+  // ---- Colours: one per op, the same in every panel ----
+
+  var PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#79706e"];
+  var opColours = {}, nColours = 0;
+  function colour(op) {
+    if (!(op in opColours)) {
+      var i = nColours++;
+      // Past the palette, golden-angle hues keep consecutive ops apart; two lightnesses
+      // tell apart the ones that come round to a similar hue.
+      opColours[op] = i < PALETTE.length ? PALETTE[i] :
+        "hsl(" + Math.round(i * 137.508) % 360 + ",55%," + (i % 2 ? 42 : 64) + "%)";
+    }
+    return opColours[op];
+  }
+  // The busiest ops get the palette's clearest colours.
+  D.ops.rows.forEach(function (r) { colour(r.op); });
+
+  function legend(parent, id, entries) {
+    var lg = el("div", { class: "legend", id: id }, parent);
+    entries.forEach(function (e) {
+      var span = el("span", {}, lg);
+      el("i", { style: "background:" + e.colour }, span);
+      span.appendChild(document.createTextNode(e.text));
+    });
+    return lg;
+  }
+
+  // ---- Label geometry: boxes in the SVG's user units ----
+
+  function box(t) { var b = t.getBBox(); return { x: b.x, y: b.y, w: b.width, h: b.height }; }
+  function hit(a, b, pad) {
+    return a.x < b.x + b.w + pad && b.x < a.x + a.w + pad && a.y < b.y + b.h + pad && b.y < a.y + a.h + pad;
+  }
+  function inside(b, r) { return b.x >= r.x && b.y >= r.y && b.x + b.w <= r.x + r.w && b.y + b.h <= r.y + r.h; }
+  // The boxes already drawn in one chart, which a new label must not touch.
+  function occupied() {
+    var boxes = [];
+    return {
+      free: function (b, pad) { return !boxes.some(function (o) { return hit(o, b, pad); }); },
+      add: function (b) { boxes.push(b); },
+    };
+  }
+  // Moves text `t` (measured at the origin as `bb`) so that its box is `to`.
+  function moveText(t, bb, to) {
+    t.setAttribute("x", (to.x - bb.x).toFixed(1));
+    t.setAttribute("y", (to.y - bb.y).toFixed(1));
+  }
+
+  // ---- Axes ----
+
+  // Decades from lo to hi; 2× and 5× too when there are few, so a short axis has ticks.
+  function logTicks(lo, hi) {
+    var out = [], steps = Math.log10(hi / lo) < 2.5 ? [1, 2, 5] : [1];
+    for (var e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+      steps.forEach(function (m) { var v = m * Math.pow(10, e); if (v >= lo && v <= hi) out.push(v); });
+    }
+    return out;
+  }
+  // About `n` ticks at a multiple of 1, 2 or 5 × a power of ten.
+  function linearTicks(lo, hi, n) {
+    var raw = (hi - lo) / Math.max(1, n), p = Math.pow(10, Math.floor(Math.log10(raw || 1))), m = raw / p;
+    var step = (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p, out = [];
+    for (var i = Math.ceil(lo / step); i * step <= hi + step * 1e-9; i++) out.push(i * step);
+    return { values: out, step: step };
+  }
+  // 0.002, 0.5, 20, 1k, 10M: short, and exact for 1-2-5 ticks.
+  function num(v) {
+    var a = Math.abs(v);
+    if (a >= 1e9) return +(v / 1e9).toPrecision(3) + "G";
+    if (a >= 1e6) return +(v / 1e6).toPrecision(3) + "M";
+    if (a >= 1e4) return +(v / 1e3).toPrecision(3) + "k";
+    return String(+v.toPrecision(3));
+  }
+  // A time tick in the unit its step reads best in, with as many decimals as the step has.
+  function durTick(step) {
+    var unit = step >= 1e6 ? [1e6, " ms"] : step >= 1e3 ? [1e3, " µs"] : [1, " ns"];
+    var decimals = Math.max(0, Math.ceil(-Math.log10(step / unit[0]) - 1e-9));
+    return function (ns) { return ns === 0 ? "0" : (ns / unit[0]).toFixed(decimals) + unit[1]; };
+  }
+
+  // Ticks and labels under the plot area `plot`. A label that would touch one in `taken`
+  // (the one before it, the other axis's) or leave the chart is not drawn; its tick is.
+  function xAxis(s, plot, taken, o) {
+    var g = svgEl("g", { class: "axis x" }, s), y0 = plot.y + plot.h;
+    var width = (s.ownerSVGElement || s).viewBox.baseVal.width;
+    svgEl("line", { x1: plot.x, y1: y0, x2: plot.x + plot.w, y2: y0 }, g);
+    o.ticks.forEach(function (v) {
+      var x = o.at(v);
+      if (o.grid) svgEl("line", { x1: x, y1: plot.y, x2: x, y2: y0, class: "grid" }, g);
+      svgEl("line", { x1: x, y1: y0, x2: x, y2: y0 + 4 }, g);
+      var t = svgEl("text", { x: x, y: y0 + 16, "text-anchor": "middle", class: "tick " + o.cls }, g, o.text(v)), b = box(t);
+      if (b.x < 0 || b.x + b.w > width || !taken.free(b, 8)) g.removeChild(t); else taken.add(b);
+    });
+    if (o.title) {
+      var tt = svgEl("text", { x: plot.x + plot.w / 2, y: y0 + 34, "text-anchor": "middle", class: "axis-title" }, g, o.title);
+      taken.add(box(tt));
+    }
+  }
+  // The same up the left edge; the title reads bottom to top beside the labels.
+  function yAxis(s, plot, taken, o) {
+    var g = svgEl("g", { class: "axis y" }, s), x0 = plot.x;
+    svgEl("line", { x1: x0, y1: plot.y, x2: x0, y2: plot.y + plot.h }, g);
+    o.ticks.forEach(function (v) {
+      var y = o.at(v);
+      if (o.grid) svgEl("line", { x1: x0, y1: y, x2: plot.x + plot.w, y2: y, class: "grid" }, g);
+      svgEl("line", { x1: x0 - 4, y1: y, x2: x0, y2: y }, g);
+      var t = svgEl("text", { x: x0 - 6, y: y + 4, "text-anchor": "end", class: "tick " + o.cls }, g, o.text(v)), b = box(t);
+      if (b.y < 0 || !taken.free(b, 2)) g.removeChild(t); else taken.add(b);
+    });
+    if (o.title) {
+      var cy = plot.y + plot.h / 2;
+      var tt = svgEl("text", { x: 12, y: cy, "text-anchor": "middle", transform: "rotate(-90 12 " + cy + ")", class: "axis-title" }, g, o.title);
+      if (tt.getComputedTextLength() > plot.h) tt.textContent = o.short || o.title;
+      var len = tt.getComputedTextLength();
+      taken.add({ x: 4, y: cy - len / 2, w: 16, h: len });
+    }
+  }
+
+  // ---- Header ----
+
   function header() {
     var m = D.meta, h = document.getElementById("meta");
     el("h1", {}, h, "gpuscope: " + m.workload);
@@ -60,29 +181,48 @@
     if (m.incomplete) el("div", { class: "fail" }, h, "Incomplete run: " + m.incomplete);
   }
 
+  // ---- Token timeline ----
+
   function tokenTimeline() {
     var b = body("panel-tokens"), T = D.tokens, pts = T.points;
     if (!pts.length) { note(b, "No tokens decoded."); done("panel-tokens", 0); return; }
-    var W = 1000, H = 220, L = 50, R = 10, top = 10, bottom = 30;
-    var s = svg(b, W, H);
-    var maxY = 0;
+    var W = 1000, H = 240, plot = { x: 64, y: 10, w: 1000 - 64 - 10, h: 240 - 10 - 46 };
+    var s = svg(b, W, H), maxY = 0;
     pts.forEach(function (p) { maxY = Math.max(maxY, p[2], p[3] || 0); });
-    var x = linear(0, pts.length, L, W - R), y = linear(0, maxY, H - bottom, top);
-    var bw = Math.max(0.5, (W - L - R) / pts.length);
+    var yt = linearTicks(0, maxY || 1, 5), top = yt.values[yt.values.length - 1];
+    var x = linear(0, pts.length, plot.x, plot.x + plot.w), y = linear(0, Math.max(top, maxY), plot.y + plot.h, plot.y);
+    var bw = plot.w / pts.length, base = plot.y + plot.h;
+    var taken = occupied();
+    yAxis(s, plot, taken, { ticks: yt.values, at: y, text: durTick(yt.step), cls: "tokens-y-tick", grid: true, title: "time per token" });
     pts.forEach(function (p, i) {
-      var r = svgEl("rect", { x: x(i), y: y(p[2]), width: Math.max(0.5, bw - 0.5), height: H - bottom - y(p[2]), fill: "#9ecae1" }, s);
+      var r = svgEl("rect", { x: x(i), y: y(p[2]), width: Math.max(0.5, bw - 0.5), height: base - y(p[2]), fill: "#9ecae1" }, s);
       svgEl("title", {}, r, (p[0] === p[1] ? "token " + p[0] : "tokens " + p[0] + "–" + p[1]) + ": wall " + ms(p[2]) + " ms, GPU busy " + ms(p[3]) + " ms");
-      if (p[3] !== null) svgEl("rect", { x: x(i) + bw * 0.25, y: y(p[3]), width: Math.max(0.5, bw * 0.5), height: H - bottom - y(p[3]), fill: "#e6550d" }, s);
+      if (p[3] !== null) svgEl("rect", { x: x(i) + bw * 0.25, y: y(p[3]), width: Math.max(0.5, bw * 0.5), height: base - y(p[3]), fill: "#e6550d" }, s);
     });
-    svgEl("line", { x1: L, y1: H - bottom, x2: W - R, y2: H - bottom, stroke: "#999" }, s);
-    svgEl("text", { x: 2, y: top + 10 }, s, ms(maxY) + " ms");
-    svgEl("text", { x: L, y: H - 8 }, s, "token " + pts[0][0]);
-    svgEl("text", { x: W - R - 80, y: H - 8 }, s, "token " + pts[pts.length - 1][1]);
-    var lg = el("div", { class: "legend" }, b);
-    el("i", { style: "background:#9ecae1" }, el("span", {}, lg, "")).after(" wall per token");
-    el("i", { style: "background:#e6550d" }, el("span", {}, lg, "")).after(" GPU busy per token");
+    // Ticks at points, labelled with the first token each point stands for.
+    var xt = linearTicks(0, pts.length - 1, 10), step = Math.max(1, Math.round(xt.step)), idx = [];
+    for (var i = 0; i < pts.length; i += step) idx.push(i);
+    xAxis(s, plot, taken, { ticks: idx, at: function (i) { return x(i) + bw / 2; }, text: function (i) { return String(pts[i][0]); }, cls: "tokens-x-tick", title: "token" });
+    legend(b, "tokens-legend", [{ colour: "#9ecae1", text: "wall per token" }, { colour: "#e6550d", text: "GPU busy per token" }]);
     if (T.merged) note(b, T.total + " tokens merged into " + pts.length + " points (means of consecutive tokens).");
     done("panel-tokens", pts.length);
+  }
+
+  // ---- Dispatch timeline of one token ----
+
+  // Each op (or pass) drawn, busiest first, with its calls and time in this token.
+  function dispatchLegend(b, items) {
+    var by = {};
+    items.forEach(function (d) {
+      var e = by[d[2]] || (by[d[2]] = { op: d[2], calls: 0, ns: 0 });
+      e.calls++;
+      e.ns += d[1];
+    });
+    var ops = Object.keys(by).map(function (k) { return by[k]; });
+    ops.sort(function (a, b) { return b.ns - a.ns; });
+    legend(b, "dispatch-legend", ops.map(function (e) {
+      return { colour: colour(e.op), text: e.op + " (" + e.calls + "×, " + dur(e.ns) + ")" };
+    }));
   }
 
   function dispatchTimeline() {
@@ -91,7 +231,7 @@
     var items = T.dispatches.length ? T.dispatches : T.passes.map(function (p) { return [p[0], p[1], p[2], p[2], 0]; });
     note(b, "Token " + T.token + " (the steady token with the median wall time): " + T.total + " timed dispatches" +
       (T.shown < T.total ? ", first " + T.shown + " drawn" : "") + ". Wheel to zoom, drag to pan, double-click to reset.");
-    var W = 1000, H = 120, L = 10, R = 10;
+    var W = 1000, H = 136, plot = { x: 10, y: 6, w: 980, h: 82 };
     var s = svg(b, W, H);
     var end = 0;
     items.forEach(function (d) { end = Math.max(end, d[0] + d[1]); });
@@ -101,7 +241,7 @@
     function draw() {
       while (g.firstChild) g.removeChild(g.firstChild);
       while (axis.firstChild) axis.removeChild(axis.firstChild);
-      var x = linear(view[0], view[1], L, W - R);
+      var x = linear(view[0], view[1], plot.x, plot.x + plot.w);
       T.passes.forEach(function (p) {
         if (p[0] + p[1] < view[0] || p[0] > view[1]) return;
         var r = svgEl("rect", { x: x(p[0]), y: 10, width: Math.max(0.5, x(p[0] + p[1]) - x(p[0])), height: 18, fill: "#ccc", stroke: "#fff" }, g);
@@ -109,13 +249,14 @@
       });
       items.forEach(function (d) {
         if (d[0] + d[1] < view[0] || d[0] > view[1]) return;
-        var r = svgEl("rect", { x: x(d[0]), y: 32, width: Math.max(0.5, x(d[0] + d[1]) - x(d[0])), height: 50, fill: hue(d[2]) }, g);
+        var r = svgEl("rect", { x: x(d[0]), y: 32, width: Math.max(0.5, x(d[0] + d[1]) - x(d[0])), height: 50, fill: colour(d[2]) }, g);
         svgEl("title", {}, r, d[3] + " (" + d[2] + "): " + dur(d[1]) + ", " + d[4] + " bytes");
       });
-      svgEl("text", { x: L, y: H - 10 }, axis, dur(view[0]));
-      svgEl("text", { x: W - R - 80, y: H - 10 }, axis, dur(view[1]));
+      var t = linearTicks(view[0], view[1], 8);
+      xAxis(axis, plot, occupied(), { ticks: t.values, at: x, text: durTick(t.step), cls: "dispatch-x-tick", title: "time since the token's first GPU timestamp" });
     }
     draw();
+    dispatchLegend(b, items);
     function at(ev) { var r = s.getBoundingClientRect(); return view[0] + (ev.clientX - r.left) / r.width * (view[1] - view[0]); }
     s.addEventListener("wheel", function (ev) {
       ev.preventDefault();
@@ -136,84 +277,189 @@
     done("panel-dispatches", items.length);
   }
 
-  function opBars() {
+  // ---- GPU time per op ----
+
+  // `name` as lines no wider than `max`, broken after its own separators (`+`, `.`, `_`,
+  // `-`, `/`) so every character stays visible; `probe` measures.
+  function wrapName(probe, name, max) {
+    function width(s) { probe.textContent = s; return probe.getComputedTextLength(); }
+    if (width(name) <= max) return [name];
+    var parts = name.split(/(?<=[+._\/-])/), lines = [], line = "";
+    parts.forEach(function (part) {
+      if (line && width(line + part) > max) { lines.push(line); line = ""; }
+      line += part;
+    });
+    return lines.concat(line ? [line] : []);
+  }
+
+  // The op's name in the column left of its bar, wrapped; its title holds it whole.
+  function opName(s, lines, y, full) {
+    var g = svgEl("g", {}, s), t = svgEl("text", { x: 2, y: y + 11, class: "op-name" }, g);
+    svgEl("title", {}, g, full);
+    lines.forEach(function (l, i) { svgEl("tspan", { x: 2, dy: i ? 13 : 0 }, t, l); });
+    return t;
+  }
+
+  function opBars(b, timed) {
+    var W = 1000, LINE = 13, s = svg(b, W, 10), probe = svgEl("text", {}, s);
+    // The name column is as wide as the longest name, up to 40% of the chart.
+    var names = timed.map(function (r) { return wrapName(probe, r.op, W * 0.4); });
+    var nameW = Math.max.apply(null, names.map(function (ls) { return Math.max.apply(null, ls.map(function (l) { probe.textContent = l; return probe.getComputedTextLength(); })); }));
+    var values = timed.map(function (r) { return ms(r.total_ns) + " ms · " + fmt(r.percent) + "% · " + fmt(r.gbps, 2) + " GB/s"; });
+    var valueW = Math.max.apply(null, values.map(function (v) { probe.textContent = v; return probe.getComputedTextLength(); }));
+    s.removeChild(probe);
+    var L = nameW + 12, max = Math.max.apply(null, timed.map(function (r) { return r.total_ns; }));
+    var x = linear(0, max, L, W - valueW - 8), y = 5;
+    timed.forEach(function (r, i) {
+      var h = Math.max(18, names[i].length * LINE + 5);
+      opName(s, names[i], y, r.op);
+      var bar = svgEl("rect", { x: L, y: y, width: Math.max(0.5, x(r.total_ns) - L), height: 14, fill: colour(r.op) }, s);
+      svgEl("title", {}, bar, r.op + ": " + ms(r.total_ns) + " ms over " + r.calls + " calls");
+      svgEl("text", { x: x(r.total_ns) + 4, y: y + 11 }, s, values[i]);
+      y += h;
+    });
+    s.setAttribute("viewBox", "0 0 " + W + " " + (y + 5));
+  }
+
+  function ops() {
     var b = body("panel-ops"), rows = D.ops.rows;
     if (!rows.length) { note(b, "No dispatches recorded."); done("panel-ops", 0); return; }
     var timed = rows.filter(function (r) { return r.total_ns !== null; });
-    if (timed.length) {
-      var W = 1000, row = 18, L = 160, H = timed.length * row + 10;
-      var s = svg(b, W, H), max = Math.max.apply(null, timed.map(function (r) { return r.total_ns; }));
-      var x = linear(0, max, L, W - 200);
-      timed.forEach(function (r, i) {
-        var y = 5 + i * row;
-        svgEl("text", { x: 2, y: y + 12 }, s, r.op);
-        var bar = svgEl("rect", { x: L, y: y, width: Math.max(0.5, x(r.total_ns) - L), height: row - 4, fill: hue(r.op) }, s);
-        svgEl("title", {}, bar, r.op + ": " + ms(r.total_ns) + " ms over " + r.calls + " calls");
-        svgEl("text", { x: x(r.total_ns) + 4, y: y + 12 }, s, ms(r.total_ns) + " ms · " + fmt(r.percent) + "% · " + fmt(r.gbps, 2) + " GB/s");
-      });
-    } else {
-      note(b, "No per-dispatch GPU times (timing " + D.meta.timing + "); calls per op below.");
-    }
+    if (timed.length) opBars(b, timed);
+    else note(b, "No per-dispatch GPU times (timing " + D.meta.timing + "); calls per op below.");
     table(b, ["op", "calls", "total ms", "% GPU", "GB/s", "GFLOP/s", "FLOP/B", "% of ceiling", "bound"], rows.map(function (r) {
       return [r.op, r.calls, ms(r.total_ns), fmt(r.percent), fmt(r.gbps, 2), fmt(r.gflops, 2), fmt(r.intensity, 2), fmt(r.ceiling_percent), r.bound || "-"];
-    }));
+    })).setAttribute("class", "ops");
     done("panel-ops", rows.length);
+  }
+
+  // ---- Roofline ----
+
+  // The nearest spot around point `p` where a box the size of `bb` fits inside `area`
+  // without touching anything in `taken`: right, left, then round the point, then
+  // farther out (the caller draws a leader line to those).
+  var ANGLES = [0, 180, -30, 30, -150, 150, -60, 60, -120, 120, -90, 90];
+  var RINGS = [0, 10, 22, 36, 52, 72, 96];
+  function freeSpot(p, bb, taken, area) {
+    for (var i = 0; i < RINGS.length; i++) {
+      for (var j = 0; j < ANGLES.length; j++) {
+        var a = ANGLES[j] * Math.PI / 180, c = Math.cos(a), sn = Math.sin(a), d = p.r + 4 + RINGS[i];
+        var ax = p.x + d * c, ay = p.y + d * sn;
+        var spot = {
+          x: c > 0.38 ? ax : c < -0.38 ? ax - bb.w : ax - bb.w / 2,
+          y: sn > 0.38 ? ay : sn < -0.38 ? ay - bb.h : ay - bb.h / 2,
+          w: bb.w, h: bb.h,
+        };
+        if (inside(spot, area) && taken.free(spot, 2)) return { box: spot, far: RINGS[i] > 0, c: c, s: sn, ax: ax, ay: ay };
+      }
+    }
+    return null;
+  }
+
+  // Labels for the points, busiest op first (it gets the nearest spot): the op's name,
+  // else its number from the legend, else none (the legend says so).
+  function placeLabels(s, points, taken, area) {
+    var g = svgEl("g", { class: "point-labels" }, s);
+    points.forEach(function (p) {
+      p.label = "none";
+      [p.op, String(p.key)].some(function (text, k) {
+        var t = svgEl("text", { x: 0, y: 0 }, g, text), bb = box(t), spot = freeSpot(p, bb, taken, area);
+        if (!spot) { g.removeChild(t); return false; }
+        moveText(t, bb, spot.box);
+        taken.add(spot.box);
+        if (spot.far) {
+          svgEl("line", { x1: p.x + p.r * spot.c, y1: p.y + p.r * spot.s, x2: spot.ax, y2: spot.ay, class: "leader" }, g);
+        }
+        p.label = k ? "number" : "name";
+        return true;
+      });
+    });
+  }
+
+  // The ceiling's label in the first free corner of the plot.
+  function ceilingLabel(s, R, plot, taken) {
+    var t = svgEl("text", { x: 0, y: 0, class: "ceiling-label" }, s,
+      "ceiling: " + fmt(R.bandwidth_gbps, 1) + " GB/s" + (R.flops_gflops ? ", " + fmt(R.flops_gflops, 0) + " GFLOP/s" : ""));
+    var bb = box(t), corners = [[plot.x + 6, plot.y + 4], [plot.x + plot.w - bb.w - 6, plot.y + 4], [plot.x + plot.w - bb.w - 6, plot.y + plot.h - bb.h - 4]];
+    for (var i = 0; i < corners.length; i++) {
+      var spot = { x: corners[i][0], y: corners[i][1], w: bb.w, h: bb.h };
+      if (taken.free(spot, 2)) { moveText(t, bb, spot); taken.add(spot); return; }
+    }
+    s.removeChild(t);
+    note(s.parentNode, t.textContent);
+  }
+
+  function roofPath(s, R, X, Y, xmin, xmax) {
+    var path = [], n = 64;
+    for (var i = 0; i <= n; i++) {
+      var v = xmin * Math.pow(xmax / xmin, i / n), c = R.bandwidth_gbps * v;
+      if (R.flops_gflops) c = Math.min(c, R.flops_gflops);
+      path.push((i ? "L" : "M") + X(v).toFixed(1) + "," + Y(c).toFixed(1));
+    }
+    svgEl("path", { d: path.join(" "), stroke: "#333", fill: "none", "stroke-width": 2 }, s);
+  }
+
+  // Every point with its number and colour; those without their name in the chart say so.
+  function rooflineLegend(b, points) {
+    legend(b, "roofline-legend", points.map(function (p) {
+      var why = p.label === "name" ? "" : p.label === "number" ? " (numbered in the chart: no room for the name)" : " (not labelled in the chart: no room)";
+      return { colour: colour(p.op), text: p.key + " " + p.op + ": " + fmt(p.row.intensity, 2) + " FLOP/B, " + fmt(p.row.gflops, 2) + " GFLOP/s" + why };
+    }));
   }
 
   function roofline() {
     var b = body("panel-roofline"), R = D.roofline;
-    var pts = D.ops.rows.filter(function (r) { return r.intensity > 0 && r.gflops > 0; });
+    var rows = D.ops.rows.filter(function (r) { return r.intensity > 0 && r.gflops > 0; });
     if (R.why) { note(b, "No measured ceilings: " + R.why); }
-    if (!pts.length) { note(b, "No op has both a FLOP count and a GPU time to plot."); done("panel-roofline", R.why ? 1 : 0); return; }
-    var W = 1000, H = 320, L = 60, Rm = 20, top = 10, bottom = 30;
-    var ix = pts.map(function (p) { return p.intensity; }), gy = pts.map(function (p) { return p.gflops; });
+    if (!rows.length) { note(b, "No op has both a FLOP count and a GPU time to plot."); done("panel-roofline", R.why ? 1 : 0); return; }
+    var W = 1000, H = 400, plot = { x: 76, y: 10, w: 1000 - 76 - 20, h: 400 - 10 - 50 };
+    var ix = rows.map(function (p) { return p.intensity; }), gy = rows.map(function (p) { return p.gflops; });
     var xmin = Math.min.apply(null, ix) / 4, xmax = Math.max.apply(null, ix) * 4;
     var ymin = Math.min.apply(null, gy) / 4, ymax = Math.max.apply(null, gy) * 4;
     if (R.bandwidth_gbps) {
       ymax = Math.max(ymax, R.bandwidth_gbps * xmax, R.flops_gflops || 0);
       if (R.flops_gflops) ymax = Math.min(ymax, R.flops_gflops * 2);
     }
-    var lx = linear(Math.log10(xmin), Math.log10(xmax), L, W - Rm), ly = linear(Math.log10(ymin), Math.log10(ymax), H - bottom, top);
+    var lx = linear(Math.log10(xmin), Math.log10(xmax), plot.x, plot.x + plot.w), ly = linear(Math.log10(ymin), Math.log10(ymax), plot.y + plot.h, plot.y);
     var X = function (v) { return lx(Math.log10(v)); }, Y = function (v) { return ly(Math.log10(Math.max(v, ymin))); };
-    var s = svg(b, W, H);
-    svgEl("line", { x1: L, y1: H - bottom, x2: W - Rm, y2: H - bottom, stroke: "#999" }, s);
-    svgEl("line", { x1: L, y1: top, x2: L, y2: H - bottom, stroke: "#999" }, s);
-    svgEl("text", { x: W / 2 - 80, y: H - 6 }, s, "intensity (FLOP/byte, log)");
-    svgEl("text", { x: 2, y: top + 10 }, s, fmt(ymax, 0) + " GFLOP/s");
-    svgEl("text", { x: 2, y: H - bottom }, s, fmt(ymin, 3));
-    if (R.bandwidth_gbps) {
-      var path = [], n = 64;
-      for (var i = 0; i <= n; i++) {
-        var v = xmin * Math.pow(xmax / xmin, i / n), c = R.bandwidth_gbps * v;
-        if (R.flops_gflops) c = Math.min(c, R.flops_gflops);
-        path.push((i ? "L" : "M") + X(v).toFixed(1) + "," + Y(c).toFixed(1));
-      }
-      svgEl("path", { d: path.join(" "), stroke: "#333", fill: "none", "stroke-width": 2 }, s);
-      svgEl("text", { x: L + 6, y: top + 24 }, s, "ceiling: " + fmt(R.bandwidth_gbps, 1) + " GB/s" + (R.flops_gflops ? ", " + fmt(R.flops_gflops, 0) + " GFLOP/s" : ""));
-    }
-    pts.forEach(function (p) {
-      var c = svgEl("circle", { cx: X(p.intensity), cy: Y(p.gflops), r: 6, fill: hue(p.op), stroke: "#333" }, s);
-      svgEl("title", {}, c, p.op + ": " + fmt(p.intensity, 2) + " FLOP/B, " + fmt(p.gflops, 2) + " GFLOP/s" + (p.ceiling_percent !== null ? ", " + fmt(p.ceiling_percent) + "% of ceiling" : ""));
-      svgEl("text", { x: X(p.intensity) + 8, y: Y(p.gflops) + 4 }, s, p.op);
+    var s = svg(b, W, H), taken = occupied();
+    yAxis(s, plot, taken, { ticks: logTicks(ymin, ymax), at: Y, text: num, cls: "roofline-y-tick", grid: true, title: "GFLOP/s (log scale)", short: "GFLOP/s" });
+    xAxis(s, plot, taken, { ticks: logTicks(xmin, xmax), at: X, text: num, cls: "roofline-x-tick", grid: true, title: "arithmetic intensity (FLOP/byte, log scale)" });
+    if (R.bandwidth_gbps) roofPath(s, R, X, Y, xmin, xmax);
+    var points = rows.map(function (r, i) { return { op: r.op, row: r, key: i + 1, x: X(r.intensity), y: Y(r.gflops), r: 6 }; });
+    points.forEach(function (p) {
+      var c = svgEl("circle", { cx: p.x, cy: p.y, r: p.r, fill: colour(p.op), stroke: "#333" }, s);
+      svgEl("title", {}, c, p.op + ": " + fmt(p.row.intensity, 2) + " FLOP/B, " + fmt(p.row.gflops, 2) + " GFLOP/s" + (p.row.ceiling_percent !== null ? ", " + fmt(p.row.ceiling_percent) + "% of ceiling" : ""));
+      taken.add({ x: p.x - p.r, y: p.y - p.r, w: 2 * p.r, h: 2 * p.r });
     });
-    done("panel-roofline", pts.length);
+    if (R.bandwidth_gbps) ceilingLabel(s, R, plot, taken);
+    var busiest = points.slice().sort(function (a, b) { return (b.row.total_ns || 0) - (a.row.total_ns || 0); });
+    placeLabels(s, busiest, taken, plot);
+    rooflineLegend(b, points);
+    done("panel-roofline", points.length);
   }
+
+  // ---- Per-layer strip ----
 
   function layerStrip() {
     var b = body("panel-layers"), rows = D.layers.filter(function (r) { return r[1] !== null; });
     if (!rows.length) { note(b, "GPU time per layer unknown (timing " + D.meta.timing + ")."); done("panel-layers", 0); return; }
-    var W = 1000, H = 90, cw = (W - 20) / rows.length;
+    var W = 1000, H = 90, cw = (W - 20) / rows.length, right = -Infinity;
     var max = Math.max.apply(null, rows.map(function (r) { return r[1]; }));
     var s = svg(b, W, H);
     rows.forEach(function (r, i) {
       var k = max ? r[1] / max : 0;
       var c = svgEl("rect", { x: 10 + i * cw, y: 10, width: Math.max(0.5, cw - 1), height: 50, fill: "hsl(20," + Math.round(30 + 60 * k) + "%," + Math.round(85 - 45 * k) + "%)" }, s);
       svgEl("title", {}, c, r[0] + ": median " + ms(r[1]) + " ms (p10–p90 " + ms(r[2]) + "–" + ms(r[3]) + ")");
-      if (cw > 24) svgEl("text", { x: 12 + i * cw, y: 75 }, s, r[0]);
+      // A name is drawn under its cell when it clears the one before (the rest are in the tooltips).
+      var t = svgEl("text", { x: 10 + i * cw + 2, y: 75 }, s, r[0]), bb = box(t);
+      if (bb.x < right + 6 || bb.x + bb.w > W) s.removeChild(t); else right = bb.x + bb.w;
     });
     note(b, "Median GPU time per token per section; darker is slower (slowest: " + ms(max) + " ms).");
     done("panel-layers", rows.length);
   }
+
+  // ---- Counters and checks ----
 
   function counters() {
     var b = body("panel-counters"), C = D.counters;
@@ -225,12 +471,41 @@
     done("panel-counters", C.rows.length + C.checks.length);
   }
 
+  // ---- Findings ----
+
+  // The command to run next (as code when it is one), and why.
+  function nextStep(parent, n) {
+    var d = el("div", { class: "next" }, parent);
+    el("span", { class: "next-label" }, d, "next: ");
+    el(n.shell ? "code" : "span", {}, d, n.command);
+    if (n.why) el("div", { class: "why" }, d, n.why);
+  }
+
+  // One row per checklist item: its summary, the evidence behind it, the next step.
+  function checklist(b, items) {
+    var t = el("table", { class: "checklist" }, b), tr = el("tr", {}, el("thead", {}, t));
+    ["checklist item", "status", "finding"].forEach(function (h) { el("th", {}, tr, h); });
+    var tb = el("tbody", {}, t);
+    items.forEach(function (i) {
+      var row = el("tr", { class: "item-" + i.status }, tb);
+      el("td", {}, row, i.title);
+      el("td", { class: i.status }, row, i.status);
+      var cell = el("td", {}, row);
+      el("div", { class: "summary" }, cell, i.summary);
+      if (i.evidence.length) {
+        var ul = el("ul", { class: "evidence" }, cell);
+        i.evidence.forEach(function (e) { el("li", {}, ul, e); });
+      }
+      if (i.next) nextStep(cell, i.next);
+    });
+  }
+
   function findings() {
     var b = body("panel-findings"), F = D.findings;
     el("p", {}, b, "Bottleneck: " + F.headline);
     var ul = el("ul", {}, b);
     F.evidence.forEach(function (e) { el("li", {}, ul, e); });
-    table(b, ["checklist item", "status", "finding"], F.items.map(function (i) { return [i.title, { text: i.status, cls: i.status }, i.summary]; }));
+    checklist(b, F.items);
     el("h3", {}, b, "Opportunities (by estimated time saved per token)");
     if (F.opportunities.length) {
       table(b, ["opportunity", "saved per token", "basis"], F.opportunities.map(function (o) { return [o[0], o[1] === null ? "unknown" : dur(o[1]), o[2]]; }));
@@ -241,7 +516,7 @@
   }
 
   header();
-  [tokenTimeline, dispatchTimeline, opBars, roofline, layerStrip, counters, findings].forEach(function (f) { f(); });
+  [tokenTimeline, dispatchTimeline, ops, roofline, layerStrip, counters, findings].forEach(function (f) { f(); });
   document.body.setAttribute("data-rendered", "ok");
   // Milliseconds from navigation start to every panel drawn (the load-time benchmark).
   document.body.setAttribute("data-render-ms", String(Math.round(performance.now())));
