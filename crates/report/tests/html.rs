@@ -8,7 +8,7 @@ use std::process::Command;
 
 use gpuscope_report::analysis::analyze;
 use gpuscope_report::render::render_html;
-use gpuscope_trace::{GpuSpan, PassEvent, Profile, TokenRecord};
+use gpuscope_trace::{GpuSpan, PassEvent, Profile, TimestampIssue, TokenRecord};
 
 use gpuscope_trace::fixtures as fixture;
 
@@ -163,8 +163,10 @@ fn report_loads_in_chromium() {
 
 /// Op names of a real fused decode plan: long, and many with similar intensities, so
 /// the roofline is crowded (issue: labels printed over each other, names cut off).
-const CROWDED_OPS: [&str; 26] = [
+const CROWDED_OPS: [&str; 27] = [
     "rms_norm+gemv_q8_0+silu_mul.rows.packed.xshared.wide",
+    // Wider than the name column may grow: wrapped.
+    "rms_norm+gemv_q8_0+silu_mul.rows.packed.xshared.wide.split_k8.dp4a.subgroup_reduce.f16_accum",
     "gemv_q4_0",
     "gemv_q4_0.rows4",
     "gemv_q4_0.subgroup",
@@ -195,7 +197,9 @@ const CROWDED_OPS: [&str; 26] = [
 
 /// A realistic crowded profile: `small_with_ceilings()`'s adapter and ceilings, 6
 /// tokens of 2 layers running every op of [`CROWDED_OPS`] once each (52 dispatches per
-/// token), intensities 0.5-1.5 FLOP/byte and 20-50% of the bandwidth ceiling.
+/// token), intensities 0.5-1.5 FLOP/byte and 20-95% of the bandwidth ceiling; one
+/// flagged timestamp and one token with two syncs give checklist items a next command
+/// with a why.
 fn crowded() -> Profile {
     let mut p = fixture::small_with_ceilings();
     let (tokens, layers, n) = (6u32, 2u32, CROWDED_OPS.len() as u32);
@@ -210,10 +214,15 @@ fn crowded() -> Profile {
         for layer in 0..layers {
             let start = cursor;
             for (i, op) in CROWDED_OPS.iter().enumerate() {
-                let (bytes, flops, ns) = crowded_cost(i.min(23) as u64);
+                let (bytes, flops, ns) = crowded_cost(i.min(24) as u64);
                 let index = layer * n + i as u32;
                 let mut d = fixture::dispatch(token, index, op, Some((cursor, cursor + ns)));
-                d.label = format!("L{layer}.{op}");
+                if (token, index) == (5, 7) {
+                    // A flagged timestamp: its checklist item has evidence and a why.
+                    d.gpu = None;
+                    d.timestamp_issue = Some(TimestampIssue::Zero);
+                }
+                d.label = format!("L{layer}.{op}").into();
                 d.layer = Some(layer);
                 d.pass = layer;
                 d.bytes = bytes;
@@ -224,7 +233,7 @@ fn crowded() -> Profile {
             p.passes.push(PassEvent {
                 token,
                 index: layer,
-                name: format!("L{layer}"),
+                name: format!("L{layer}").into(),
                 layer: Some(layer),
                 dispatches: n,
                 gpu: Some(GpuSpan {
@@ -253,6 +262,8 @@ fn crowded_token(index: u32, busy_ns: u64, dispatches: u32, passes: u32) -> Toke
     let mut counters = fixture::counters(index == 0);
     counters.dispatches = dispatches as u64;
     counters.passes = passes as u64;
+    // A token that syncs twice: another item with evidence, next command and why.
+    counters.syncs = if index == 4 { 2 } else { 1 };
     TokenRecord {
         index,
         position: 5 + index,
@@ -397,7 +408,7 @@ fn html_shows_checklist_evidence_and_next_commands() {
     let a = analyze(&p);
     let dom = dom_with_overlap_check(&browser, &p);
     let findings = &dom[dom.find("id=\"panel-findings\"").unwrap()..];
-    let (mut evidence, mut next) = (0, 0);
+    let (mut evidence, mut whys) = (0, 0);
     for item in &a.checklist.items {
         for e in &item.evidence {
             assert!(findings.contains(&escape(e)), "evidence not shown: {e}");
@@ -410,12 +421,12 @@ fn html_shows_checklist_evidence_and_next_commands() {
             let why = why.strip_suffix(')').unwrap_or(why);
             let why = why.strip_prefix("why: ").unwrap_or(why);
             assert!(findings.contains(&escape(why)), "why not shown: {n}");
-            next += 1;
+            whys += usize::from(!why.is_empty());
         }
     }
     assert!(
-        evidence > 0 && next > 0,
-        "the fixture has no evidence ({evidence}) or next command ({next})"
+        evidence > 0 && whys > 0,
+        "the fixture has no evidence ({evidence}) or next command with a why ({whys})"
     );
 }
 
@@ -431,16 +442,23 @@ fn html_has_legends_and_readable_axis_ticks() {
             "{op} missing from the timeline legend: {legend}"
         );
     }
-    // Log axes: decade ticks, readable (not "0.000"), on both axes.
+    // Log axes: ticks at 1, 2 or 5 × a power of ten, written plainly (not "0.000").
     for axis in ["roofline-x-tick", "roofline-y-tick"] {
         let ticks = texts_of_class(&dom, axis);
         assert!(ticks.len() >= 2, "{axis}: {ticks:?}");
         for t in &ticks {
+            let v = tick_value(t).unwrap_or_else(|| panic!("{axis}: {t:?} in {ticks:?}"));
+            let mantissa = v / 10f64.powf(v.log10().floor());
             assert!(
-                !t.starts_with("0.000") && !t.is_empty(),
-                "{axis}: {ticks:?}"
+                [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-6),
+                "{axis}: {t:?} in {ticks:?}"
             );
         }
+    }
+    // Linear axes have labelled ticks too.
+    for axis in ["tokens-x-tick", "tokens-y-tick", "dispatch-x-tick"] {
+        let ticks = texts_of_class(&dom, axis);
+        assert!(ticks.len() >= 3, "{axis}: {ticks:?}");
     }
     // Every op name is shown whole in the per-op bars (its lines joined).
     let bars = texts_of_class(&dom, "op-name").concat();
@@ -450,6 +468,19 @@ fn html_has_legends_and_readable_axis_ticks() {
             "{op} not shown whole in the op bars: {bars}"
         );
     }
+}
+
+/// A log-axis tick's value: `0.5`, `20`, `1k`, `10M`; `None` for anything else (and
+/// for zero, which a log axis cannot show).
+fn tick_value(t: &str) -> Option<f64> {
+    let scale = match t.chars().last()? {
+        'k' => 1e3,
+        'M' => 1e6,
+        'G' => 1e9,
+        _ => 1.0,
+    };
+    let v: f64 = t.trim_end_matches(['k', 'M', 'G']).parse().ok()?;
+    (v > 0.0).then_some(v * scale)
 }
 
 /// Text as the dumped DOM writes it.

@@ -79,23 +79,71 @@
 
   // ---- Label geometry: boxes in the SVG's user units ----
 
-  function box(t) { var b = t.getBBox(); return { x: b.x, y: b.y, w: b.width, h: b.height }; }
+  // Text is measured on a canvas before it is drawn, in the font SVG text has: measuring
+  // drawn SVG text would lay the chart out again for each one (a big timeline has 20,000
+  // rects), and a label that does not fit is then never drawn.
+  var ctx = null, ascent = 0, descent = 0, measured = {};
+  // A canvas drawing in the font that the page's styles give SVG text.
+  function svgTextCanvas() {
+    var s = svgEl("svg", {}, document.body), style = getComputedStyle(svgEl("text", {}, s, "x"));
+    var c = document.createElement("canvas").getContext("2d");
+    c.font = style.fontStyle + " " + style.fontWeight + " " + style.fontSize + " " + style.fontFamily;
+    document.body.removeChild(s);
+    var m = c.measureText("Hg");
+    ascent = m.fontBoundingBoxAscent;
+    descent = m.fontBoundingBoxDescent;
+    return c;
+  }
+  // The box of `text` drawn at the origin with `anchor` (SVG's text-anchor).
+  function measure(text, anchor) {
+    ctx = ctx || svgTextCanvas();
+    var key = (anchor || "start") + "|" + text;
+    if (!(key in measured)) {
+      var w = ctx.measureText(text).width;
+      measured[key] = { x: anchor === "middle" ? -w / 2 : anchor === "end" ? -w : 0, y: -ascent, w: w, h: ascent + descent };
+    }
+    return measured[key];
+  }
+  // The box of `text` drawn at (x, y).
+  function textBox(x, y, text, anchor) {
+    var m = measure(text, anchor);
+    return { x: x + m.x, y: y + m.y, w: m.w, h: m.h };
+  }
   function hit(a, b, pad) {
     return a.x < b.x + b.w + pad && b.x < a.x + a.w + pad && a.y < b.y + b.h + pad && b.y < a.y + a.h + pad;
   }
   function inside(b, r) { return b.x >= r.x && b.y >= r.y && b.x + b.w <= r.x + r.w && b.y + b.h <= r.y + r.h; }
-  // The boxes already drawn in one chart, which a new label must not touch.
+  // Whether the segment from (x1, y1) to (x2, y2) crosses box `b` (Liang-Barsky clipping).
+  function crosses(x1, y1, x2, y2, b) {
+    var t0 = 0, t1 = 1, p = [x1 - x2, x2 - x1, y1 - y2, y2 - y1], q = [x1 - b.x, b.x + b.w - x1, y1 - b.y, b.y + b.h - y1];
+    for (var i = 0; i < 4; i++) {
+      if (p[i] === 0) { if (q[i] < 0) return false; continue; }
+      var r = q[i] / p[i];
+      if (p[i] < 0) { if (r > t1) return false; t0 = Math.max(t0, r); } else { if (r < t0) return false; t1 = Math.min(t1, r); }
+    }
+    return true;
+  }
+  // What is already drawn in one chart (boxes, and leader lines as segments), which a
+  // new label or leader line must not touch.
   function occupied() {
-    var boxes = [];
+    var boxes = [], lines = [];
     return {
-      free: function (b, pad) { return !boxes.some(function (o) { return hit(o, b, pad); }); },
+      free: function (b, pad) {
+        var p = { x: b.x - pad, y: b.y - pad, w: b.w + 2 * pad, h: b.h + 2 * pad };
+        return !boxes.some(function (o) { return hit(o, b, pad); }) &&
+          !lines.some(function (l) { return crosses(l[0], l[1], l[2], l[3], p); });
+      },
+      clear: function (l) { return !boxes.some(function (o) { return crosses(l[0], l[1], l[2], l[3], o); }); },
       add: function (b) { boxes.push(b); },
+      addLine: function (l) { lines.push(l); },
     };
   }
-  // Moves text `t` (measured at the origin as `bb`) so that its box is `to`.
-  function moveText(t, bb, to) {
-    t.setAttribute("x", (to.x - bb.x).toFixed(1));
-    t.setAttribute("y", (to.y - bb.y).toFixed(1));
+  // Draws `text` (measured at the origin as `bb`) so that its box is `to`.
+  function textAt(parent, text, bb, to, attrs) {
+    attrs = attrs || {};
+    attrs.x = (to.x - bb.x).toFixed(1);
+    attrs.y = (to.y - bb.y).toFixed(1);
+    return svgEl("text", attrs, parent, text);
   }
 
   // ---- Axes ----
@@ -123,9 +171,10 @@
     if (a >= 1e4) return +(v / 1e3).toPrecision(3) + "k";
     return String(+v.toPrecision(3));
   }
-  // A time tick in the unit its step reads best in, with as many decimals as the step has.
-  function durTick(step) {
-    var unit = step >= 1e6 ? [1e6, " ms"] : step >= 1e3 ? [1e3, " µs"] : [1, " ns"];
+  // Time ticks in the unit that the axis's end (`max`) reads best in, with as many
+  // decimals as the step needs.
+  function durTick(step, max) {
+    var unit = max >= 1e6 ? [1e6, " ms"] : max >= 1e3 ? [1e3, " µs"] : [1, " ns"];
     var decimals = Math.max(0, Math.ceil(-Math.log10(step / unit[0]) - 1e-9));
     return function (ns) { return ns === 0 ? "0" : (ns / unit[0]).toFixed(decimals) + unit[1]; };
   }
@@ -140,32 +189,36 @@
       var x = o.at(v);
       if (o.grid) svgEl("line", { x1: x, y1: plot.y, x2: x, y2: y0, class: "grid" }, g);
       svgEl("line", { x1: x, y1: y0, x2: x, y2: y0 + 4 }, g);
-      var t = svgEl("text", { x: x, y: y0 + 16, "text-anchor": "middle", class: "tick " + o.cls }, g, o.text(v)), b = box(t);
-      if (b.x < 0 || b.x + b.w > width || !taken.free(b, 8)) g.removeChild(t); else taken.add(b);
+      var text = o.text(v), b = textBox(x, y0 + 16, text, "middle");
+      if (b.x < 0 || b.x + b.w > width || !taken.free(b, 8)) return;
+      svgEl("text", { x: x, y: y0 + 16, "text-anchor": "middle", class: "tick " + o.cls }, g, text);
+      taken.add(b);
     });
     if (o.title) {
-      var tt = svgEl("text", { x: plot.x + plot.w / 2, y: y0 + 34, "text-anchor": "middle", class: "axis-title" }, g, o.title);
-      taken.add(box(tt));
+      svgEl("text", { x: plot.x + plot.w / 2, y: y0 + 34, "text-anchor": "middle", class: "axis-title" }, g, o.title);
+      taken.add(textBox(plot.x + plot.w / 2, y0 + 34, o.title, "middle"));
     }
   }
-  // The same up the left edge; the title reads bottom to top beside the labels.
+  // The same up the left edge; the title (drawn first, so that labels make way for it)
+  // reads bottom to top beside the labels.
   function yAxis(s, plot, taken, o) {
     var g = svgEl("g", { class: "axis y" }, s), x0 = plot.x;
+    if (o.title) {
+      var cy = plot.y + plot.h / 2;
+      var title = measure(o.title).w > plot.h ? o.short || o.title : o.title, len = measure(title).w;
+      svgEl("text", { x: 12, y: cy, "text-anchor": "middle", transform: "rotate(-90 12 " + cy + ")", class: "axis-title" }, g, title);
+      taken.add({ x: 4, y: cy - len / 2, w: 16, h: len });
+    }
     svgEl("line", { x1: x0, y1: plot.y, x2: x0, y2: plot.y + plot.h }, g);
     o.ticks.forEach(function (v) {
       var y = o.at(v);
       if (o.grid) svgEl("line", { x1: x0, y1: y, x2: plot.x + plot.w, y2: y, class: "grid" }, g);
       svgEl("line", { x1: x0 - 4, y1: y, x2: x0, y2: y }, g);
-      var t = svgEl("text", { x: x0 - 6, y: y + 4, "text-anchor": "end", class: "tick " + o.cls }, g, o.text(v)), b = box(t);
-      if (b.y < 0 || !taken.free(b, 2)) g.removeChild(t); else taken.add(b);
+      var text = o.text(v), b = textBox(x0 - 6, y + 4, text, "end");
+      if (b.y < 0 || !taken.free(b, 2)) return;
+      svgEl("text", { x: x0 - 6, y: y + 4, "text-anchor": "end", class: "tick " + o.cls }, g, text);
+      taken.add(b);
     });
-    if (o.title) {
-      var cy = plot.y + plot.h / 2;
-      var tt = svgEl("text", { x: 12, y: cy, "text-anchor": "middle", transform: "rotate(-90 12 " + cy + ")", class: "axis-title" }, g, o.title);
-      if (tt.getComputedTextLength() > plot.h) tt.textContent = o.short || o.title;
-      var len = tt.getComputedTextLength();
-      taken.add({ x: 4, y: cy - len / 2, w: 16, h: len });
-    }
   }
 
   // ---- Header ----
@@ -186,14 +239,14 @@
   function tokenTimeline() {
     var b = body("panel-tokens"), T = D.tokens, pts = T.points;
     if (!pts.length) { note(b, "No tokens decoded."); done("panel-tokens", 0); return; }
-    var W = 1000, H = 240, plot = { x: 64, y: 10, w: 1000 - 64 - 10, h: 240 - 10 - 46 };
+    var W = 1000, H = 240, plot = { x: 76, y: 10, w: 1000 - 76 - 10, h: 240 - 10 - 46 };
     var s = svg(b, W, H), maxY = 0;
     pts.forEach(function (p) { maxY = Math.max(maxY, p[2], p[3] || 0); });
     var yt = linearTicks(0, maxY || 1, 5), top = yt.values[yt.values.length - 1];
     var x = linear(0, pts.length, plot.x, plot.x + plot.w), y = linear(0, Math.max(top, maxY), plot.y + plot.h, plot.y);
     var bw = plot.w / pts.length, base = plot.y + plot.h;
     var taken = occupied();
-    yAxis(s, plot, taken, { ticks: yt.values, at: y, text: durTick(yt.step), cls: "tokens-y-tick", grid: true, title: "time per token" });
+    yAxis(s, plot, taken, { ticks: yt.values, at: y, text: durTick(yt.step, top), cls: "tokens-y-tick", grid: true, title: "time per token" });
     pts.forEach(function (p, i) {
       var r = svgEl("rect", { x: x(i), y: y(p[2]), width: Math.max(0.5, bw - 0.5), height: base - y(p[2]), fill: "#9ecae1" }, s);
       svgEl("title", {}, r, (p[0] === p[1] ? "token " + p[0] : "tokens " + p[0] + "–" + p[1]) + ": wall " + ms(p[2]) + " ms, GPU busy " + ms(p[3]) + " ms");
@@ -253,7 +306,7 @@
         svgEl("title", {}, r, d[3] + " (" + d[2] + "): " + dur(d[1]) + ", " + d[4] + " bytes");
       });
       var t = linearTicks(view[0], view[1], 8);
-      xAxis(axis, plot, occupied(), { ticks: t.values, at: x, text: durTick(t.step), cls: "dispatch-x-tick", title: "time since the token's first GPU timestamp" });
+      xAxis(axis, plot, occupied(), { ticks: t.values, at: x, text: durTick(t.step, Math.max(Math.abs(view[0]), Math.abs(view[1]))), cls: "dispatch-x-tick", title: "time since the token's first GPU timestamp" });
     }
     draw();
     dispatchLegend(b, items);
@@ -280,14 +333,17 @@
   // ---- GPU time per op ----
 
   // `name` as lines no wider than `max`, broken after its own separators (`+`, `.`, `_`,
-  // `-`, `/`) so every character stays visible; `probe` measures.
-  function wrapName(probe, name, max) {
-    function width(s) { probe.textContent = s; return probe.getComputedTextLength(); }
+  // `-`, `/`), or anywhere in a run longer than a line, so every character stays visible.
+  function wrapName(name, max) {
+    function width(s) { return measure(s).w; }
     if (width(name) <= max) return [name];
-    var parts = name.split(/(?<=[+._\/-])/), lines = [], line = "";
-    parts.forEach(function (part) {
+    var lines = [], line = "";
+    name.split(/(?<=[+._\/-])/).forEach(function (part) {
       if (line && width(line + part) > max) { lines.push(line); line = ""; }
-      line += part;
+      for (var i = 0; i < part.length; i++) {
+        if (line && width(line + part[i]) > max) { lines.push(line); line = ""; }
+        line += part[i];
+      }
     });
     return lines.concat(line ? [line] : []);
   }
@@ -301,13 +357,13 @@
   }
 
   function opBars(b, timed) {
-    var W = 1000, LINE = 13, s = svg(b, W, 10), probe = svgEl("text", {}, s);
+    var W = 1000, LINE = 13, s = svg(b, W, 10);
+    function widest(texts) { return Math.max.apply(null, texts.map(function (t) { return measure(t).w; })); }
     // The name column is as wide as the longest name, up to 40% of the chart.
-    var names = timed.map(function (r) { return wrapName(probe, r.op, W * 0.4); });
-    var nameW = Math.max.apply(null, names.map(function (ls) { return Math.max.apply(null, ls.map(function (l) { probe.textContent = l; return probe.getComputedTextLength(); })); }));
+    var names = timed.map(function (r) { return wrapName(r.op, W * 0.4); });
+    var nameW = widest([].concat.apply([], names));
     var values = timed.map(function (r) { return ms(r.total_ns) + " ms · " + fmt(r.percent) + "% · " + fmt(r.gbps, 2) + " GB/s"; });
-    var valueW = Math.max.apply(null, values.map(function (v) { probe.textContent = v; return probe.getComputedTextLength(); }));
-    s.removeChild(probe);
+    var valueW = widest(values);
     var L = nameW + 12, max = Math.max.apply(null, timed.map(function (r) { return r.total_ns; }));
     var x = linear(0, max, L, W - valueW - 8), y = 5;
     timed.forEach(function (r, i) {
@@ -336,65 +392,81 @@
   // ---- Roofline ----
 
   // The nearest spot around point `p` where a box the size of `bb` fits inside `area`
-  // without touching anything in `taken`: right, left, then round the point, then
-  // farther out (the caller draws a leader line to those).
-  var ANGLES = [0, 180, -30, 30, -150, 150, -60, 60, -120, 120, -90, 90];
-  var RINGS = [0, 10, 22, 36, 52, 72, 96];
-  function freeSpot(p, bb, taken, area) {
-    for (var i = 0; i < RINGS.length; i++) {
+  // without touching anything in `taken`: right, left, then round the point, then (with
+  // more than one of `rings`) farther out with a leader line, which must not cross
+  // anything but other leader lines.
+  var ANGLES = [0, 180, -30, 30, -150, 150, -60, 60, -120, 120, -90, 90, -15, 15, -165, 165, -45, 45, -135, 135, -75, 75, -105, 105];
+  var NEAR = [0], RINGS = [0, 10, 22, 36, 52, 72, 96, 124, 156, 192, 232];
+  function freeSpot(p, bb, taken, area, rings) {
+    for (var i = 0; i < rings.length; i++) {
       for (var j = 0; j < ANGLES.length; j++) {
-        var a = ANGLES[j] * Math.PI / 180, c = Math.cos(a), sn = Math.sin(a), d = p.r + 4 + RINGS[i];
+        var a = ANGLES[j] * Math.PI / 180, c = Math.cos(a), sn = Math.sin(a), d = p.r + 4 + rings[i];
         var ax = p.x + d * c, ay = p.y + d * sn;
         var spot = {
           x: c > 0.38 ? ax : c < -0.38 ? ax - bb.w : ax - bb.w / 2,
           y: sn > 0.38 ? ay : sn < -0.38 ? ay - bb.h : ay - bb.h / 2,
           w: bb.w, h: bb.h,
         };
-        if (inside(spot, area) && taken.free(spot, 2)) return { box: spot, far: RINGS[i] > 0, c: c, s: sn, ax: ax, ay: ay };
+        // The leader starts at the circle; checked from past its own point's box.
+        var leader = rings[i] > 0 ? [p.x + p.r * c, p.y + p.r * sn, ax, ay] : null;
+        var check = leader && [p.x + 1.5 * p.r * c, p.y + 1.5 * p.r * sn, ax, ay];
+        if (inside(spot, area) && taken.free(spot, 2) && (!check || taken.clear(check))) return { box: spot, leader: leader };
       }
     }
     return null;
   }
 
-  // Labels for the points, busiest op first (it gets the nearest spot): the op's name,
-  // else its number from the legend, else none (the legend says so).
+  // Draws `text` for point `p` at the nearest free spot within `rings`; false if none.
+  function placeLabel(g, p, text, taken, area, rings) {
+    var bb = measure(text), spot = freeSpot(p, bb, taken, area, rings);
+    if (!spot) return false;
+    textAt(g, text, bb, spot.box);
+    taken.add(spot.box);
+    if (spot.leader) {
+      var l = spot.leader;
+      svgEl("line", { x1: l[0], y1: l[1], x2: l[2], y2: l[3], class: "leader" }, g);
+      taken.addLine(l);
+    }
+    return true;
+  }
+
+  // Labels for the points, in rounds from best to least (each round busiest op first):
+  // the op's name beside its point, then farther out with a leader line, then its number
+  // from the legend; a point left without is marked so in the legend.
   function placeLabels(s, points, taken, area) {
     var g = svgEl("g", { class: "point-labels" }, s);
-    points.forEach(function (p) {
-      p.label = "none";
-      [p.op, String(p.key)].some(function (text, k) {
-        var t = svgEl("text", { x: 0, y: 0 }, g, text), bb = box(t), spot = freeSpot(p, bb, taken, area);
-        if (!spot) { g.removeChild(t); return false; }
-        moveText(t, bb, spot.box);
-        taken.add(spot.box);
-        if (spot.far) {
-          svgEl("line", { x1: p.x + p.r * spot.c, y1: p.y + p.r * spot.s, x2: spot.ax, y2: spot.ay, class: "leader" }, g);
-        }
-        p.label = k ? "number" : "name";
-        return true;
+    var rounds = [["name", NEAR], ["name", RINGS], ["number", RINGS]];
+    points.forEach(function (p) { p.label = "none"; });
+    rounds.forEach(function (round) {
+      points.forEach(function (p) {
+        if (p.label !== "none") return;
+        if (placeLabel(g, p, round[0] === "name" ? p.op : String(p.key), taken, area, round[1])) p.label = round[0];
       });
     });
   }
 
-  // The ceiling's label in the first free corner of the plot.
+  // The ceiling's label in the first free corner of the plot, else in a note below.
   function ceilingLabel(s, R, plot, taken) {
-    var t = svgEl("text", { x: 0, y: 0, class: "ceiling-label" }, s,
-      "ceiling: " + fmt(R.bandwidth_gbps, 1) + " GB/s" + (R.flops_gflops ? ", " + fmt(R.flops_gflops, 0) + " GFLOP/s" : ""));
-    var bb = box(t), corners = [[plot.x + 6, plot.y + 4], [plot.x + plot.w - bb.w - 6, plot.y + 4], [plot.x + plot.w - bb.w - 6, plot.y + plot.h - bb.h - 4]];
+    var text = "ceiling: " + fmt(R.bandwidth_gbps, 1) + " GB/s" + (R.flops_gflops ? ", " + fmt(R.flops_gflops, 0) + " GFLOP/s" : "");
+    var bb = measure(text), left = plot.x + 6, right = plot.x + plot.w - bb.w - 6;
+    var corners = [[left, plot.y + 4], [right, plot.y + 4], [right, plot.y + plot.h - bb.h - 4]];
     for (var i = 0; i < corners.length; i++) {
       var spot = { x: corners[i][0], y: corners[i][1], w: bb.w, h: bb.h };
-      if (taken.free(spot, 2)) { moveText(t, bb, spot); taken.add(spot); return; }
+      if (taken.free(spot, 2)) { textAt(s, text, bb, spot, { class: "ceiling-label" }); taken.add(spot); return; }
     }
-    s.removeChild(t);
-    note(s.parentNode, t.textContent);
+    note(s.parentNode, text);
   }
 
-  function roofPath(s, R, X, Y, xmin, xmax) {
-    var path = [], n = 64;
+  // The roof; labels keep off it (leader lines may cross it).
+  function roofPath(s, R, X, Y, xmin, xmax, taken) {
+    var path = [], n = 64, last = null;
     for (var i = 0; i <= n; i++) {
       var v = xmin * Math.pow(xmax / xmin, i / n), c = R.bandwidth_gbps * v;
       if (R.flops_gflops) c = Math.min(c, R.flops_gflops);
-      path.push((i ? "L" : "M") + X(v).toFixed(1) + "," + Y(c).toFixed(1));
+      var at = [X(v), Y(c)];
+      path.push((i ? "L" : "M") + at[0].toFixed(1) + "," + at[1].toFixed(1));
+      if (last) taken.addLine([last[0], last[1], at[0], at[1]]);
+      last = at;
     }
     svgEl("path", { d: path.join(" "), stroke: "#333", fill: "none", "stroke-width": 2 }, s);
   }
@@ -402,7 +474,7 @@
   // Every point with its number and colour; those without their name in the chart say so.
   function rooflineLegend(b, points) {
     legend(b, "roofline-legend", points.map(function (p) {
-      var why = p.label === "name" ? "" : p.label === "number" ? " (numbered in the chart: no room for the name)" : " (not labelled in the chart: no room)";
+      var why = p.label === "name" ? "" : p.label === "number" ? " (by its number in the chart: no room for the name)" : " (not labelled in the chart: no room)";
       return { colour: colour(p.op), text: p.key + " " + p.op + ": " + fmt(p.row.intensity, 2) + " FLOP/B, " + fmt(p.row.gflops, 2) + " GFLOP/s" + why };
     }));
   }
@@ -425,7 +497,7 @@
     var s = svg(b, W, H), taken = occupied();
     yAxis(s, plot, taken, { ticks: logTicks(ymin, ymax), at: Y, text: num, cls: "roofline-y-tick", grid: true, title: "GFLOP/s (log scale)", short: "GFLOP/s" });
     xAxis(s, plot, taken, { ticks: logTicks(xmin, xmax), at: X, text: num, cls: "roofline-x-tick", grid: true, title: "arithmetic intensity (FLOP/byte, log scale)" });
-    if (R.bandwidth_gbps) roofPath(s, R, X, Y, xmin, xmax);
+    if (R.bandwidth_gbps) roofPath(s, R, X, Y, xmin, xmax, taken);
     var points = rows.map(function (r, i) { return { op: r.op, row: r, key: i + 1, x: X(r.intensity), y: Y(r.gflops), r: 6 }; });
     points.forEach(function (p) {
       var c = svgEl("circle", { cx: p.x, cy: p.y, r: p.r, fill: colour(p.op), stroke: "#333" }, s);
@@ -441,6 +513,16 @@
 
   // ---- Per-layer strip ----
 
+  // A layer's name under its cell when it clears the name before it, which ends at
+  // `right` (every name is in its cell's tooltip); returns where the names now end.
+  function layerName(s, name, x, right) {
+    if (x < right + 6) return right;
+    var w = measure(name).w;
+    if (x + w > s.viewBox.baseVal.width) return right;
+    svgEl("text", { x: x, y: 75 }, s, name);
+    return x + w;
+  }
+
   function layerStrip() {
     var b = body("panel-layers"), rows = D.layers.filter(function (r) { return r[1] !== null; });
     if (!rows.length) { note(b, "GPU time per layer unknown (timing " + D.meta.timing + ")."); done("panel-layers", 0); return; }
@@ -451,9 +533,7 @@
       var k = max ? r[1] / max : 0;
       var c = svgEl("rect", { x: 10 + i * cw, y: 10, width: Math.max(0.5, cw - 1), height: 50, fill: "hsl(20," + Math.round(30 + 60 * k) + "%," + Math.round(85 - 45 * k) + "%)" }, s);
       svgEl("title", {}, c, r[0] + ": median " + ms(r[1]) + " ms (p10–p90 " + ms(r[2]) + "–" + ms(r[3]) + ")");
-      // A name is drawn under its cell when it clears the one before (the rest are in the tooltips).
-      var t = svgEl("text", { x: 10 + i * cw + 2, y: 75 }, s, r[0]), bb = box(t);
-      if (bb.x < right + 6 || bb.x + bb.w > W) s.removeChild(t); else right = bb.x + bb.w;
+      right = layerName(s, r[0], 10 + i * cw + 2, right);
     });
     note(b, "Median GPU time per token per section; darker is slower (slowest: " + ms(max) + " ms).");
     done("panel-layers", rows.length);
