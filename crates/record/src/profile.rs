@@ -192,7 +192,7 @@ fn events(st: &State, done: &[DoneStep]) -> Events {
             passes.push(PassEvent {
                 token: k,
                 index: j as u32,
-                name: st.names.get(p.name).to_string(),
+                name: st.names.get(p.name).to_string().into(),
                 layer: p.layer,
                 dispatches: p.dispatches,
                 gpu: t.gpu,
@@ -209,8 +209,8 @@ fn events(st: &State, done: &[DoneStep]) -> Events {
             dispatches.push(DispatchEvent {
                 token: k,
                 index: i as u32,
-                op: name(r.op, &mut op_names),
-                label: name(r.label, &mut op_names),
+                op: name(r.op, &mut op_names).into(),
+                label: name(r.label, &mut op_names).into(),
                 layer: r.layer,
                 pass: r.pass,
                 pipeline: st
@@ -218,7 +218,8 @@ fn events(st: &State, done: &[DoneStep]) -> Events {
                     .pipelines
                     .get(r.pipeline as usize)
                     .map(|p| p.name.clone())
-                    .unwrap_or_else(|| "unknown".into()),
+                    .unwrap_or_else(|| "unknown".into())
+                    .into(),
                 workgroups: r.workgroups,
                 bytes: r.cost.bytes,
                 flops: r.cost.flops,

@@ -364,7 +364,7 @@ fn four_ops(seed: u64, factor: f64, uniform: bool) -> Profile {
         }
     }
     for d in &mut p.dispatches {
-        d.op = format!("op{}", d.layer.unwrap());
+        d.op = format!("op{}", d.layer.unwrap()).into();
         if uniform || d.layer == Some(2) {
             let span = d.gpu.as_mut().unwrap();
             span.end_ns = span.start_ns + ((span.end_ns - span.start_ns) as f64 * factor) as u64;

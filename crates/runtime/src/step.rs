@@ -443,7 +443,7 @@ pub fn step_events(
         passes.push(PassEvent {
             token,
             index: pass_index as u32,
-            name: section.name.clone(),
+            name: section.name.clone().into(),
             layer: section.layer,
             dispatches: section.dispatches.len() as u32,
             gpu: p.gpu,
@@ -458,11 +458,11 @@ pub fn step_events(
             dispatches.push(DispatchEvent {
                 token,
                 index,
-                op: d.op.clone(),
-                label: d.label.clone(),
+                op: d.op.clone().into(),
+                label: d.label.clone().into(),
                 layer: d.layer,
                 pass: pass_index as u32,
-                pipeline: d.pipeline.name().to_string(),
+                pipeline: d.pipeline.name().to_string().into(),
                 workgroups: d.workgroups,
                 bytes: s.cost.bytes,
                 flops: s.cost.flops,

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::name::Name;
 use crate::profile::{DispatchEvent, GpuSpan, PassEvent, Profile, TimestampIssue, PROFILE_FORMAT};
 use crate::version::{FormatHeader, VersionError};
 use crate::FormatVersion;
@@ -219,21 +220,21 @@ fn read_header(r: &mut Reader<'_>) -> Result<Profile, CompactError> {
     serde_json::from_slice(header).map_err(CompactError::Header)
 }
 
-fn read_strings(r: &mut Reader<'_>) -> Result<Vec<String>, CompactError> {
+fn read_strings(r: &mut Reader<'_>) -> Result<Vec<Name>, CompactError> {
     let count = r.u32("the string table")? as usize;
     let mut strings = Vec::with_capacity(count.min(r.remaining() / 4));
     for index in 0..count {
         let len = r.u32("a string's length")? as usize;
         let s = std::str::from_utf8(r.take(len, "a string")?)
             .map_err(|_| CompactError::Utf8 { index })?;
-        strings.push(s.to_string());
+        strings.push(Name::from(s));
     }
     Ok(strings)
 }
 
 fn read_dispatches(
     r: &mut Reader<'_>,
-    strings: &[String],
+    strings: &[Name],
 ) -> Result<Vec<DispatchEvent>, CompactError> {
     let n = r.u64("the dispatch count")? as usize;
     // Every dispatch takes 81 bytes: a count beyond what the file holds is truncation,
@@ -257,8 +258,8 @@ fn read_dispatches(
     let start = r.u64s(n, "dispatches.gpu_start_ns")?;
     let end = r.u64s(n, "dispatches.gpu_end_ns")?;
     let fl = r.take(n, "dispatches.flags")?;
-    // Check every id and flag first, so that building the events (the costly part:
-    // three strings each) cannot fail and runs on every core, in place.
+    // Check every id and flag first, so that building the events cannot fail and runs
+    // on every core, in place (names are shared: a reference count each).
     let count = strings.len() as u32;
     for (i, &flag) in fl.iter().enumerate().take(n) {
         for (what, col) in [("op", &op), ("label", &label), ("pipeline", &pipeline)] {
@@ -300,9 +301,9 @@ fn read_dispatches(
     Ok(dispatches)
 }
 
-fn read_passes(r: &mut Reader<'_>, strings: &[String]) -> Result<Vec<PassEvent>, CompactError> {
+fn read_passes(r: &mut Reader<'_>, strings: &[Name]) -> Result<Vec<PassEvent>, CompactError> {
     // `what` is only formatted for an error: a million events must not format names.
-    let name = |what: &dyn Fn() -> String, id: u32| -> Result<String, CompactError> {
+    let name = |what: &dyn Fn() -> String, id: u32| -> Result<Name, CompactError> {
         strings
             .get(id as usize)
             .cloned()

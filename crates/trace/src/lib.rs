@@ -57,6 +57,7 @@ pub mod counters;
 pub mod fixtures;
 pub mod graph;
 pub mod io;
+pub mod name;
 pub mod opstest;
 pub mod profile;
 pub mod recording;
@@ -67,6 +68,7 @@ pub mod version;
 pub use ceilings::{Ceilings, CeilingsIdentity, Measured};
 pub use counters::Counters;
 pub use graph::{Binding, GraphBuffer, GraphDesc, GraphDispatch};
+pub use name::Name;
 pub use profile::*;
 
 use serde::{Deserialize, Serialize};

@@ -30,6 +30,7 @@
 //! A reader accepts any file with the same major version (newer minors may add fields,
 //! which older readers ignore) and refuses another major with a message naming both.
 
+use crate::name::Name;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
@@ -422,14 +423,14 @@ pub struct DispatchEvent {
     /// Index of the dispatch within its token.
     pub index: u32,
     /// Kernel family, e.g. `gemv_q4_1`.
-    pub op: String,
+    pub op: Name,
     /// Op plus place, e.g. `L12.ffn_up`.
-    pub label: String,
+    pub label: Name,
     pub layer: Option<u32>,
     /// Index of the pass within its token.
     pub pass: u32,
     /// Pipeline name: shader, entry point and override constants.
-    pub pipeline: String,
+    pub pipeline: Name,
     pub workgroups: [u32; 3],
     /// Bytes the dispatch must read and write (declared by the op).
     pub bytes: u64,
@@ -455,7 +456,7 @@ pub struct PassEvent {
     pub token: u32,
     pub index: u32,
     /// Section name, e.g. `embed`, `L3`, `head`.
-    pub name: String,
+    pub name: Name,
     pub layer: Option<u32>,
     pub dispatches: u32,
     pub gpu: Option<GpuSpan>,

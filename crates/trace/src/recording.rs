@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
+use crate::name::Name;
 use crate::profile::{
     AdapterDesc, BufferRecord, CpuSpan, DispatchEvent, GpuSpan, MemoryKind, PassEvent, Profile,
     TimestampIssue, TimingInfo, TimingMode, TokenRecord, WorkloadDesc, PROFILE_FORMAT,
@@ -528,6 +529,11 @@ impl Recording {
     /// each dispatch named by its debug label, else its pipeline's name, else its SPIR-V
     /// entry point with the module's short hash and workgroup size.
     pub fn to_profile(&self) -> Profile {
+        // Equal names share one allocation (see `Name`).
+        crate::name::Interner::scope(|| self.build_profile())
+    }
+
+    fn build_profile(&self) -> Profile {
         let header = self
             .header
             .clone()
@@ -680,7 +686,14 @@ impl Recording {
     /// Each pipeline's name and op: its debug name (the op its stem: gpuscope's
     /// `gemv_q4_0.dp4a.packed` is `gemv_q4_0`, llama.cpp's `mul_mat_vec_q4_0_f32_f32`
     /// itself), else `entry@hash WxHxD` (the op the same).
-    fn dispatch_names(&self) -> Vec<(String, String)> {
+    fn dispatch_names(&self) -> Vec<(Name, Name)> {
+        self.dispatch_name_strings()
+            .into_iter()
+            .map(|(pipeline, op)| (Name::interned(&pipeline), Name::interned(&op)))
+            .collect()
+    }
+
+    fn dispatch_name_strings(&self) -> Vec<(String, String)> {
         self.pipelines
             .iter()
             .map(|pl| match &pl.name {
@@ -778,7 +791,7 @@ impl Recording {
         &self,
         p: &mut Profile,
         step: &StepRecord,
-        names: &[(String, String)],
+        names: &[(Name, Name)],
         origin: u64,
         threads: &mut HashMap<u64, u32>,
     ) {
@@ -861,7 +874,7 @@ fn add_events(
     p: &mut Profile,
     token: u32,
     step: &StepRecord,
-    names: &[(String, String)],
+    names: &[(Name, Name)],
     clock: TickClock,
 ) -> Option<u64> {
     let mut busy: Option<u64> = None;
@@ -884,10 +897,7 @@ fn add_events(
             index: pass as u32,
             // Unnamed command buffers share one name: their number within a step says
             // nothing across steps (a program records as many as it likes).
-            name: cb
-                .name
-                .clone()
-                .unwrap_or_else(|| "command buffer".to_string()),
+            name: Name::interned(cb.name.as_deref().unwrap_or("command buffer")),
             layer: None,
             dispatches: cb.dispatches.len() as u32,
             gpu,
@@ -895,7 +905,7 @@ fn add_events(
         });
         for d in &cb.dispatches {
             let (pipeline, op) = names[d.pipeline as usize].clone();
-            let label = dispatch_label(d, &pipeline);
+            let label = Name::interned(dispatch_label(d, &pipeline));
             let (gpu, issue) = clock.span(d.ticks);
             if cb.ticks.is_none() {
                 add_busy(gpu);
@@ -963,13 +973,11 @@ fn step_counters(
 /// (64,1,1)`), then the one around it (llama.cpp's node, `MUL_MAT Qcur-3`); the
 /// pipeline's name without labels. A label equal to the pipeline's name is kept
 /// (gpuscope's `argmax` inside wgpu's pass group `step`).
-fn dispatch_label(d: &DispatchRecord, pipeline: &str) -> String {
+fn dispatch_label<'a>(d: &'a DispatchRecord, pipeline: &'a str) -> &'a str {
     match (&d.label, &d.scope) {
-        (Some(l), Some(outer)) if l.len() > pipeline.len() && l.starts_with(pipeline) => {
-            outer.clone()
-        }
-        (Some(l), _) => l.clone(),
-        (None, _) => pipeline.to_string(),
+        (Some(l), Some(outer)) if l.len() > pipeline.len() && l.starts_with(pipeline) => outer,
+        (Some(l), _) => l,
+        (None, _) => pipeline,
     }
 }
 

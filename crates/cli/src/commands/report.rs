@@ -25,7 +25,9 @@ pub fn run(args: &ReportArgs) -> Result<(), Exit> {
     let profile = gpuscope_trace::io::load_profile(&args.file)?;
     let local = super::ceilings::cached(&profile.adapter, false);
     let used = choose_ceilings(&profile, local.as_ref().map(|(c, p)| (c, p.as_str())));
-    if matches!(used, CeilingsUsed::Absent { .. }) && format != ReportFormat::Json {
+    if matches!(used, CeilingsUsed::Absent { .. })
+        && !matches!(format, ReportFormat::Json | ReportFormat::Compact)
+    {
         // Say what was wrong with the cache only when it mattered.
         super::ceilings::cached(&profile.adapter, true);
     }
@@ -37,6 +39,10 @@ pub fn run(args: &ReportArgs) -> Result<(), Exit> {
         ReportFormat::Json => {
             let json = gpuscope_trace::io::profile_to_json(&profile)?;
             emit(args.output.as_deref(), json.as_bytes(), format)
+        }
+        ReportFormat::Compact => {
+            let bytes = gpuscope_trace::compact::encode(&profile)?;
+            emit(args.output.as_deref(), &bytes, format)
         }
         _ => {
             let analysis = analyze_with(&profile, used);

@@ -162,11 +162,11 @@ pub fn large_profile(dispatches: usize) -> Profile {
             p.dispatches.push(DispatchEvent {
                 token,
                 index: i as u32,
-                op: o.op.clone(),
-                label: o.label.clone(),
+                op: o.op.clone().into(),
+                label: o.label.clone().into(),
                 layer: o.layer,
                 pass: o.pass,
-                pipeline: format!("{}:main", o.op),
+                pipeline: format!("{}:main", o.op).into(),
                 workgroups: [o.workgroups, 1, 1],
                 bytes: o.bytes,
                 flops: o.flops,
@@ -180,7 +180,7 @@ pub fn large_profile(dispatches: usize) -> Profile {
                     token,
                     index: o.pass,
                     name: match o.layer {
-                        Some(l) => format!("L{l}"),
+                        Some(l) => format!("L{l}").into(),
                         None if o.pass == 0 => "embed".into(),
                         None => "head".into(),
                     },

@@ -592,8 +592,8 @@ pub fn by_family(p: &Profile) -> Profile {
     let mut q = p.clone();
     for d in &mut q.dispatches {
         let family = gpuscope_trace::recording::op_family(&d.op);
-        d.label = family.clone();
-        d.op = family;
+        d.label = family.clone().into();
+        d.op = family.into();
     }
     q
 }

@@ -123,8 +123,8 @@ pub fn dispatch_sites(p: &Profile, tokens: &TokenSet) -> Sites {
         }
         let site = sites[i].get_or_insert_with(|| Site {
             index: d.index,
-            op: d.op.clone(),
-            label: d.label.clone(),
+            op: d.op.to_string(),
+            label: d.label.to_string(),
             layer: d.layer,
             pass: d.pass,
             workgroups: d.workgroups,

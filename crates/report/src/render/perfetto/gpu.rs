@@ -300,7 +300,7 @@ impl GpuTrack<'_> {
         span: Span,
         flows: Flows,
     ) -> std::io::Result<()> {
-        let name = pass.map_or_else(|| format!("pass {index}"), |s| s.name.clone());
+        let name = pass.map_or_else(|| format!("pass {index}"), |s| s.name.to_string());
         let name_iid = w.interner.name(&name);
         let mut args = vec![];
         if let Some(l) = pass.and_then(|s| s.layer) {
@@ -358,7 +358,7 @@ fn dispatch_args(
 ) -> (Vec<(u64, Arg)>, Option<f64>) {
     let [x, y, z] = d.workgroups;
     let mut args = Vec::with_capacity(8);
-    args.push((n.label, Arg::Str(d.label.clone())));
+    args.push((n.label, Arg::Str(d.label.to_string())));
     if let Some(l) = d.layer {
         args.push((n.layer, Arg::Uint(l as u64)));
     }
