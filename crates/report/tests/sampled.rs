@@ -237,4 +237,14 @@ fn an_estimated_busy_time_is_corrected_for_the_timestamps() {
     let r = render_text(&p);
     assert!(r.contains("corrected for their timestamps"), "{r}");
     assert!(r.contains("each corrected for its timestamps"), "{r}");
+    // An estimate past the wall time is said to be impossible, not printed bare.
+    for t in &mut p.tokens {
+        t.wall_ns = 1000;
+    }
+    let r = render_text(&p);
+    assert!(
+        analyze(&p).timeline.utilization_percent.unwrap() > 100.0
+            && r.contains("over 100%, which busy time cannot be"),
+        "{r}"
+    );
 }

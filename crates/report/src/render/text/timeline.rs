@@ -97,10 +97,15 @@ fn busy_line(out: &mut String, t: &Timeline) {
             ms(busy),
             percent(t.utilization_percent)
         );
-        if !t.busy_corrected && t.utilization_percent.is_some_and(|u| u > 100.0) {
+        if t.utilization_percent.is_some_and(|u| u > 100.0) {
             emit!(
                 out,
-                "    over 100%: the timestamps around each sampled dispatch lengthen its span (per-dispatch timing serializes the GPU's work); the shares between ops hold, the absolute times are inflated"
+                "    over 100%, which busy time cannot be: read it as a GPU busy the whole token. {}",
+                if t.busy_corrected {
+                    "Corrected by `peak`'s timestamp cost, some sampled dispatches still take longer than the same dispatch timed between its neighbours, so the estimate overstates (docs/analysis.md, sampled timing)"
+                } else {
+                    "The timestamps around each sampled dispatch lengthen its span (per-dispatch timing serializes the GPU's work); the shares between ops hold, the absolute times are inflated (`gpuscope peak` measures the timestamp cost, to correct them)"
+                }
             );
         }
     } else if let Some(busy) = t.busy_ns {
