@@ -47,6 +47,10 @@ fn profile_prints_every_section_and_writes_json_that_report_reads() {
         "Overhead:",
         "Checklist",
         "Bottleneck:",
+        // Where setup went (issue 29): the decoder's phases and the creations in them.
+        "where it went (CPU spans; phases hold their creations): setup: ",
+        "setup: weights (repack and upload)",
+        "create_pipeline",
     ] {
         assert!(stdout.contains(section), "missing {section}:\n{stdout}");
     }

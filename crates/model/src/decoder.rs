@@ -131,10 +131,22 @@ impl GpuDecoder {
         plan.check(gpu).map_err(ModelError::Kernel)?;
         // The KV cache is sized from the token count: say so before any allocation.
         check_kv_cache(gpu, options.max_ctx, c.kv_dim() as u64 * 4)?;
+        // The setup's phases as CPU spans (outside any step: the profile's setup), so the
+        // report and trace say where a long setup went.
+        let phase = |name: &str, start: std::time::Instant| {
+            gpu.recorder()
+                .record_span(name, start, std::time::Instant::now(), None)
+        };
+        let t = std::time::Instant::now();
         let acts = Activations::new(gpu, &c, options.max_ctx, &plan)?;
+        phase("setup: activations and KV cache", t);
+        let t = std::time::Instant::now();
         let uploaded = GpuWeights::upload(gpu, weights, &plan)?;
+        phase("setup: weights (repack and upload)", t);
+        let t = std::time::Instant::now();
         let built = build_decode(gpu, &c, options.max_ctx, &plan, &uploaded, &acts, planted)?;
         let runner = acts.runner(gpu, &built.graph, options.read_logits)?;
+        phase("setup: decode graph (pipelines, bind groups)", t);
         Ok(GpuDecoder {
             config: c,
             options,

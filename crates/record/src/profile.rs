@@ -41,6 +41,18 @@ impl Recorder {
         Ok(profile)
     }
 
+    /// Removes and returns the CPU spans outside any step so far (the setup's: creations,
+    /// uploads, phases a program recorded), for a program that restarts its profile after
+    /// a warm-up but wants its setup in the profile it takes.
+    pub fn take_setup_spans(&self) -> Vec<CpuSpan> {
+        let mut st = self.state();
+        let (setup, rest) = std::mem::take(&mut st.spans)
+            .into_iter()
+            .partition(|s| s.token.is_none());
+        st.spans = rest;
+        setup
+    }
+
     /// Forgets the steps recorded so far (and the CPU spans, instrumentation counts and
     /// misuse seen with them): the next profile starts now. For a program that profiles
     /// several runs on one device.

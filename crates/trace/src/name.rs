@@ -192,6 +192,9 @@ mod tests {
         let apart: Vec<Name> = serde_json::from_str(json).unwrap();
         assert!(!std::ptr::eq(apart[0].as_ptr(), apart[2].as_ptr()));
         assert_eq!(apart, names);
-        assert_eq!(serde_json::to_string(&names).unwrap(), json.replace(", ", ","));
+        assert_eq!(
+            serde_json::to_string(&names).unwrap(),
+            json.replace(", ", ",")
+        );
     }
 }

@@ -172,6 +172,8 @@ pub fn profile(
         None
     };
     // Warm-up and prompt steps are not the profile's: it starts with the first token.
+    // The setup's CPU spans are (the report says where setup time went).
+    let setup_spans = rec.take_setup_spans();
     rec.restart_profile();
     let mut capture = match (&opts.capture, &error) {
         (Some(t), None) => Some(SessionCapture::begin(
@@ -190,6 +192,7 @@ pub fn profile(
         }
     }
     let mut profile = rec.take_profile().map_err(|e| ModelError::Gpu(e.into()))?;
+    profile.cpu_spans.splice(0..0, setup_spans);
     describe(&mut profile, &built, opts, prompt, warmed);
     if opts.overhead && error.is_none() && !interrupted {
         if let Err(e) = add_overhead(gpu, &mut built.gen, opts, &mut profile) {

@@ -27,6 +27,7 @@ pub mod overview;
 pub mod per_token;
 pub mod roofline;
 pub mod sampled;
+pub mod setup;
 pub mod significance;
 pub mod sites;
 pub mod steady;

@@ -238,6 +238,7 @@ fn run(out: &mut String, p: &Profile) {
             s.pipelines_created,
             bytes(s.bytes_uploaded)
         );
+        setup_parts(out, p);
     }
     if !w.settings.is_empty() {
         let settings: Vec<String> = w
@@ -645,4 +646,30 @@ fn bottleneck(out: &mut String, a: &Analysis) {
     for e in &b.evidence {
         emit!(out, "  - {e}");
     }
+}
+
+/// The setup's CPU spans by name, the longest six (phases hold the creations they
+/// made, so the parts overlap).
+fn setup_parts(out: &mut String, p: &Profile) {
+    let parts = crate::analysis::setup::setup_parts(p);
+    if parts.is_empty() {
+        return;
+    }
+    let list: Vec<String> = parts
+        .iter()
+        .take(6)
+        .map(|s| {
+            let n = if s.count > 1 {
+                format!(" ×{}", s.count)
+            } else {
+                String::new()
+            };
+            format!("{}{n} {} ms", s.name, ms(s.ns))
+        })
+        .collect();
+    emit!(
+        out,
+        "          where it went (CPU spans; phases hold their creations): {}",
+        list.join(", ")
+    );
 }
