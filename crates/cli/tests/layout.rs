@@ -403,3 +403,46 @@ fn no_function_over_the_line_limit() {
         long.join("\n")
     );
 }
+
+/// The README's option tables and text name every option `--help` lists (issue 29: they
+/// had fallen behind), for every command.
+#[test]
+fn the_readme_names_every_option_of_every_command() {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let commands: &[&[&str]] = &[
+        &["profile"],
+        &["run"],
+        &["report"],
+        &["replay"],
+        &["diff"],
+        &["bench"],
+        &["check"],
+        &["ops", "test"],
+        &["ops", "perf"],
+        &["peak"],
+        &["attach"],
+        &["synth"],
+    ];
+    let mut missing = Vec::new();
+    for cmd in commands {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let out = crate::common::gpuscope(&args);
+        assert!(out.status.success(), "{cmd:?} --help");
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            // An option line: `  -r, --repetitions <N>` or `      --json <FILE>`.
+            let line = line.trim_start();
+            if !line.starts_with('-') {
+                continue;
+            }
+            let Some(flag) = line.split([' ', ',', '=']).find(|t| t.starts_with("--")) else {
+                continue;
+            };
+            let long = flag.len() > 2;
+            if long && flag != "--help" && flag != "--version" && !readme.contains(flag) {
+                missing.push(format!("{} {flag}", cmd.join(" ")));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "README misses: {missing:?}");
+}
