@@ -6,7 +6,9 @@
 use std::io::Write;
 
 use anyhow::{anyhow, Context};
-use gpuscope_ops::harness::{cases, run_perf, run_test, CaseFilter, Fault, PerfOptions, ShapeSet};
+use gpuscope_ops::harness::{
+    cases, run_perf, run_test, Case, CaseFilter, Fault, PerfOptions, ShapeSet,
+};
 use gpuscope_ops::WeightFormat;
 use gpuscope_runtime::Gpu;
 use gpuscope_trace::compare::Thresholds;
@@ -73,79 +75,96 @@ pub fn run(mode: &OpsMode) -> Result<(), Exit> {
         ShapeSet::Default
     };
     let list = cases(set, gpu.limits().max_storage_buffer_binding_size, &filter);
-    let mut out = std::io::stdout();
     if perf {
-        let ceiling_gb_s = match args.ceiling.as_deref() {
-            None => {
-                let copy = super::ceilings::cached(&gpu.adapter_desc(), true)
-                    .and_then(|(c, _)| c.copy_gbps);
-                match copy {
-                    Some(m) => eprintln!(
-                        "gpuscope: % of ceiling is of the cached copy bandwidth, {:.1} GB/s",
-                        m.median
-                    ),
-                    None => eprintln!(
-                        "gpuscope: no measured copy bandwidth for this adapter: run `gpuscope peak` once, or pass --ceiling GB/S"
-                    ),
-                }
-                copy.map(|m| m.median)
-            }
-            Some(v) => Some(
-                v.parse::<f64>()
-                    .ok()
-                    .filter(|v| *v > 0.0)
-                    .ok_or_else(|| anyhow!("--ceiling {v}: expected GB/s, a positive number"))?,
-            ),
-        };
-        let opts = PerfOptions {
-            ceiling_gb_s,
-            cold: !args.warm_caches,
-            ..Default::default()
-        };
-        let mut rows: Vec<OpPerfResult> = Vec::new();
-        for c in &list {
-            if let Some(why) = c.unsupported(&gpu) {
-                eprintln!(
-                    "gpuscope: {} {}: not supported here, skipped: {why}",
-                    c.op, c.shape
-                );
-                continue;
-            }
-            rows.push(run_perf(&gpu, c, &opts).with_context(|| format!("{} {}", c.op, c.shape))?);
-        }
-        let plan = match args.no_plan {
-            true => Vec::new(),
-            false => super::plan_kernels::perf_rows(&gpu, &filter, &opts)?,
-        };
-        super::plan_kernels::mark_used(
-            plan.iter().map(|r| r.op_name.as_str()),
-            &mut rows
-                .iter_mut()
-                .map(|r| (r.op_name.as_str(), &mut r.used_by_plan))
-                .collect::<Vec<_>>(),
-        );
-        rows.extend(plan);
-        if rows.is_empty() {
-            return Err(no_case(args));
-        }
-        if let Some(p) = &args.json {
-            write_json(p, serde_json::to_string_pretty(&rows)?)?;
-        }
-        let text = match args.output {
-            OutputFormat::Table => perf_table(&rows),
-            OutputFormat::Csv => perf_csv(&rows),
-            OutputFormat::Json => serde_json::to_string_pretty(&rows)? + "\n",
-        };
-        out.write_all(text.as_bytes())?;
-        return Ok(());
+        perf_cases(args, &gpu, &list, &filter)
+    } else {
+        test_cases(args, &gpu, &list, &filter, &thresholds, fault)
     }
+}
+
+/// The copy bandwidth `% ceil` is of: `--ceiling`, else the cached `peak`'s.
+fn ceiling(args: &OpsArgs, gpu: &Gpu) -> Result<Option<f64>, Exit> {
+    let Some(v) = args.ceiling.as_deref() else {
+        let copy =
+            super::ceilings::cached(&gpu.adapter_desc(), true).and_then(|(c, _)| c.copy_gbps);
+        match copy {
+            Some(m) => eprintln!(
+                "gpuscope: % of ceiling is of the cached copy bandwidth, {:.1} GB/s",
+                m.median
+            ),
+            None => eprintln!(
+                "gpuscope: no measured copy bandwidth for this adapter: run `gpuscope peak` once, or pass --ceiling GB/S"
+            ),
+        }
+        return Ok(copy.map(|m| m.median));
+    };
+    Ok(Some(
+        v.parse::<f64>()
+            .ok()
+            .filter(|v| *v > 0.0)
+            .ok_or_else(|| anyhow!("--ceiling {v}: expected GB/s, a positive number"))?,
+    ))
+}
+
+fn perf_cases(args: &OpsArgs, gpu: &Gpu, list: &[Case], filter: &CaseFilter) -> Result<(), Exit> {
+    let opts = PerfOptions {
+        ceiling_gb_s: ceiling(args, gpu)?,
+        cold: !args.warm_caches,
+        ..Default::default()
+    };
+    let mut rows: Vec<OpPerfResult> = Vec::new();
+    for c in list {
+        if let Some(why) = c.unsupported(gpu) {
+            eprintln!(
+                "gpuscope: {} {}: not supported here, skipped: {why}",
+                c.op, c.shape
+            );
+            continue;
+        }
+        rows.push(run_perf(gpu, c, &opts).with_context(|| format!("{} {}", c.op, c.shape))?);
+    }
+    let plan = match args.no_plan {
+        true => Vec::new(),
+        false => super::plan_kernels::perf_rows(gpu, filter, &opts)?,
+    };
+    super::plan_kernels::mark_used(
+        plan.iter().map(|r| r.op_name.as_str()),
+        &mut rows
+            .iter_mut()
+            .map(|r| (r.op_name.as_str(), &mut r.used_by_plan))
+            .collect::<Vec<_>>(),
+    );
+    rows.extend(plan);
+    if rows.is_empty() {
+        return Err(no_case(args));
+    }
+    if let Some(p) = &args.json {
+        write_json(p, serde_json::to_string_pretty(&rows)?)?;
+    }
+    let text = match args.output {
+        OutputFormat::Table => perf_table(&rows),
+        OutputFormat::Csv => perf_csv(&rows),
+        OutputFormat::Json => serde_json::to_string_pretty(&rows)? + "\n",
+    };
+    std::io::stdout().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+fn test_cases(
+    args: &OpsArgs,
+    gpu: &Gpu,
+    list: &[Case],
+    filter: &CaseFilter,
+    thresholds: &Thresholds,
+    fault: Option<Fault>,
+) -> Result<(), Exit> {
     let mut rows: Vec<OpTestResult> = list
         .iter()
-        .map(|c| run_test(&gpu, c, &thresholds, fault))
+        .map(|c| run_test(gpu, c, thresholds, fault))
         .collect();
     let plan = match args.no_plan {
         true => Vec::new(),
-        false => super::plan_kernels::test_rows(&args.device.gpu_options(), &filter, &thresholds)?,
+        false => super::plan_kernels::test_rows(&args.device.gpu_options(), filter, thresholds)?,
     };
     super::plan_kernels::mark_used(
         plan.iter().map(|r| r.op_name.as_str()),
@@ -166,7 +185,7 @@ pub fn run(mode: &OpsMode) -> Result<(), Exit> {
         OutputFormat::Csv => test_csv(&rows),
         OutputFormat::Json => serde_json::to_string_pretty(&rows)? + "\n",
     };
-    out.write_all(text.as_bytes())?;
+    std::io::stdout().write_all(text.as_bytes())?;
     // Cases the adapter cannot run at all are reported, not failed (test-backend-ops'
     // "not supported").
     let failed: Vec<&str> = rows
