@@ -127,13 +127,47 @@ fn perf_cases(args: &OpsArgs, gpu: &Gpu, list: &[Case], filter: &CaseFilter) -> 
         true => Vec::new(),
         false => super::plan_kernels::perf_rows(gpu, filter, &opts)?,
     };
-    super::plan_kernels::mark_used(
-        plan.iter().map(|r| r.op_name.as_str()),
-        &mut rows
-            .iter_mut()
-            .map(|r| (r.op_name.as_str(), &mut r.used_by_plan))
-            .collect::<Vec<_>>(),
-    );
+    emit_rows(args, rows, plan, perf_table, perf_csv)?;
+    Ok(())
+}
+
+/// A row of `ops test` or `ops perf`, as the plan's kernels mark it.
+trait PlanRow: serde::Serialize {
+    fn kernel(&self) -> &str;
+    fn mark_used_by_plan(&mut self);
+}
+
+impl PlanRow for OpTestResult {
+    fn kernel(&self) -> &str {
+        &self.op_name
+    }
+    fn mark_used_by_plan(&mut self) {
+        self.used_by_plan = true;
+    }
+}
+
+impl PlanRow for OpPerfResult {
+    fn kernel(&self) -> &str {
+        &self.op_name
+    }
+    fn mark_used_by_plan(&mut self) {
+        self.used_by_plan = true;
+    }
+}
+
+/// The harness's rows (those the plan runs marked) then the plan's, written as `--json`
+/// and `--output` ask; the rows, for a verdict.
+fn emit_rows<R: PlanRow>(
+    args: &OpsArgs,
+    mut rows: Vec<R>,
+    plan: Vec<R>,
+    table: fn(&[R]) -> String,
+    csv: fn(&[R]) -> String,
+) -> Result<Vec<R>, Exit> {
+    let used: std::collections::HashSet<&str> = plan.iter().map(PlanRow::kernel).collect();
+    for r in rows.iter_mut().filter(|r| used.contains(r.kernel())) {
+        r.mark_used_by_plan();
+    }
     rows.extend(plan);
     if rows.is_empty() {
         return Err(no_case(args));
@@ -142,12 +176,12 @@ fn perf_cases(args: &OpsArgs, gpu: &Gpu, list: &[Case], filter: &CaseFilter) -> 
         write_json(p, serde_json::to_string_pretty(&rows)?)?;
     }
     let text = match args.output {
-        OutputFormat::Table => perf_table(&rows),
-        OutputFormat::Csv => perf_csv(&rows),
+        OutputFormat::Table => table(&rows),
+        OutputFormat::Csv => csv(&rows),
         OutputFormat::Json => serde_json::to_string_pretty(&rows)? + "\n",
     };
     std::io::stdout().write_all(text.as_bytes())?;
-    Ok(())
+    Ok(rows)
 }
 
 fn test_cases(
@@ -158,7 +192,7 @@ fn test_cases(
     thresholds: &Thresholds,
     fault: Option<Fault>,
 ) -> Result<(), Exit> {
-    let mut rows: Vec<OpTestResult> = list
+    let rows: Vec<OpTestResult> = list
         .iter()
         .map(|c| run_test(gpu, c, thresholds, fault))
         .collect();
@@ -166,26 +200,7 @@ fn test_cases(
         true => Vec::new(),
         false => super::plan_kernels::test_rows(&args.device.gpu_options(), filter, thresholds)?,
     };
-    super::plan_kernels::mark_used(
-        plan.iter().map(|r| r.op_name.as_str()),
-        &mut rows
-            .iter_mut()
-            .map(|r| (r.op_name.as_str(), &mut r.used_by_plan))
-            .collect::<Vec<_>>(),
-    );
-    rows.extend(plan);
-    if rows.is_empty() {
-        return Err(no_case(args));
-    }
-    if let Some(p) = &args.json {
-        write_json(p, serde_json::to_string_pretty(&rows)?)?;
-    }
-    let text = match args.output {
-        OutputFormat::Table => test_table(&rows),
-        OutputFormat::Csv => test_csv(&rows),
-        OutputFormat::Json => serde_json::to_string_pretty(&rows)? + "\n",
-    };
-    std::io::stdout().write_all(text.as_bytes())?;
+    let rows = emit_rows(args, rows, plan, test_table, test_csv)?;
     // Cases the adapter cannot run at all are reported, not failed (test-backend-ops'
     // "not supported").
     let failed: Vec<&str> = rows

@@ -118,11 +118,3 @@ pub fn perf_rows(
     }
     Ok(rows)
 }
-
-/// Marks the harness's rows whose kernel (`op_name`) is one of `plan`'s.
-pub fn mark_used<'p>(plan: impl Iterator<Item = &'p str>, rows: &mut [(&str, &mut bool)]) {
-    let used: std::collections::HashSet<&str> = plan.collect();
-    for (name, flag) in rows.iter_mut() {
-        **flag |= used.contains(name);
-    }
-}
