@@ -237,6 +237,13 @@ fn an_estimated_busy_time_is_corrected_for_the_timestamps() {
     let r = render_text(&p);
     assert!(r.contains("corrected for their timestamps"), "{r}");
     assert!(r.contains("each corrected for its timestamps"), "{r}");
+    // The HTML page's op panel gives the corrected estimate, saying so.
+    let html = gpuscope_report::render::html::render_html(&p);
+    assert!(
+        html.contains("Corrected for the instrument: each timed call less the 1.0")
+            && html.contains("Sampled timing: estimated from"),
+        "the op panel's basis is missing"
+    );
     // An estimate past the wall time is said to be impossible, not printed bare.
     for t in &mut p.tokens {
         t.wall_ns = 1000;

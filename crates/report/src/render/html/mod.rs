@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 
 use crate::analysis::{
     analyze, representative_token, token_buckets, Analysis, CeilingsUsed, CheckStatus, ItemStatus,
+    OpRow,
 };
 use crate::render::text::steady::scope;
 use gpuscope_trace::Profile;
@@ -144,21 +145,52 @@ fn dispatch_timeline(p: &Profile, a: &Analysis) -> Value {
     })
 }
 
+/// The op rows: corrected for the timestamps where `peak` measured their cost, since
+/// the measured spans describe the program timed at every sampled dispatch (SmolLM2 on
+/// an H100: a 6 µs timestamp on calls of a few µs); the basis says which.
 fn ops(a: &Analysis) -> Value {
+    let (rows, basis) = match &a.correction {
+        Some(c) => (
+            &c.ops,
+            Some(format!(
+                "Corrected for the instrument: each timed call less the {:.1} µs its timestamps add (`peak`); the text report gives measured and corrected side by side.",
+                c.timestamp_ns / 1e3
+            )),
+        ),
+        None => (&a.ops, None),
+    };
+    let estimated = a
+        .estimate
+        .as_ref()
+        .map(|e| format!("Sampled timing: {}.", e.basis()));
+    let basis: Vec<String> = [estimated, basis].into_iter().flatten().collect();
+    let roof = |op: &str| a.roofline.ops.iter().find(|r| r.op == op);
+    // The roofline judged the measured spans: its % of ceiling scales by measured over
+    // the row's (corrected) time.
+    let scale = |r: &OpRow| -> Option<f64> {
+        let measured = a.ops.rows.iter().find(|m| m.op == r.op)?.total_gpu_ns? as f64;
+        Some(measured / r.total_gpu_ns.filter(|&t| t > 0)? as f64)
+    };
     json!({
-        "timed": a.ops.total_gpu_ns.is_some(),
-        "rows": a.ops.rows.iter().zip(&a.roofline.ops).map(|(r, roof)| json!({
-            "op": r.op,
-            "calls": r.calls,
-            "total_ns": r.total_gpu_ns,
-            "avg_ns": r.avg_gpu_ns,
-            "percent": r.gpu_percent,
-            "gbps": r.gb_per_s,
-            "gflops": r.gflop_per_s,
-            "intensity": roof.intensity,
-            "ceiling_percent": roof.percent_of_ceiling,
-            "bound": roof.bound.map(|b| b.as_str()),
-        })).collect::<Vec<_>>(),
+        "timed": rows.total_gpu_ns.is_some(),
+        "basis": basis,
+        "rows": rows.rows.iter().map(|r| {
+            let roof = roof(&r.op);
+            json!({
+                "op": r.op,
+                "calls": r.calls,
+                "total_ns": r.total_gpu_ns,
+                "avg_ns": r.avg_gpu_ns,
+                "percent": r.gpu_percent,
+                "gbps": r.gb_per_s,
+                "gflops": r.gflop_per_s,
+                "intensity": roof.and_then(|x| x.intensity),
+                "ceiling_percent": roof
+                    .and_then(|x| x.percent_of_ceiling)
+                    .and_then(|p| Some(p * scale(r)?)),
+                "bound": roof.and_then(|x| x.bound).map(|b| b.as_str()),
+            })
+        }).collect::<Vec<_>>(),
     })
 }
 

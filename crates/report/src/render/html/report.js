@@ -380,6 +380,7 @@
   function ops() {
     var b = body("panel-ops"), rows = D.ops.rows;
     if (!rows.length) { note(b, "No dispatches recorded."); done("panel-ops", 0); return; }
+    (D.ops.basis || []).forEach(function (t) { note(b, t); });
     var timed = rows.filter(function (r) { return r.total_ns !== null; });
     if (timed.length) opBars(b, timed);
     else note(b, "No per-dispatch GPU times (timing " + D.meta.timing + "); calls per op below.");
