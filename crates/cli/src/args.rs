@@ -875,6 +875,11 @@ pub struct BenchArgs {
     /// dispatch). -r sets the timed steps (10 runs each).
     #[arg(long, value_name = "AXIS=LIST")]
     pub sweep: Vec<String>,
+    /// --sweep and --experiment: time the configurations with warm caches (runs back to
+    /// back); by default each run follows a write larger than the last-level cache, as
+    /// `ops perf` times, since a decoder reads its weights from memory.
+    #[arg(long)]
+    pub warm_caches: bool,
     /// A built-in gemv experiment at one shape (the first --sweep shape, else the FFN up
     /// projection): memory-vs-compute, quant-overhead, workgroup, tile, or all.
     #[arg(long, value_name = "NAME")]

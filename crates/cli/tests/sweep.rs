@@ -4,8 +4,17 @@
 
 use crate::common::{gpuscope, gpuscope_with_cache, have_gpu, one_error, text};
 
+/// Warm caches: these tests are of the sweep's combinations and outputs, and a cold run's
+/// flush (64 MiB written before each run on lavapipe) tripled their time in CI; `ops
+/// perf`'s tests cover the cold timing.
 fn sweep(args: &[&str]) -> String {
-    let out = gpuscope(&[&["bench", "--preset", "tiny", "-r", "2"][..], args].concat());
+    let out = gpuscope(
+        &[
+            &["bench", "--preset", "tiny", "-r", "2", "--warm-caches"][..],
+            args,
+        ]
+        .concat(),
+    );
     assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
     text(&out.stdout)
 }
@@ -210,6 +219,7 @@ fn a_saved_tuning_becomes_the_default_plan_until_overridden() {
         "tiny",
         "-r",
         "2",
+        "--warm-caches",
         "--sweep",
         "shape=64x256,96x256",
         "--sweep",

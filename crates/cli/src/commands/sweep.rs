@@ -110,18 +110,19 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
     let adapter = gpu.adapter_desc();
     let ceilings = super::ceilings::cached(&adapter, true);
     eprintln!(
-        "gpuscope: sweeping {} gemv configurations on {} ({}), GPU timing {}",
+        "gpuscope: sweeping {} gemv configurations on {} ({}), GPU timing {}, caches {}",
         plan.len(),
         adapter.name,
         adapter.backend,
-        gpu.timing()
+        gpu.timing(),
+        if args.warm_caches { "warm" } else { "cold" }
     );
     let opts = PerfOptions {
         warmup: 2,
         steps: args.repetitions as usize,
         ceiling_gb_s: None,
         // As the decoder reads its weights: from memory (see ops perf).
-        cold: true,
+        cold: !args.warm_caches,
     };
     let progress = ProgressBar::new(plan.len() as u64).with_style(
         ProgressStyle::with_template("{msg:>20} [{bar:30}] {pos}/{len} configurations, {elapsed}")
