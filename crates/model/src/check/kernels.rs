@@ -38,20 +38,31 @@ pub struct KernelCheck {
 
 /// Each shader of `dispatches` once, in graph order.
 pub fn plan_kernels<'d>(dispatches: impl Iterator<Item = &'d Dispatch>) -> Vec<PlanKernel> {
-    let mut out: Vec<PlanKernel> = Vec::new();
+    first_dispatches(dispatches)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// Each shader of `dispatches` once, in graph order, with its first dispatch.
+fn first_dispatches<'d>(
+    dispatches: impl Iterator<Item = &'d Dispatch>,
+) -> Vec<(PlanKernel, &'d Dispatch)> {
+    let mut out: Vec<(PlanKernel, &Dispatch)> = Vec::new();
     let mut at: HashMap<&str, usize> = HashMap::new();
     for d in dispatches {
         let shader = d.pipeline.shader();
         match at.get(shader) {
-            Some(&i) => out[i].calls += 1,
+            Some(&i) => out[i].0.calls += 1,
             None => {
                 at.insert(shader, out.len());
-                out.push(PlanKernel {
+                let kernel = PlanKernel {
                     shader: shader.to_string(),
                     op: d.op.clone(),
                     label: d.label.clone(),
                     calls: 1,
-                });
+                };
+                out.push((kernel, d));
             }
         }
     }
@@ -72,18 +83,9 @@ pub fn plan_dispatches(
             read_logits: false,
         },
     )?;
-    let kernels = plan_kernels(dec.graph().dispatches());
-    let firsts = kernels
+    let firsts = first_dispatches(dec.graph().dispatches())
         .into_iter()
-        .map(|k| {
-            let d = dec
-                .graph()
-                .dispatches()
-                .find(|d| d.pipeline.shader() == k.shader)
-                .expect("a plan kernel comes from the graph")
-                .clone();
-            (k, d)
-        })
+        .map(|(k, d)| (k, d.clone()))
         .collect();
     Ok((dec, firsts))
 }
