@@ -24,7 +24,7 @@
 # passes nightly-only -Z flags). The CPU is often shared: run it under `nice -n 19`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGETS=(gguf_reader profile_pipeline capture_pipeline recording_pipeline)
+read -r -a TARGETS <<<"${TARGETS:-gguf_reader profile_pipeline capture_pipeline recording_pipeline}"
 
 toolchain() {
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked

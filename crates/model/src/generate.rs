@@ -225,15 +225,21 @@ impl<'g> Generator<'g> {
     /// [`SETTLE_WINDOW`] steps within [`SETTLE_TOLERANCE`] of the median of the window
     /// before, or until `limit` of wall time or `max_steps` steps (the KV cache's size),
     /// as llama-bench and criterion warm up. Says how it ended.
+    /// It decodes for at least `min` of wall time even when the steps settle sooner: a
+    /// GPU's clocks can hold a steady but slow plateau before they ramp.
     pub fn warm_up_until_settled(
         &mut self,
         first_token: u32,
+        min: std::time::Duration,
         limit: std::time::Duration,
         max_steps: u32,
     ) -> Result<WarmupDone, ModelError> {
         let start = std::time::Instant::now();
         let walls = self.warm_up_until(first_token, |walls| {
-            settled(walls) || start.elapsed() >= limit || walls.len() >= max_steps as usize
+            let elapsed = start.elapsed();
+            (settled(walls) && elapsed >= min)
+                || elapsed >= limit
+                || walls.len() >= max_steps as usize
         })?;
         Ok(WarmupDone {
             steps: walls.len() as u32,

@@ -486,3 +486,41 @@ fn decode_steps_queued_behind_the_prompt_continue_it() {
         .decode(Some(3), 2, |_| Ok(gpuscope_model::Flow::Continue))
         .is_err());
 }
+
+/// The automatic warm-up decodes for at least its minimum time even when the steps
+/// settle sooner (a GPU's clocks can hold a steady, slow plateau before they ramp), and
+/// never past its step limit.
+#[test]
+fn an_automatic_warm_up_lasts_its_minimum_time() {
+    use gpuscope_model::{GenerateOptions, Generator};
+    use std::time::Duration;
+    let Some(gpu) = gpu() else { return };
+    let w = weights(Preset::Tiny, WeightFormat::Q8_0);
+    let max_ctx = 200;
+    let decoder = GpuDecoder::new(
+        gpu,
+        &w,
+        DecoderOptions {
+            max_ctx,
+            read_logits: false,
+        },
+    )
+    .unwrap();
+    let mut gen = Generator::from_decoder(gpu, decoder, GenerateOptions::default(), 1).unwrap();
+    let quick = gen
+        .warm_up_until_settled(1, Duration::ZERO, Duration::from_secs(10), max_ctx)
+        .unwrap();
+    let min = Duration::from_millis(300);
+    let long = gen
+        .warm_up_until_settled(1, min, Duration::from_secs(10), max_ctx)
+        .unwrap();
+    assert!(
+        long.wall_ns >= min.as_nanos() as u64 || long.steps == max_ctx,
+        "{long:?} stopped before {min:?} and its step limit"
+    );
+    // (A quick warm-up that never settled ran to the step limit too.)
+    assert!(
+        long.steps > quick.steps || quick.steps == max_ctx,
+        "{long:?} against {quick:?}"
+    );
+}
