@@ -219,16 +219,18 @@ fn sigint_ends_a_sweep_with_the_configurations_measured() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    // SmolLM2's tile experiment: 27 configurations, each a few hundred ms on lavapipe.
+    // The tile experiment: 27 configurations, each about a second on lavapipe with 3
+    // cold runs (a run follows a 64 MiB write there; the signal ends the sweep after the
+    // configuration in progress, so 50 runs made the test wait ~10 s for it).
     let child = spawn(
         &[
             "bench",
             "--preset",
-            "smollm2-135m",
+            "tiny",
             "--experiment",
             "tile",
             "-r",
-            "50",
+            "3",
             "-o",
             "csv",
         ],
