@@ -240,10 +240,14 @@ fn gemms_match_their_oracles() {
         .collect();
     for kind in kinds {
         // 4100 rows: coopmat's 128-wide tiles (COOPMAT_WIDE_ROWS), the last one partial.
-        for (rows, cols) in [(70u32, 96u32), (8, 576), (130, 224), (4100, 64)] {
+        // Each shape with one format, each format at least once (each distinct gemm is
+        // a pipeline compiled: see common::each_choice).
+        let shapes = [(70u32, 96u32), (8, 576), (130, 224), (4100, 64)];
+        let formats = [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0];
+        for ((rows, cols), format) in crate::common::each_choice(&shapes, &formats) {
             let (max_batch, out_offset) = (67u32, 3u32);
             let y_stride = rows + out_offset + 2;
-            for format in [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0] {
+            {
                 let gguf = format.quantize_row(&weights(&mut r, (rows * cols) as usize));
                 let x = activations(&mut r, (max_batch * cols) as usize);
                 for layout in WeightLayout::ALL {

@@ -77,19 +77,21 @@ fn dp4a_matches_its_oracle_at_decoder_shapes_and_every_tuning() {
         let mut case = GemvCase::new(&mut rng, format, 37, 160);
         case.gemv.layout = WeightLayout::Packed;
         let max = GemvVariant::Dp4a.max_threads_per_row(gpu);
-        for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
-            let mut tpr = 1;
-            while tpr <= max {
-                case.check(
-                    gpu,
-                    Some(GemvTuning {
-                        variant: GemvVariant::Dp4a,
-                        threads_per_row: tpr,
-                        rows_per_thread,
-                    }),
-                );
-                tpr *= 2;
-            }
+        // Every rows-per-lane and every lane count, each at least once (a tuning is a
+        // pipeline compiled: see common::each_choice).
+        let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
+        let lanes: Vec<u32> = std::iter::successors(Some(1u32), |t| Some(t * 2))
+            .take_while(|&t| t <= max)
+            .collect();
+        for (rows_per_thread, tpr) in common::each_choice(&rows_per_thread, &lanes) {
+            case.check(
+                gpu,
+                Some(GemvTuning {
+                    variant: GemvVariant::Dp4a,
+                    threads_per_row: tpr,
+                    rows_per_thread,
+                }),
+            );
         }
     }
 }

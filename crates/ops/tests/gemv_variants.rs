@@ -50,13 +50,11 @@ fn every_variant_matches_the_oracle_for_every_format() {
             if !variant.runs(format, WeightLayout::Gguf) {
                 continue;
             }
-            for cols in widths(format) {
-                for rows in [1, 13, 70] {
-                    let case = GemvCase::new(&mut rng, format, rows, cols);
-                    let tuning = case.gemv.tuning(variant, gpu);
-                    assert_eq!(tuning.variant, variant);
-                    case.check(gpu, Some(tuning));
-                }
+            for (cols, rows) in common::each_choice(&widths(format), &[1, 13, 70]) {
+                let case = GemvCase::new(&mut rng, format, rows, cols);
+                let tuning = case.gemv.tuning(variant, gpu);
+                assert_eq!(tuning.variant, variant);
+                case.check(gpu, Some(tuning));
             }
         }
     }
@@ -120,13 +118,11 @@ fn packed_layout_every_variant_matches_the_oracle() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(302);
     for format in PACKABLE {
-        for cols in [32, 576] {
-            for rows in [1, 13, 70] {
-                let mut case = GemvCase::new(&mut rng, format, rows, cols);
-                case.gemv.layout = WeightLayout::Packed;
-                for variant in variants_for(gpu, format, WeightLayout::Packed) {
-                    case.check(gpu, Some(case.gemv.tuning(variant, gpu)));
-                }
+        for (cols, rows) in common::each_choice(&[32, 576], &[1, 13, 70]) {
+            let mut case = GemvCase::new(&mut rng, format, rows, cols);
+            case.gemv.layout = WeightLayout::Packed;
+            for variant in variants_for(gpu, format, WeightLayout::Packed) {
+                case.check(gpu, Some(case.gemv.tuning(variant, gpu)));
             }
         }
         let mut case = GemvCase::new(&mut rng, format, 37, 96);
@@ -269,20 +265,19 @@ fn dp4a_epilogue_hooks_match_the_oracle_at_every_spread() {
         for cols in [64, 4096] {
             for (op, y_len) in packed_fused_ops(format, cols) {
                 let case = FusedCase::new(&mut rng, op);
-                for threads_per_row in [4, 8] {
-                    for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
-                        let tuning = GemvTuning {
-                            variant: GemvVariant::Dp4a,
-                            threads_per_row,
-                            rows_per_thread,
-                        };
-                        if op.fit_tuning(tuning) != tuning {
-                            continue; // the pair epilogues take whole pairs per lane
-                        }
-                        for pos in [0, 3] {
-                            let shader = case.check_tuned(gpu, tuning, y_len, pos);
-                            assert!(shader.contains(".dp4a."), "{shader}");
-                        }
+                let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
+                for (threads_per_row, rows_per_thread) in
+                    common::each_choice(&[4, 8], &rows_per_thread)
+                {
+                    let tuning = op.fit_tuning(GemvTuning {
+                        variant: GemvVariant::Dp4a,
+                        threads_per_row,
+                        rows_per_thread,
+                    });
+                    // (The pair epilogues take whole pairs per lane: fit_tuning rounds.)
+                    for pos in [0, 3] {
+                        let shader = case.check_tuned(gpu, tuning, y_len, pos);
+                        assert!(shader.contains(".dp4a."), "{shader}");
                     }
                 }
             }
@@ -711,16 +706,21 @@ fn rope_epilogue_matches_gemv_then_rope_and_cache_stores() {
     for variant in variants(gpu) {
         for format in WeightFormat::ALL {
             let cols = fused_width(format);
-            for norm in [None, Some(1e-5)] {
+            // Each form with and without the folded norm, across the two forms (each
+            // distinct form is a pipeline compiled: see common::each_choice).
+            for (stacked_norm, v_norm) in [(None, Some(1e-5)), (Some(1e-5), None)] {
                 let stacked = GemvFused {
                     gemv: matrix(format, q + 2 * kv, cols, 0),
-                    norm,
+                    norm: stacked_norm,
                     epilogue: GemvEpilogue::RopeKv(rope),
                 };
                 FusedCase::new(&mut rng, stacked).check(gpu, variant, q as usize, 3);
+                if stacked_norm.is_some() {
+                    continue;
+                }
                 let v_part = GemvFused {
                     gemv: matrix(format, kv, cols, q + kv),
-                    norm,
+                    norm: v_norm,
                     epilogue: GemvEpilogue::RopeKv(rope),
                 };
                 FusedCase::new(&mut rng, v_part).check(gpu, variant, q as usize, 4);
