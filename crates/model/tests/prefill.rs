@@ -489,7 +489,8 @@ fn decode_steps_queued_behind_the_prompt_continue_it() {
 
 /// The automatic warm-up decodes for at least its minimum time even when the steps
 /// settle sooner (a GPU's clocks can hold a steady, slow plateau before they ramp), and
-/// never past its step limit.
+/// never past its step limit. (Without the minimum, tiny's steps settle in a few dozen
+/// steps, well under a second, on lavapipe.)
 #[test]
 fn an_automatic_warm_up_lasts_its_minimum_time() {
     use gpuscope_model::{GenerateOptions, Generator};
@@ -507,20 +508,15 @@ fn an_automatic_warm_up_lasts_its_minimum_time() {
     )
     .unwrap();
     let mut gen = Generator::from_decoder(gpu, decoder, GenerateOptions::default(), 1).unwrap();
-    let quick = gen
-        .warm_up_until_settled(1, Duration::ZERO, Duration::from_secs(10), max_ctx)
-        .unwrap();
-    let min = Duration::from_millis(300);
-    let long = gen
-        .warm_up_until_settled(1, min, Duration::from_secs(10), max_ctx)
+    // The first steps pay the one-time costs (shaders compiled with a cold cache).
+    gen.warm_up(4, 1).unwrap();
+    let min = Duration::from_secs(1);
+    let done = gen
+        .warm_up_until_settled(1, min, Duration::from_secs(30), max_ctx)
         .unwrap();
     assert!(
-        long.wall_ns >= min.as_nanos() as u64 || long.steps == max_ctx,
-        "{long:?} stopped before {min:?} and its step limit"
+        done.wall_ns >= min.as_nanos() as u64 || done.steps == max_ctx,
+        "{done:?} stopped before {min:?} and its step limit"
     );
-    // (A quick warm-up that never settled ran to the step limit too.)
-    assert!(
-        long.steps > quick.steps || quick.steps == max_ctx,
-        "{long:?} against {quick:?}"
-    );
+    assert!(done.steps <= max_ctx, "{done:?}");
 }
