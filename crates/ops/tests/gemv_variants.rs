@@ -61,7 +61,7 @@ fn every_variant_matches_the_oracle_for_every_format() {
 }
 
 /// `rows` with every rows-per-lane and `subgroup` with every lane count up to the
-/// subgroup size, on 37 rows (the last workgroup is partly past the end).
+/// subgroup size and every rows-per-lane (each at least once), on 37 rows (the last workgroup is partly past the end).
 #[test]
 fn rows_and_subgroup_every_tuning() {
     let Some(gpu) = common::gpu() else { return };
@@ -78,8 +78,9 @@ fn rows_and_subgroup_every_tuning() {
     ] {
         let cols = if format.block_elems() == 256 { 512 } else { 96 };
         let case = GemvCase::new(&mut rng, format, 37, cols);
-        for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
-            if vs.contains(&GemvVariant::Rows) {
+        let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
+        if vs.contains(&GemvVariant::Rows) {
+            for &rows_per_thread in &rows_per_thread {
                 case.check(
                     gpu,
                     Some(GemvTuning {
@@ -89,19 +90,22 @@ fn rows_and_subgroup_every_tuning() {
                     }),
                 );
             }
-            if vs.contains(&GemvVariant::Subgroup) {
-                let mut tpr = 1;
-                while tpr <= gpu.adapter_info().subgroup_min_size {
-                    case.check(
-                        gpu,
-                        Some(GemvTuning {
-                            variant: GemvVariant::Subgroup,
-                            threads_per_row: tpr,
-                            rows_per_thread,
-                        }),
-                    );
-                    tpr *= 2;
-                }
+        }
+        if vs.contains(&GemvVariant::Subgroup) {
+            // Each lane count and each rows-per-lane at least once (a tuning is a
+            // pipeline compiled: see common::each_choice).
+            let lanes: Vec<u32> = std::iter::successors(Some(1u32), |t| Some(t * 2))
+                .take_while(|&t| t <= gpu.adapter_info().subgroup_min_size)
+                .collect();
+            for (tpr, rows_per_thread) in common::each_choice(&lanes, &rows_per_thread) {
+                case.check(
+                    gpu,
+                    Some(GemvTuning {
+                        variant: GemvVariant::Subgroup,
+                        threads_per_row: tpr,
+                        rows_per_thread,
+                    }),
+                );
             }
         }
     }

@@ -435,19 +435,21 @@ fn gemv_k_formats_every_tuning() {
     let mut rng = common::rng(111);
     for format in K_FORMATS {
         let case = GemvCase::new(&mut rng, format, 37, 768);
-        for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
-            let mut threads_per_row = 1;
-            while threads_per_row <= WORKGROUP_SIZE {
-                case.check(
-                    gpu,
-                    Some(GemvTuning {
-                        variant: GemvVariant::Shared,
-                        threads_per_row,
-                        rows_per_thread,
-                    }),
-                );
-                threads_per_row *= 2;
-            }
+        // Each lane count and each rows-per-lane at least once (a tuning is a pipeline
+        // compiled: see common::each_choice).
+        let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
+        let lanes: Vec<u32> = std::iter::successors(Some(1u32), |t| Some(t * 2))
+            .take_while(|&t| t <= WORKGROUP_SIZE)
+            .collect();
+        for (threads_per_row, rows_per_thread) in common::each_choice(&lanes, &rows_per_thread) {
+            case.check(
+                gpu,
+                Some(GemvTuning {
+                    variant: GemvVariant::Shared,
+                    threads_per_row,
+                    rows_per_thread,
+                }),
+            );
         }
     }
 }

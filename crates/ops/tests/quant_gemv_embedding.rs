@@ -427,7 +427,7 @@ fn gemv_matches_oracle_all_formats_and_shapes() {
     }
 }
 
-/// Every lane count the reduction supports × every rows-per-lane. 576 columns are 72
+/// Every lane count the reduction supports and every rows-per-lane. 576 columns are 72
 /// units for the block formats (8 elements each), so wide lane counts leave some lanes
 /// idle and narrow ones loop; 37 rows leave the last workgroup's row groups partly past
 /// the end. Odd widths for the float formats put f16 rows mid-word on every other row.
@@ -443,20 +443,23 @@ fn gemv_every_tuning() {
         if !format.is_quantized() {
             cases.push(GemvCase::new(&mut rng, format, 37, 33));
         }
+        // Each lane count and each rows-per-lane at least once (a tuning is a pipeline
+        // compiled: see common::each_choice).
+        let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
+        let lanes: Vec<u32> = std::iter::successors(Some(1u32), |t| Some(t * 2))
+            .take_while(|&t| t <= WORKGROUP_SIZE)
+            .collect();
         for case in &cases {
-            for rows_per_thread in 1..=MAX_ROWS_PER_THREAD {
-                let mut threads_per_row = 1;
-                while threads_per_row <= WORKGROUP_SIZE {
-                    case.check(
-                        gpu,
-                        Some(GemvTuning {
-                            variant: GemvVariant::Shared,
-                            threads_per_row,
-                            rows_per_thread,
-                        }),
-                    );
-                    threads_per_row *= 2;
-                }
+            for (threads_per_row, rows_per_thread) in common::each_choice(&lanes, &rows_per_thread)
+            {
+                case.check(
+                    gpu,
+                    Some(GemvTuning {
+                        variant: GemvVariant::Shared,
+                        threads_per_row,
+                        rows_per_thread,
+                    }),
+                );
             }
         }
     }
