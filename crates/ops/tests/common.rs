@@ -15,6 +15,13 @@ pub fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
+/// 1, 2, 4, ... up to `max`: the lane counts a reduction takes.
+pub fn powers_of_two_up_to(max: u32) -> Vec<u32> {
+    std::iter::successors(Some(1u32), |t| t.checked_mul(2))
+        .take_while(|&t| t <= max)
+        .collect()
+}
+
 /// Every value of `a` and every value of `b`, each at least once, in pairs (as many as
 /// the longer list has values), rather than their full product. A kernel's shape and
 /// tuning are override constants, so each distinct pair is a pipeline compiled: half a

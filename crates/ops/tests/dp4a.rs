@@ -80,9 +80,7 @@ fn dp4a_matches_its_oracle_at_decoder_shapes_and_every_tuning() {
         // Every rows-per-lane and every lane count, each at least once (a tuning is a
         // pipeline compiled: see common::each_choice).
         let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
-        let lanes: Vec<u32> = std::iter::successors(Some(1u32), |t| Some(t * 2))
-            .take_while(|&t| t <= max)
-            .collect();
+        let lanes: Vec<u32> = common::powers_of_two_up_to(max);
         for (rows_per_thread, tpr) in common::each_choice(&rows_per_thread, &lanes) {
             case.check(
                 gpu,

@@ -94,9 +94,7 @@ fn rows_and_subgroup_every_tuning() {
         if vs.contains(&GemvVariant::Subgroup) {
             // Each lane count and each rows-per-lane at least once (a tuning is a
             // pipeline compiled: see common::each_choice).
-            let lanes: Vec<u32> = std::iter::successors(Some(1u32), |t| Some(t * 2))
-                .take_while(|&t| t <= gpu.adapter_info().subgroup_min_size)
-                .collect();
+            let lanes: Vec<u32> = common::powers_of_two_up_to(gpu.adapter_info().subgroup_min_size);
             for (tpr, rows_per_thread) in common::each_choice(&lanes, &rows_per_thread) {
                 case.check(
                     gpu,

@@ -438,9 +438,7 @@ fn gemv_k_formats_every_tuning() {
         // Each lane count and each rows-per-lane at least once (a tuning is a pipeline
         // compiled: see common::each_choice).
         let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
-        let lanes: Vec<u32> = std::iter::successors(Some(1u32), |t| Some(t * 2))
-            .take_while(|&t| t <= WORKGROUP_SIZE)
-            .collect();
+        let lanes: Vec<u32> = common::powers_of_two_up_to(WORKGROUP_SIZE);
         for (threads_per_row, rows_per_thread) in common::each_choice(&lanes, &rows_per_thread) {
             case.check(
                 gpu,
