@@ -1,6 +1,7 @@
 //! Shared test setup: one GPU device for the whole test binary, seeded random inputs.
 #![allow(dead_code)]
 
+use gpuscope_ops::gemv::{GemvTuning, GemvVariant, MAX_ROWS_PER_THREAD};
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, Graph, Section};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
@@ -15,10 +16,20 @@ pub fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
-/// 1, 2, 4, ... up to `max`: the lane counts a reduction takes.
-pub fn powers_of_two_up_to(max: u32) -> Vec<u32> {
-    std::iter::successors(Some(1u32), |t| t.checked_mul(2))
-        .take_while(|&t| t <= max)
+/// `variant`'s tunings with every lane count up to `max_lanes` (1, 2, 4, ...) and every
+/// rows-per-lane, each at least once ([`each_choice`]).
+pub fn tunings(variant: GemvVariant, max_lanes: u32) -> Vec<GemvTuning> {
+    let lanes: Vec<u32> = std::iter::successors(Some(1u32), |t| t.checked_mul(2))
+        .take_while(|&t| t <= max_lanes)
+        .collect();
+    let rows: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
+    each_choice(&lanes, &rows)
+        .into_iter()
+        .map(|(threads_per_row, rows_per_thread)| GemvTuning {
+            variant,
+            threads_per_row,
+            rows_per_thread,
+        })
         .collect()
 }
 

@@ -4,7 +4,7 @@
 //! small, not a wrong kernel); and refusals for what it has no kernel for.
 
 use gpuscope_ops::gemv::{
-    q8_blocks, rounds_activations, Gemv, GemvTuning, GemvVariant, WeightLayout, MAX_ROWS_PER_THREAD,
+    q8_blocks, rounds_activations, Gemv, GemvTuning, GemvVariant, WeightLayout,
 };
 use gpuscope_ops::quant::WeightFormat;
 
@@ -77,19 +77,8 @@ fn dp4a_matches_its_oracle_at_decoder_shapes_and_every_tuning() {
         let mut case = GemvCase::new(&mut rng, format, 37, 160);
         case.gemv.layout = WeightLayout::Packed;
         let max = GemvVariant::Dp4a.max_threads_per_row(gpu);
-        // Every rows-per-lane and every lane count, each at least once (a tuning is a
-        // pipeline compiled: see common::each_choice).
-        let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
-        let lanes: Vec<u32> = common::powers_of_two_up_to(max);
-        for (rows_per_thread, tpr) in common::each_choice(&rows_per_thread, &lanes) {
-            case.check(
-                gpu,
-                Some(GemvTuning {
-                    variant: GemvVariant::Dp4a,
-                    threads_per_row: tpr,
-                    rows_per_thread,
-                }),
-            );
+        for tuning in common::tunings(GemvVariant::Dp4a, max) {
+            case.check(gpu, Some(tuning));
         }
     }
 }

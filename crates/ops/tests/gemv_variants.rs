@@ -92,18 +92,9 @@ fn rows_and_subgroup_every_tuning() {
             }
         }
         if vs.contains(&GemvVariant::Subgroup) {
-            // Each lane count and each rows-per-lane at least once (a tuning is a
-            // pipeline compiled: see common::each_choice).
-            let lanes: Vec<u32> = common::powers_of_two_up_to(gpu.adapter_info().subgroup_min_size);
-            for (tpr, rows_per_thread) in common::each_choice(&lanes, &rows_per_thread) {
-                case.check(
-                    gpu,
-                    Some(GemvTuning {
-                        variant: GemvVariant::Subgroup,
-                        threads_per_row: tpr,
-                        rows_per_thread,
-                    }),
-                );
+            let max = gpu.adapter_info().subgroup_min_size;
+            for tuning in common::tunings(GemvVariant::Subgroup, max) {
+                case.check(gpu, Some(tuning));
             }
         }
     }

@@ -6,7 +6,7 @@
 //! the quantizer and the dequantizer (which would round-trip fine) still fails here.
 
 use gpuscope_ops::embedding::Embedding;
-use gpuscope_ops::gemv::{Gemv, GemvTuning, GemvVariant, MAX_ROWS_PER_THREAD, WORKGROUP_SIZE};
+use gpuscope_ops::gemv::{Gemv, GemvTuning, GemvVariant, WORKGROUP_SIZE};
 use gpuscope_ops::quant::{QuantError, WeightFormat};
 
 use crate::common;
@@ -435,19 +435,8 @@ fn gemv_k_formats_every_tuning() {
     let mut rng = common::rng(111);
     for format in K_FORMATS {
         let case = GemvCase::new(&mut rng, format, 37, 768);
-        // Each lane count and each rows-per-lane at least once (a tuning is a pipeline
-        // compiled: see common::each_choice).
-        let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
-        let lanes: Vec<u32> = common::powers_of_two_up_to(WORKGROUP_SIZE);
-        for (threads_per_row, rows_per_thread) in common::each_choice(&lanes, &rows_per_thread) {
-            case.check(
-                gpu,
-                Some(GemvTuning {
-                    variant: GemvVariant::Shared,
-                    threads_per_row,
-                    rows_per_thread,
-                }),
-            );
+        for tuning in common::tunings(GemvVariant::Shared, WORKGROUP_SIZE) {
+            case.check(gpu, Some(tuning));
         }
     }
 }

@@ -443,21 +443,9 @@ fn gemv_every_tuning() {
         if !format.is_quantized() {
             cases.push(GemvCase::new(&mut rng, format, 37, 33));
         }
-        // Each lane count and each rows-per-lane at least once (a tuning is a pipeline
-        // compiled: see common::each_choice).
-        let rows_per_thread: Vec<u32> = (1..=MAX_ROWS_PER_THREAD).collect();
-        let lanes: Vec<u32> = common::powers_of_two_up_to(WORKGROUP_SIZE);
         for case in &cases {
-            for (threads_per_row, rows_per_thread) in common::each_choice(&lanes, &rows_per_thread)
-            {
-                case.check(
-                    gpu,
-                    Some(GemvTuning {
-                        variant: GemvVariant::Shared,
-                        threads_per_row,
-                        rows_per_thread,
-                    }),
-                );
+            for tuning in common::tunings(GemvVariant::Shared, WORKGROUP_SIZE) {
+                case.check(gpu, Some(tuning));
             }
         }
     }
