@@ -148,15 +148,6 @@ impl Default for ArchFeatures {
 }
 
 impl ArchFeatures {
-    /// Whether this is the plain Llama decoder (every graph and kernel form runs it).
-    pub fn is_plain(&self) -> bool {
-        *self
-            == ArchFeatures {
-                architecture: self.architecture,
-                ..ArchFeatures::default()
-            }
-    }
-
     /// Whether layer `layer` attends through the sliding window (llama.cpp's
     /// `set_swa_pattern`: with pattern n, layers with `layer % n < n - 1`).
     pub fn is_swa(&self, layer: u32) -> bool {

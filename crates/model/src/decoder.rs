@@ -316,12 +316,7 @@ impl GpuDecoder {
         }
         self.prefill = None;
         self.prefill_steps = None;
-        // The batched graph is Llama's: other architectures' prompts go through the
-        // decode graph, a step per token.
-        if !self.config.arch.is_plain()
-            || self.plan.gemv == GemvVariant::Rows
-                && !layers_run_wide(&self.weights, gpu, max_batch)
-        {
+        if self.plan.gemv == GemvVariant::Rows && !layers_run_wide(&self.weights, gpu, max_batch) {
             self.prefill_steps = Some(max_batch);
             return Ok(());
         }
@@ -356,13 +351,13 @@ impl GpuDecoder {
     /// How [`Self::prefill`] processes a prompt, for reports.
     pub fn prefill_method(&self) -> String {
         match (&self.prefill, self.prefill_steps) {
-            (Some(p), _) => format!("batched prefill, up to {} tokens per submit", p.max_batch),
-            (None, Some(_)) if !self.config.arch.is_plain() => format!(
-                "one decode step per token, up to {} in flight (the batched prefill graph is Llama's; {} adds {})",
-                gpuscope_runtime::MAX_IN_FLIGHT,
-                self.config.arch.architecture.name(),
-                self.config.arch.describe()
-            ),
+            (Some(p), _) => match self.ring_window() {
+                Some(w) => format!(
+                    "batched prefill, up to {} tokens per submit, below position {w}; later prompt tokens one decode step each (a batch would wrap the sliding window's ring cache)",
+                    p.max_batch
+                ),
+                None => format!("batched prefill, up to {} tokens per submit", p.max_batch),
+            },
             (None, Some(_)) => format!(
                 "one decode step per token, up to {} in flight (gemv variant {}: the batched kernels have no CPU-style form)",
                 gpuscope_runtime::MAX_IN_FLIGHT,
@@ -370,6 +365,14 @@ impl GpuDecoder {
             ),
             (None, None) => "prefill not enabled".into(),
         }
+    }
+
+    /// The sliding window, where some layer keeps its cache as a ring of that many rows
+    /// (the window is narrower than the context): the batched graph serves positions
+    /// below it only ([`crate::prefill_graph`]).
+    fn ring_window(&self) -> Option<u32> {
+        let (c, max_ctx) = (&self.config, self.options.max_ctx);
+        (0..c.n_layers).find_map(|l| c.window_at(l, max_ctx))
     }
 
     /// The prefill graph, when enabled.
@@ -401,6 +404,12 @@ impl GpuDecoder {
                 .prefill_by_steps(gpu, tokens, max_batch)
                 .map(PendingPrefill::Done);
         }
+        let end = u64::from(self.position) + tokens.len() as u64;
+        if let Some(w) = self.ring_window().filter(|&w| end > u64::from(w)) {
+            return self
+                .prefill_past_window(gpu, tokens, w)
+                .map(PendingPrefill::Done);
+        }
         let (max_ctx, vocab) = (self.options.max_ctx, self.config.vocab);
         let pending =
             enabled(&mut self.prefill)?.submit(gpu, self.position, tokens, max_ctx, vocab)?;
@@ -429,6 +438,49 @@ impl GpuDecoder {
             logits,
             output,
         })
+    }
+
+    /// A prompt chunk that reaches position `window`: the part below it batched, the
+    /// rest a decode step per token (a batch past it would wrap the ring cache of the
+    /// windowed layers). Checked whole before anything runs.
+    fn prefill_past_window(
+        &mut self,
+        gpu: &Gpu,
+        tokens: &[u32],
+        window: u32,
+    ) -> Result<GpuStep, ModelError> {
+        let max_batch = self.prefill_max_batch();
+        if tokens.is_empty() || tokens.len() > max_batch as usize {
+            return Err(ModelError::Config(format!(
+                "prefill takes 1 to {max_batch} tokens, got {}",
+                tokens.len()
+            )));
+        }
+        if u64::from(self.position) + tokens.len() as u64 > u64::from(self.options.max_ctx) {
+            return Err(ModelError::ContextFull {
+                max_ctx: self.options.max_ctx,
+            });
+        }
+        if let Some(t) = tokens.iter().find(|&&t| t >= self.config.vocab) {
+            return Err(ModelError::Config(format!(
+                "token {t} is outside the vocabulary ({})",
+                self.config.vocab
+            )));
+        }
+        let below = window.saturating_sub(self.position) as usize;
+        if below > 0 {
+            let (max_ctx, vocab) = (self.options.max_ctx, self.config.vocab);
+            let pending = enabled(&mut self.prefill)?.submit(
+                gpu,
+                self.position,
+                &tokens[..below],
+                max_ctx,
+                vocab,
+            )?;
+            self.position += below as u32;
+            self.prefill_finish(gpu, PendingPrefill::Submitted(pending))?;
+        }
+        self.prefill_by_steps(gpu, &tokens[below..], max_batch)
     }
 
     /// [`Self::prefill`] through the decode graph: each token one step, up to

@@ -63,5 +63,5 @@ pub use session::{
     GenerationRequest, ProfileOptions, ProfileRun, Warmup, Workload, PREFILL_BATCH,
 };
 pub use synthetic::synthetic_weights;
-pub use tokenizer::{Tokenizer, TokenizerError};
+pub use tokenizer::{ChatFormat, Tokenizer, TokenizerError};
 pub use weights::{ModelWeights, Tensor};

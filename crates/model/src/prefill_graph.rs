@@ -13,6 +13,14 @@
 //!   gemv over chunks of 8 rows per weight pass, rms_norm per row, rope at positions
 //!   `pos0 + b` writing cache rows, causal attention (row b sees cache rows
 //!   `0..=pos0 + b`), silu_mul per row, embedding from the token-id buffer.
+//! - What an architecture adds comes as in the decode graph, in batched form: the q/k/v
+//!   bias (`add` with one row for every row), the q/k head norms, each layer's own rope
+//!   base and KV cache, post norms (the projection into `delta`, its norm, then `add`),
+//!   GeGLU (`gelu_mul`), embeddings times √dim.
+//! - A sliding-window layer's cache is a ring of `window` rows. A batch that wraps it
+//!   would overwrite positions its own earlier rows attend to, so the graph serves
+//!   positions below the window only; the decoder takes later prompt tokens a decode
+//!   step each ([`GpuDecoder::prefill_submit`](crate::GpuDecoder::prefill_submit)).
 //! - The head runs on the last row only: a batched rms_norm in "last row" mode writes it
 //!   into the decode graph's `x_norm`, then the decode graph's own output gemv and argmax
 //!   dispatches (rebuilt here, same pipelines) write `logits` and `token`. So after a
@@ -24,9 +32,12 @@
 //!   one graph; prefill steps are not meant to be recorded into it (`run --capture`
 //!   keeps the token-by-token prompt).
 
+use gpuscope_ops::add::AddBatched;
 use gpuscope_ops::attention::{AttnBatched, AttnVariant};
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
+use gpuscope_ops::gelu_mul::GeluMulBatched;
 use gpuscope_ops::gemv::{GemmKind, GemvVariant, QuantizeX};
+use gpuscope_ops::head_norm::{HeadNorm, HeadNormBatched};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
 use gpuscope_ops::rope::RopeBatched;
 use gpuscope_ops::silu_mul::SiluMulBatched;
@@ -35,6 +46,7 @@ use gpuscope_runtime::{
 };
 
 use crate::activations::Activations;
+use crate::arch::Activation;
 use crate::config::LlamaConfig;
 use crate::decode_graph::output_and_argmax;
 use crate::error::ModelError;
@@ -48,8 +60,7 @@ pub(crate) struct Prefill {
     pub(crate) runner: StepRunner,
     params: GpuBuffer,
     tokens: GpuBuffer,
-    attention: AttnBatched,
-    /// (section, dispatch) of the attention dispatches (cost depends on the positions).
+    /// The attention dispatches, whose cost depends on the positions.
     attention_dispatches: Vec<DispatchSite>,
     /// How the graph multiplies, in words (the decoder's `prefill` setting).
     pub(crate) gemm_setting: &'static str,
@@ -66,11 +77,13 @@ pub(crate) struct Shared<'a> {
     pub(crate) a: &'a Activations,
 }
 
-/// Where a dispatch is in a graph.
+/// Where an attention dispatch is in a graph, and its layer's op (over that layer's
+/// cache rows).
 #[derive(Debug, Clone, Copy)]
 struct DispatchSite {
     section: usize,
     dispatch: usize,
+    op: AttnBatched,
 }
 
 /// Whether every quantized matrix of the layers has the wide rows frame's batched form
@@ -144,6 +157,7 @@ impl Prefill {
             attention_dispatches.push(DispatchSite {
                 section: sections.len(),
                 dispatch: built.attention,
+                op: b.attention_at(i as u32),
             });
             sections.push(built.section);
         }
@@ -158,7 +172,6 @@ impl Prefill {
             runner,
             params: bufs.params,
             tokens: bufs.tokens,
-            attention,
             attention_dispatches,
             gemm_setting: gemm.setting(),
         })
@@ -191,9 +204,9 @@ impl Prefill {
             )));
         }
         let n = n as u32;
-        let cost = self.attention.cost_at(pos0, n);
         for site in &self.attention_dispatches {
-            self.graph.sections[site.section].dispatches[site.dispatch].cost = cost;
+            self.graph.sections[site.section].dispatches[site.dispatch].cost =
+                site.op.cost_at(pos0, n);
         }
         let params: [u32; 4] = [pos0, n, 0, 0];
         let uploads: Vec<(&GpuBuffer, u64, &[u8])> = vec![
@@ -224,6 +237,8 @@ struct PrefillBuffers {
     attn: GpuBuffer,
     gate_up: GpuBuffer,
     hidden: GpuBuffer,
+    /// A projection's output before its post norm (architectures with post norms).
+    delta: Option<GpuBuffer>,
     /// x quantized for the dp4a gemm, sized for the widest input (the FFN's hidden).
     xq: Option<GpuBuffer>,
     /// Floats per row of `qkv`.
@@ -255,6 +270,11 @@ impl PrefillBuffers {
             attn: buf("prefill.attn_out", f32s(c.q_dim()))?,
             gate_up: buf("prefill.ffn_gate_up", f32s(gu_stride))?,
             hidden: buf("prefill.ffn_hidden", f32s(c.ffn_dim))?,
+            delta: c
+                .arch
+                .post_norms
+                .then(|| buf("prefill.delta", f32s(c.dim)))
+                .transpose()?,
             xq: if plan.prefill == Some(GemmKind::Dp4a) {
                 let widest = c.dim.max(c.q_dim()).max(c.ffn_dim);
                 let bytes = QuantizeX {
@@ -346,6 +366,26 @@ struct BuiltLayer {
     attention: usize,
 }
 
+/// A layer's dispatches as they are built, each labelled `L{index}.{name}`.
+struct LayerDispatches {
+    index: u32,
+    ds: Vec<Dispatch>,
+}
+
+impl LayerDispatches {
+    fn push(&mut self, name: &str, list: Vec<Dispatch>) {
+        let (li, label) = (self.index, format!("L{}.{name}", self.index));
+        self.ds.extend(
+            list.into_iter()
+                .map(|d| d.labelled(label.clone(), Some(li))),
+        );
+    }
+
+    fn push_one(&mut self, (name, d): (&str, Dispatch)) {
+        self.push(name, vec![d]);
+    }
+}
+
 /// What building every section of the prefill graph reads.
 struct GraphBuilder<'a> {
     gpu: &'a Gpu,
@@ -358,6 +398,7 @@ struct GraphBuilder<'a> {
     /// Rows per batch.
     m: u32,
     rms: RmsNormBatched,
+    /// Attention over a full-context cache; [`Self::attention_at`] gives each layer's.
     attention: AttnBatched,
     attention_variant: AttnVariant,
 }
@@ -406,96 +447,195 @@ impl GraphBuilder<'_> {
                     format: w.token_embd.tensor_format,
                     row_start: chunk.first_row,
                 };
-                Ok(EmbeddingBatched {
+                let op = EmbeddingBatched {
                     emb,
                     max_batch: self.m,
-                }
-                .dispatch(self.gpu, &chunk.buffer, &bufs.tokens, &bufs.x, &bufs.params)?
-                .labelled("token_embd", None))
+                };
+                let scale = self.c.embed_scale().unwrap_or(1.0);
+                Ok(op
+                    .dispatch_scaled(
+                        self.gpu,
+                        &chunk.buffer,
+                        &bufs.tokens,
+                        &bufs.x,
+                        &bufs.params,
+                        scale,
+                    )?
+                    .labelled("token_embd", None))
             })
             .collect::<Result<Vec<_>, ModelError>>()?;
         Ok(Section::new("embed", None, embed))
     }
 
+    /// Layer `li`'s attention over its own cache (a window's ring on windowed layers).
+    fn attention_at(&self, li: u32) -> AttnBatched {
+        AttnBatched {
+            attn: self.c.attention_at(li, self.max_ctx),
+            ..self.attention
+        }
+    }
+
     /// Layer `i`: the decode graph's layer with batched kernels, none fused.
     fn layer(&self, i: usize, layer: &GpuLayer) -> Result<BuiltLayer, ModelError> {
         let (gpu, c, a, bufs, params) = (self.gpu, self.c, self.a, self.bufs, &self.bufs.params);
-        let li = i as u32;
-        let l = |name: &str| format!("L{li}.{name}");
-        let mut ds: Vec<Dispatch> = Vec::new();
-        let push = |ds: &mut Vec<Dispatch>, name: &str, list: Vec<Dispatch>| {
-            ds.extend(list.into_iter().map(|d| d.labelled(l(name), Some(li))));
+        let mut l = LayerDispatches {
+            index: i as u32,
+            ds: Vec::new(),
         };
         let (x, xn, qkv) = (&bufs.x, &bufs.xn, &bufs.qkv);
-        push(
-            &mut ds,
+        l.push(
             "attn_norm",
             vec![self.rms.dispatch(gpu, x, &layer.attn_norm, xn, params)?],
         );
         let qkv_parts: Vec<&GpuMatrix> = layer.wqkv.iter().collect();
-        push(
-            &mut ds,
+        l.push(
             "attn_qkv",
             self.products(&qkv_parts, xn, qkv, bufs.qkv_stride, false)?,
         );
+        self.qkv_extras(&mut l, layer)?;
         let rope = RopeBatched {
-            rope: c.rope(self.max_ctx),
+            rope: c.rope_at(l.index, self.max_ctx),
             max_batch: self.m,
             qkv_stride: bufs.qkv_stride,
             offsets: (0, c.q_dim(), c.q_dim() + c.kv_dim()),
         };
         let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
-        push(
-            &mut ds,
-            "rope",
-            vec![rope.dispatch(gpu, params, qkv, kc, vc)?],
-        );
-        let attention = ds.len();
-        push(
-            &mut ds,
+        l.push("rope", vec![rope.dispatch(gpu, params, qkv, kc, vc)?]);
+        let attention = l.ds.len();
+        l.push(
             "attention",
-            vec![self.attention.dispatch_variant(
+            vec![self.attention_at(l.index).dispatch_variant(
                 gpu,
                 self.attention_variant,
                 [params, qkv, kc, vc, &bufs.attn],
             )?],
         );
-        push(
-            &mut ds,
-            "attn_output",
-            self.products(&[&layer.wo], &bufs.attn, x, c.dim, true)?,
-        );
-        push(
-            &mut ds,
+        let post = layer.extra.post_attn_norm.as_ref();
+        self.residual_products(&mut l, "attn_output", &layer.wo, &bufs.attn, post)?;
+        l.push(
             "ffn_norm",
             vec![self.rms.dispatch(gpu, x, &layer.ffn_norm, xn, params)?],
         );
         let gu_parts: Vec<&GpuMatrix> = layer.w_gate_up.iter().collect();
-        push(
-            &mut ds,
+        l.push(
             "ffn_gate_up",
             self.products(&gu_parts, xn, &bufs.gate_up, bufs.gu_stride, false)?,
         );
-        let silu = SiluMulBatched {
-            n: c.ffn_dim,
-            max_batch: self.m,
-            in_stride: bufs.gu_stride,
-            up_offset: bufs.up_row,
-        };
-        push(
-            &mut ds,
-            "ffn_silu_mul",
-            vec![silu.dispatch(gpu, &bufs.gate_up, &bufs.hidden, params)?],
-        );
-        push(
-            &mut ds,
-            "ffn_down",
-            self.products(&[&layer.w_down], &bufs.hidden, x, c.dim, true)?,
-        );
+        l.push_one(self.activation()?);
+        let post = layer.extra.post_ffn_norm.as_ref();
+        self.residual_products(&mut l, "ffn_down", &layer.w_down, &bufs.hidden, post)?;
         Ok(BuiltLayer {
-            section: Section::new(format!("L{li}"), Some(li), ds),
+            section: Section::new(format!("L{}", l.index), Some(l.index), l.ds),
             attention,
         })
+    }
+
+    /// What comes between the q/k/v products and rope, as in the decode graph: the
+    /// biases (one row added to every row), then the q and k head norms.
+    fn qkv_extras(&self, l: &mut LayerDispatches, layer: &GpuLayer) -> Result<(), ModelError> {
+        let (gpu, c, bufs) = (self.gpu, self.c, self.bufs);
+        let e = &layer.extra;
+        if let Some(bias) = &e.qkv_bias {
+            let add = AddBatched {
+                n: c.q_dim() + 2 * c.kv_dim(),
+                max_batch: self.m,
+                acc_stride: bufs.qkv_stride,
+                x_stride: 0,
+            };
+            l.push(
+                "attn_qkv_bias",
+                vec![add.dispatch(gpu, &bufs.qkv, bias, &bufs.params)?],
+            );
+        }
+        if let (Some(qn), Some(kn)) = (&e.q_norm, &e.k_norm) {
+            let op = HeadNormBatched {
+                norm: HeadNorm {
+                    n_heads: c.n_heads,
+                    n_kv_heads: c.n_kv_heads,
+                    head_dim: c.head_dim,
+                    q_off: 0,
+                    k_off: c.q_dim(),
+                    eps: c.rms_eps,
+                },
+                max_batch: self.m,
+                row_stride: bufs.qkv_stride,
+            };
+            l.push(
+                "attn_qk_norm",
+                vec![op.dispatch(gpu, &bufs.qkv, qn, kn, &bufs.params)?],
+            );
+        }
+        Ok(())
+    }
+
+    /// The FFN's gated activation over the gate/up rows: `silu_mul` or `gelu_mul`.
+    fn activation(&self) -> Result<(&'static str, Dispatch), ModelError> {
+        let (gpu, bufs) = (self.gpu, self.bufs);
+        let (n, max_batch) = (self.c.ffn_dim, self.m);
+        let (in_stride, up_offset) = (bufs.gu_stride, bufs.up_row);
+        let (gu, hidden, params) = (&bufs.gate_up, &bufs.hidden, &bufs.params);
+        Ok(match self.c.arch.activation {
+            Activation::Silu => (
+                "ffn_silu_mul",
+                SiluMulBatched {
+                    n,
+                    max_batch,
+                    in_stride,
+                    up_offset,
+                }
+                .dispatch(gpu, gu, hidden, params)?,
+            ),
+            Activation::GeluTanh => (
+                "ffn_gelu_mul",
+                GeluMulBatched {
+                    n,
+                    max_batch,
+                    in_stride,
+                    up_offset,
+                }
+                .dispatch(gpu, gu, hidden, params)?,
+            ),
+        })
+    }
+
+    /// x += W·input, accumulated by the products; with a post norm (Gemma 3), the
+    /// products into `delta`, its norm into `x_norm`, then `x += x_norm`, as the decode
+    /// graph does.
+    fn residual_products(
+        &self,
+        l: &mut LayerDispatches,
+        name: &str,
+        m: &GpuMatrix,
+        input: &GpuBuffer,
+        post_norm: Option<&GpuBuffer>,
+    ) -> Result<(), ModelError> {
+        let (gpu, bufs, dim) = (self.gpu, self.bufs, self.c.dim);
+        let Some(w) = post_norm else {
+            l.push(name, self.products(&[m], input, &bufs.x, dim, true)?);
+            return Ok(());
+        };
+        let delta = bufs.delta.as_ref().ok_or_else(|| {
+            ModelError::Config("a post norm without the prefill's delta buffer".into())
+        })?;
+        l.push(name, self.products(&[m], input, delta, dim, false)?);
+        let post = if name == "attn_output" {
+            "post_attention_norm"
+        } else {
+            "post_ffw_norm"
+        };
+        let norm = self.rms.dispatch(gpu, delta, w, &bufs.xn, &bufs.params)?;
+        l.push(post, vec![norm]);
+        let add = AddBatched {
+            n: dim,
+            max_batch: self.m,
+            acc_stride: dim,
+            x_stride: dim,
+        };
+        l.push(
+            &format!("{name}_add"),
+            vec![add.dispatch(gpu, &bufs.x, &bufs.xn, &bufs.params)?],
+        );
+        Ok(())
     }
 
     /// The `head` section on the last row only, into the decode graph's buffers.

@@ -106,6 +106,9 @@ pub struct Tokenizer {
     pub add_eos: bool,
     /// `tokenizer.chat_template`, if any (a Jinja template; see [`Tokenizer::chat_prompt`]).
     pub chat_template: Option<String>,
+    /// The chat format `--chat` writes: the template's ([`ChatFormat::of`]), or where the
+    /// file has no template, its architecture's ([`ChatFormat::of_architecture`]).
+    pub chat_format: Option<ChatFormat>,
     tokens: Vec<String>,
 }
 
@@ -219,6 +222,12 @@ impl Tokenizer {
                 .unwrap_or(built.add_bos_default),
             add_eos: md.get_bool("tokenizer.ggml.add_eos_token").unwrap_or(false),
             chat_template: md.get_str("tokenizer.chat_template").map(str::to_string),
+            chat_format: match md.get_str("tokenizer.chat_template") {
+                Some(t) => ChatFormat::of(t),
+                None => md
+                    .get_str("general.architecture")
+                    .and_then(ChatFormat::of_architecture),
+            },
             tokens,
         })
     }
@@ -279,23 +288,84 @@ impl Tokenizer {
     }
 
     /// The prompt for one user message in the file's chat format, when gpuscope knows
-    /// the format: ChatML (`<|im_start|>`, as SmolLM2 and Qwen use), with the default
-    /// system message the template writes literally, if any. `None` otherwise (gpuscope
-    /// does not run Jinja templates).
+    /// it ([`ChatFormat`]); `None` otherwise (gpuscope does not run Jinja templates).
     pub fn chat_prompt(&self, user: &str) -> Option<String> {
-        let t = self.chat_template.as_deref()?;
-        if !t.contains("<|im_start|>") {
-            return None;
+        let template = self.chat_template.as_deref().unwrap_or("");
+        Some(self.chat_format?.prompt(template, user))
+    }
+}
+
+/// The chat formats gpuscope writes for `--chat`, recognized by the markers in a file's
+/// `tokenizer.chat_template` (Jinja, which gpuscope does not run). One user message, then
+/// the assistant's turn opened, as each template writes it with
+/// `add_generation_prompt`; the BOS token, where the model has one, comes from the
+/// tokenizer as for any prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatFormat {
+    /// `<|im_start|>` (SmolLM2, Qwen), with the default system message the template
+    /// writes literally, if any.
+    ChatMl,
+    /// `<start_of_turn>` (Gemma): the assistant's turn is `model`.
+    Gemma,
+    /// `<|start_header_id|>` (Llama 3).
+    Llama3,
+    /// `<|user|>` and `<|assistant|>` (Phi-3).
+    Phi3,
+    /// `[INST]` (Mistral, Llama 2): `[INST] {user} [/INST]`, or without the spaces where
+    /// the template writes none (Mistral's v3 templates).
+    Inst,
+}
+
+impl ChatFormat {
+    /// The format `template` writes, if gpuscope knows it.
+    pub fn of(template: &str) -> Option<ChatFormat> {
+        [
+            ("<|im_start|>", ChatFormat::ChatMl),
+            ("<start_of_turn>", ChatFormat::Gemma),
+            ("<|start_header_id|>", ChatFormat::Llama3),
+            ("<|assistant|>", ChatFormat::Phi3),
+            ("[INST]", ChatFormat::Inst),
+        ]
+        .into_iter()
+        .find(|(marker, _)| template.contains(marker))
+        .map(|(_, f)| f)
+    }
+
+    /// The format of an architecture's models, for a file without a template (the
+    /// Gemma 3 270M file on PyPI has none): Gemma's, Phi-3's, and ChatML for Qwen. None
+    /// for `llama` and `mistral`, whose models use several.
+    pub fn of_architecture(architecture: &str) -> Option<ChatFormat> {
+        match architecture {
+            "gemma3" => Some(ChatFormat::Gemma),
+            "phi3" => Some(ChatFormat::Phi3),
+            "qwen2" | "qwen3" => Some(ChatFormat::ChatMl),
+            _ => None,
         }
-        const SYSTEM: &str = "<|im_start|>system\n";
-        let system = t
-            .find(SYSTEM)
-            .and_then(|at| t[at..].find("<|im_end|>").map(|end| &t[at..at + end]))
-            .map(|s| format!("{s}<|im_end|>\n"))
-            .unwrap_or_default();
-        Some(format!(
-            "{system}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
-        ))
+    }
+
+    /// The prompt for one `user` message in this format (`template` for what it writes
+    /// literally: ChatML's default system message, `[INST]`'s spacing).
+    pub fn prompt(self, template: &str, user: &str) -> String {
+        match self {
+            ChatFormat::ChatMl => {
+                const SYSTEM: &str = "<|im_start|>system\n";
+                let system = template
+                    .find(SYSTEM)
+                    .and_then(|at| template[at..].find("<|im_end|>").map(|end| &template[at..at + end]))
+                    .map(|s| format!("{s}<|im_end|>\n"))
+                    .unwrap_or_default();
+                format!("{system}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n")
+            }
+            ChatFormat::Gemma => {
+                format!("<start_of_turn>user\n{user}<end_of_turn>\n<start_of_turn>model\n")
+            }
+            ChatFormat::Llama3 => format!(
+                "<|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+            ),
+            ChatFormat::Phi3 => format!("<|user|>\n{user}<|end|>\n<|assistant|>\n"),
+            ChatFormat::Inst if template.contains("[INST] ") => format!("[INST] {user} [/INST]"),
+            ChatFormat::Inst => format!("[INST]{user}[/INST]"),
+        }
     }
 }
 
@@ -517,4 +587,52 @@ fn add_special_tokens(inner: &mut tokenizers::Tokenizer, tokens: &[String], type
         })
         .collect();
     inner.add_special_tokens(&added);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChatFormat;
+
+    /// The formats from the markers of real templates (abridged from the models' GGUF
+    /// files), each prompt as the template writes it for one user message.
+    #[test]
+    fn chat_formats_from_real_templates() {
+        let cases = [
+            (
+                "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}",
+                ChatFormat::ChatMl,
+                "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+            ),
+            (
+                "{{ bos_token }}{%- for message in loop_messages -%}{{ '<start_of_turn>' + role + '\n' }}{%- endfor -%}{%- if add_generation_prompt -%}{{'<start_of_turn>model\n'}}{%- endif -%}",
+                ChatFormat::Gemma,
+                "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+            ),
+            (
+                "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' }}",
+                ChatFormat::Llama3,
+                "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+            ),
+            (
+                "{% for message in messages %}{% if message['role'] == 'user' %}{{'<|user|>' + '\n' + message['content'] + '<|end|>' + '\n' + '<|assistant|>' + '\n'}}{% endif %}{% endfor %}",
+                ChatFormat::Phi3,
+                "<|user|>\nhi<|end|>\n<|assistant|>\n",
+            ),
+            (
+                "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endif %}{% endfor %}",
+                ChatFormat::Inst,
+                "[INST] hi [/INST]",
+            ),
+            (
+                "{%- if message['role'] == 'user' %}{{- '[INST]' + message['content'] + '[/INST]' }}{%- endif %}",
+                ChatFormat::Inst,
+                "[INST]hi[/INST]",
+            ),
+        ];
+        for (template, format, prompt) in cases {
+            assert_eq!(ChatFormat::of(template), Some(format), "{template}");
+            assert_eq!(format.prompt(template, "hi"), prompt, "{format:?}");
+        }
+        assert_eq!(ChatFormat::of("{{ messages }}"), None);
+    }
 }

@@ -1,7 +1,9 @@
 //! Prompt processing in batches gives the same next-token logits, and the same greedy
 //! continuation, as feeding the prompt one token at a time.
 
-use gpuscope_model::{DecoderOptions, GpuDecoder, KernelPlan, ModelWeights, Preset};
+use gpuscope_model::{
+    synthetic_weights, DecoderOptions, GpuDecoder, KernelPlan, ModelWeights, Preset,
+};
 use gpuscope_ops::gemv::{GemmKind, GemvVariant, WeightLayout};
 use gpuscope_ops::WeightFormat;
 
@@ -136,6 +138,36 @@ fn tiny_preset_every_format_prefill_matches_per_token() {
         prefill_matches_per_token(&w, &PROMPT, 16, 6, 2e-3, &format!("{format:?} batch 16"));
         // ... and chunks of 4, 4, 3 (later chunks start past position 0).
         prefill_matches_per_token(&w, &PROMPT, 4, 6, 2e-3, &format!("{format:?} batch 4"));
+    }
+}
+
+/// Each architecture's batched prefill (q/k/v biases, q/k head norms, post norms,
+/// GeGLU, NeoX rope, the windowed layers' own rope base and cache, embeddings × √dim)
+/// against its decode steps, in chunks of 3. With the tiny presets' window of 4 the
+/// graph takes positions 0 to 3 (the second chunk splits there) and decode steps the
+/// rest (a batch would wrap the ring cache); with the window widened past the context,
+/// the whole prompt goes in batches.
+#[test]
+fn tiny_architectures_prefill_matches_per_token() {
+    for preset in [
+        Preset::TinyGemma3,
+        Preset::TinyQwen2,
+        Preset::TinyQwen3,
+        Preset::TinyMistral,
+        Preset::TinyPhi3,
+    ] {
+        let mut config = preset.config();
+        let windows = if config.arch.sliding_window > 0 {
+            vec![config.arch.sliding_window, 64]
+        } else {
+            vec![0]
+        };
+        for window in windows {
+            config.arch.sliding_window = window;
+            let w = synthetic_weights(&config, WeightFormat::Q8_0, 7, preset.name());
+            let what = format!("{} window {window}", preset.name());
+            prefill_matches_per_token(&w, &PROMPT, 3, 3, 2e-3, &what);
+        }
     }
 }
 

@@ -9,8 +9,8 @@ use std::time::Instant;
 use gpuscope_model::check::{check, Against, CheckOptions, Precision};
 use gpuscope_model::test_model::require_gemma3;
 use gpuscope_model::{
-    load_gguf, Architecture, CpuDecoder, DecoderOptions, GpuDecoder, KernelPlan, LoadedModel,
-    Tokenizer,
+    load_gguf, Architecture, ChatFormat, CpuDecoder, DecoderOptions, GpuDecoder, KernelPlan,
+    LoadedModel, Tokenizer,
 };
 use gpuscope_ops::WeightFormat;
 use gpuscope_report::analysis::divergence::verdict;
@@ -114,6 +114,29 @@ fn gemma3_tokenizer_known_ids() {
     // Control tokens written in the text are single ids.
     let turn = tk.encode("<start_of_turn>user").unwrap();
     assert_eq!(tk.piece(turn[0]), Some("<start_of_turn>"));
+    // `--chat`: the file has no template, so the architecture's format, Gemma's; its
+    // prompt is BOS, the user's turn and the model's turn opened, each marker one id.
+    assert_eq!(
+        (tk.chat_template.is_none(), tk.chat_format),
+        (true, Some(ChatFormat::Gemma))
+    );
+    let chat = tk.encode_prompt(&tk.chat_prompt("Hi").unwrap()).unwrap();
+    let pieces: Vec<&str> = chat.iter().map(|&id| tk.piece(id).unwrap()).collect();
+    assert_eq!(
+        pieces,
+        [
+            "<bos>",
+            "<start_of_turn>",
+            "user",
+            "\n",
+            "Hi",
+            "<end_of_turn>",
+            "\n",
+            "<start_of_turn>",
+            "model",
+            "\n"
+        ]
+    );
 }
 
 /// One prompt's comparison: the reference's greedy tokens, and the step of its first

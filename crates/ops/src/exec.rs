@@ -490,14 +490,29 @@ pub static EXECUTORS: &[Executor] = &[
         crate::gelu_mul::exec::run
     ),
     entry!(
+        crate::gelu_mul::exec::batched_shaders,
+        &[F32, F32, U32],
+        crate::gelu_mul::exec::run_batched
+    ),
+    entry!(
         || vec![crate::head_norm::SHADER.name],
         &[F32, F32, F32],
         crate::head_norm::exec::run
     ),
     entry!(
+        crate::head_norm::exec::batched_shaders,
+        &[F32, F32, F32, U32],
+        crate::head_norm::exec::run_batched
+    ),
+    entry!(
         || vec![crate::add::SHADER.name],
         &[F32, F32],
         crate::add::exec::run
+    ),
+    entry!(
+        crate::add::exec::batched_shaders,
+        &[F32, F32, U32],
+        crate::add::exec::run_batched
     ),
     entry!(
         || crate::argmax::shaders().iter().map(|s| s.name).collect(),

@@ -1,9 +1,12 @@
 //! Batched (prompt-processing) kernels: GPU against their CPU oracles (the single-row
 //! oracles applied per row), with rows past `n_rows` left untouched.
 
+use gpuscope_ops::add::AddBatched;
 use gpuscope_ops::attention::{AttnBatched, AttnFused};
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
+use gpuscope_ops::gelu_mul::GeluMulBatched;
 use gpuscope_ops::gemv::{Gemv, GemvBatched, QuantizeX};
+use gpuscope_ops::head_norm::{HeadNorm, HeadNormBatched};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
 use gpuscope_ops::rope::{Rope, RopeBatched};
 use gpuscope_ops::silu_mul::SiluMulBatched;
@@ -468,6 +471,101 @@ fn silu_mul_batched_matches_oracle() {
 }
 
 #[test]
+fn gelu_mul_batched_matches_oracle() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(17);
+    let op = GeluMulBatched {
+        n: 300,
+        max_batch: 5,
+        in_stride: 700,
+        up_offset: 320,
+    };
+    // Large |gate| too: the kernel clamps tanh's argument.
+    let gu: Vec<f32> = activations(&mut r, 700 * 5)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| if i % 50 == 0 { v * 40.0 } else { v })
+        .collect();
+    let out0 = vec![SENTINEL; 300 * 5];
+    let (gb, ob, pb) = (
+        filled(gpu, "gu", &gu),
+        filled(gpu, "out", &out0),
+        params(gpu, 0, 3),
+    );
+    run(gpu, vec![op.dispatch(gpu, &gb, &ob, &pb).unwrap()]);
+    let mut want = out0.clone();
+    op.cpu(&gu, &mut want, 3);
+    assert_close("gelu_mul batched", &read_f32(gpu, &ob), &want, 1e-5);
+}
+
+/// Rows of x added to rows of acc, and one bias row added to every row (q/k/v biases),
+/// each with acc rows wider than what is added.
+#[test]
+fn add_batched_rows_and_bias_match_oracle() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(18);
+    let (n, max_batch, acc_stride) = (300u32, 5u32, 310u32);
+    let acc0 = activations(&mut r, (acc_stride * max_batch) as usize);
+    for x_stride in [n, 0] {
+        let op = AddBatched {
+            n,
+            max_batch,
+            acc_stride,
+            x_stride,
+        };
+        let x = activations(&mut r, (n * max_batch) as usize);
+        let (ab, xb, pb) = (
+            filled(gpu, "acc", &acc0),
+            filled(gpu, "x", &x),
+            params(gpu, 0, 3),
+        );
+        run(gpu, vec![op.dispatch(gpu, &ab, &xb, &pb).unwrap()]);
+        let mut want = acc0.clone();
+        op.cpu(&mut want, &x, 3);
+        assert_ne!(want, acc0, "x_stride {x_stride}: the oracle added nothing");
+        assert_close(
+            &format!("add batched x_stride {x_stride}"),
+            &read_f32(gpu, &ab),
+            &want,
+            0.0,
+        );
+    }
+}
+
+/// Each q and k head of each row normalized, with rows wider than their heads (the
+/// q/k/v matrix's v part and padding left alone), rows past the batch untouched.
+#[test]
+fn head_norm_batched_matches_oracle() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(19);
+    let norm = HeadNorm {
+        n_heads: 4,
+        n_kv_heads: 1,
+        head_dim: 256,
+        q_off: 0,
+        k_off: 1024,
+        eps: 1e-6,
+    };
+    let op = HeadNormBatched {
+        norm,
+        max_batch: 4,
+        row_stride: 1024 + 2 * 256 + 8,
+    };
+    let qkv = activations(&mut r, (op.row_stride * 4) as usize);
+    let (qw, kw) = (activations(&mut r, 256), activations(&mut r, 256));
+    let (xb, qb, kb, pb) = (
+        filled(gpu, "qkv", &qkv),
+        filled(gpu, "q_norm", &qw),
+        filled(gpu, "k_norm", &kw),
+        params(gpu, 0, 3),
+    );
+    run(gpu, vec![op.dispatch(gpu, &xb, &qb, &kb, &pb).unwrap()]);
+    let mut want = qkv.clone();
+    op.cpu(&mut want, &qw, &kw, 3);
+    assert_close("head_norm batched", &read_f32(gpu, &xb), &want, 1e-5);
+}
+
+#[test]
 fn rope_batched_matches_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(14);
@@ -503,6 +601,48 @@ fn rope_batched_matches_oracle() {
     assert_close("rope batched q", &read_f32(gpu, &qb), &wq, 1e-5);
     assert_close("rope batched k cache", &read_f32(gpu, &kb), &wk, 1e-5);
     assert_close("rope batched v cache", &read_f32(gpu, &vb), &wv, 0.0);
+}
+
+/// NeoX rope into a ring cache (a sliding window's): positions past the ring's rows
+/// land at `pos % rows`.
+#[test]
+fn rope_batched_neox_into_a_ring_matches_oracle() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(20);
+    let rope = Rope {
+        n_heads: 2,
+        n_kv_heads: 1,
+        head_dim: 16,
+        rope_dims: 16,
+        base: 10000.0,
+        max_ctx: 4,
+        neox: true,
+        ring: true,
+    };
+    let op = RopeBatched {
+        rope,
+        max_batch: 3,
+        qkv_stride: 32 + 2 * 16,
+        offsets: (0, 32, 48),
+    };
+    let qkv = activations(&mut r, (op.qkv_stride * 3) as usize);
+    let cache0: Vec<f32> = activations(&mut r, 16 * 4);
+    let (pos0, n_rows) = (6, 3);
+    let (qb, kb, vb, pb) = (
+        filled(gpu, "qkv", &qkv),
+        filled(gpu, "k", &cache0),
+        filled(gpu, "v", &cache0),
+        params(gpu, pos0, n_rows),
+    );
+    run(gpu, vec![op.dispatch(gpu, &pb, &qb, &kb, &vb).unwrap()]);
+    let (mut wq, mut wk, mut wv) = (qkv.clone(), cache0.clone(), cache0.clone());
+    op.cpu(pos0, n_rows, &mut wq, &mut wk, &mut wv);
+    // Rows 2, 3 and 0 of the ring written; row 1 kept.
+    assert_eq!(wv[16..32], cache0[16..32]);
+    assert_ne!(wv[..16], cache0[..16]);
+    assert_close("ring rope q", &read_f32(gpu, &qb), &wq, 1e-5);
+    assert_close("ring rope k cache", &read_f32(gpu, &kb), &wk, 1e-5);
+    assert_close("ring rope v cache", &read_f32(gpu, &vb), &wv, 0.0);
 }
 
 #[test]
@@ -554,7 +694,9 @@ fn embedding_batched_every_format_matches_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(16);
     let (rows, dim, max_batch) = (20u32, 256u32, 7u32);
-    for format in WeightFormat::ALL {
+    for (i, format) in WeightFormat::ALL.into_iter().enumerate() {
+        // Every other format scaled (Gemma's embeddings times √dim).
+        let scale = if i % 2 == 0 { 1.0 } else { 640f32.sqrt() };
         let table = format.quantize_row(&weights(&mut r, (rows * dim) as usize));
         // A chunk of the table starting at token 100: other tokens are left alone.
         let emb = Embedding {
@@ -574,11 +716,12 @@ fn embedding_batched_every_format_matches_oracle() {
             filled(gpu, "out", &out0),
             params(gpu, 0, n_rows),
         );
-        run(gpu, vec![op.dispatch(gpu, &tb, &kb, &ob, &pb).unwrap()]);
+        let d = op.dispatch_scaled(gpu, &tb, &kb, &ob, &pb, scale).unwrap();
+        run(gpu, vec![d]);
         let mut want = out0.clone();
-        op.cpu(&table, &tokens[..n_rows as usize], &mut want);
+        op.cpu_scaled(&table, &tokens[..n_rows as usize], &mut want, scale);
         assert_close(
-            &format!("embedding batched {format:?}"),
+            &format!("embedding batched {format:?} scale {scale}"),
             &read_f32(gpu, &ob),
             &want,
             0.0,

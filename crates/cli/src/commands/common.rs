@@ -49,7 +49,7 @@ pub(crate) fn prompt_ids(
     let text = if chat {
         tokenizer.chat_prompt(prompt).ok_or_else(|| {
             anyhow!(
-                "--chat: the model's chat template is not ChatML, which is the one gpuscope knows"
+                "--chat: the model's chat template is none gpuscope knows (ChatML, Gemma, Llama 3, Phi-3, [INST])"
             )
         })?
     } else {

@@ -1,9 +1,12 @@
 //! `add`: `acc += x`, in place (the residual stream). In place because one dispatch
 //! cannot bind a buffer both read-only and read-write, and it saves a buffer.
 
+mod batched;
 mod cost;
 mod cpu;
 pub(crate) mod exec;
+
+pub use batched::AddBatched;
 
 use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 

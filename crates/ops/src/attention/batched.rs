@@ -80,11 +80,12 @@ pub struct AttnBatched {
 }
 
 impl AttnBatched {
-    /// Declared cost of a batch of `n_rows` rows from position `pos0`.
+    /// Declared cost of a batch of `n_rows` rows from position `pos0` (a row reads at
+    /// most the cache's `max_ctx` rows, as the kernel does).
     pub fn cost_at(&self, pos0: u32, n_rows: u32) -> Cost {
         let mut total = Cost { bytes: 0, flops: 0 };
         for b in 0..n_rows {
-            let c = self.attn.cost_at(pos0 + b + 1);
+            let c = self.attn.cost_at((pos0 + b + 1).min(self.attn.max_ctx));
             total.bytes += c.bytes;
             total.flops += c.flops;
         }

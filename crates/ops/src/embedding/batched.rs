@@ -57,6 +57,20 @@ impl EmbeddingBatched {
         out: &GpuBuffer,
         params: &GpuBuffer,
     ) -> Result<Dispatch, GpuError> {
+        self.dispatch_scaled(gpu, table, tokens, out, params, 1.0)
+    }
+
+    /// [`Self::dispatch`] with every element multiplied by `scale` (Gemma's √dim, as
+    /// [`Embedding::dispatch_scaled`]).
+    pub fn dispatch_scaled(
+        &self,
+        gpu: &Gpu,
+        table: &GpuBuffer,
+        tokens: &GpuBuffer,
+        out: &GpuBuffer,
+        params: &GpuBuffer,
+        scale: f32,
+    ) -> Result<Dispatch, GpuError> {
         let e = &self.emb;
         let name = batched_shader(e.format).name;
         let invalid =
@@ -97,6 +111,7 @@ impl EmbeddingBatched {
                 ("DIM", f64::from(e.dim)),
                 ("ROWS", f64::from(e.rows)),
                 ("ROW_START", f64::from(e.row_start)),
+                ("SCALE", f64::from(scale)),
             ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[table, tokens, out, params])?;
@@ -117,9 +132,21 @@ impl EmbeddingBatched {
 
     /// CPU reference: the single-token oracle per row.
     pub fn cpu<T: crate::Real>(&self, table: &[u8], tokens: &[u32], out: &mut [T]) {
+        self.cpu_scaled(table, tokens, out, 1.0)
+    }
+
+    /// [`Self::cpu`] with every element multiplied by `scale`.
+    pub fn cpu_scaled<T: crate::Real>(
+        &self,
+        table: &[u8],
+        tokens: &[u32],
+        out: &mut [T],
+        scale: f32,
+    ) {
         let d = self.emb.dim as usize;
         for (b, &t) in tokens.iter().enumerate() {
-            self.emb.cpu(table, t, &mut out[b * d..(b + 1) * d]);
+            self.emb
+                .cpu_scaled(table, t, &mut out[b * d..(b + 1) * d], scale);
         }
     }
 }

@@ -48,6 +48,7 @@ pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         max_batch: n_rows,
     };
     let (table, tokens) = (c.bytes(0)?, c.u32s(1, n_rows as usize)?);
-    op.cpu(table, &tokens, c.out(2)?);
+    let scale = c.f32_const_or("SCALE", 1.0)?;
+    op.cpu_scaled(table, &tokens, c.out(2)?, scale);
     Ok(())
 }

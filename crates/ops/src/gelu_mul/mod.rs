@@ -1,15 +1,18 @@
 //! `gelu_mul`: `out = gelu(gate) · up`, elementwise (the GeGLU of a Gemma FFN), gelu in
 //! ggml's tanh approximation (`ggml_gelu`).
 
+mod batched;
 mod cost;
 mod cpu;
 pub(crate) mod exec;
+
+pub use batched::GeluMulBatched;
 
 use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "gelu_mul",
-    wgsl: include_str!("kernel.wgsl"),
+    wgsl: concat!(include_str!("kernel.wgsl"), include_str!("gelu.wgsl")),
 };
 
 const WG: u32 = 256;

@@ -6,9 +6,12 @@
 //! One 64-thread workgroup per head, each thread holding up to 8 elements (so
 //! `head_dim <= 512`).
 
+mod batched;
 mod cost;
 mod cpu;
 pub(crate) mod exec;
+
+pub use batched::{batched_shader, HeadNormBatched};
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
@@ -34,6 +37,18 @@ pub struct HeadNorm {
 
 impl HeadNorm {
     pub const OP: &'static str = "head_norm";
+
+    /// The kernel's override constants.
+    fn constants(&self) -> [(&'static str, f64); 6] {
+        [
+            ("N_HEADS", f64::from(self.n_heads)),
+            ("N_KV_HEADS", f64::from(self.n_kv_heads)),
+            ("HEAD_DIM", f64::from(self.head_dim)),
+            ("Q_OFF", f64::from(self.q_off)),
+            ("K_OFF", f64::from(self.k_off)),
+            ("EPS", f64::from(self.eps)),
+        ]
+    }
 
     fn check(&self) -> Result<(), GpuError> {
         if self.n_heads == 0
@@ -78,18 +93,7 @@ impl HeadNorm {
                 )));
             }
         }
-        let pipeline = gpu.pipeline(
-            &SHADER,
-            "main",
-            &[
-                ("N_HEADS", f64::from(self.n_heads)),
-                ("N_KV_HEADS", f64::from(self.n_kv_heads)),
-                ("HEAD_DIM", f64::from(self.head_dim)),
-                ("Q_OFF", f64::from(self.q_off)),
-                ("K_OFF", f64::from(self.k_off)),
-                ("EPS", f64::from(self.eps)),
-            ],
-        )?;
+        let pipeline = gpu.pipeline(&SHADER, "main", &self.constants())?;
         let bind_group = gpu.bind_group(&pipeline, &[qkv, q_weight, k_weight])?;
         Ok(Dispatch::new(
             Self::OP,

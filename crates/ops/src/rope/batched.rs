@@ -1,7 +1,13 @@
 //! Batched rope + KV-cache append for prompt processing: row `b < params[1]` of the
 //! `max_batch × qkv_stride` q/k/v matrix is at position `params[0] + b`; q is rotated in
-//! place, rotated k and v go to cache row `params[0] + b`. A copy of `kernel.wgsl`'s math
-//! (`batched.wgsl`), since the single-token kernel reads its position from the step buffer.
+//! place, rotated k and v go to cache row `params[0] + b` (with `ring`, row
+//! `(params[0] + b) % max_ctx`). A copy of `kernel.wgsl`'s math (`batched.wgsl`), since
+//! the single-token kernel reads its position from the step buffer.
+//!
+//! A ring's rows are written as they come: a batch that wraps around the ring overwrites
+//! positions its own earlier rows still attend to, so batched attention over a ring is
+//! right only for batches within the ring's first pass (the prefill graph's windowed
+//! layers keep to that).
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
@@ -47,13 +53,6 @@ impl RopeBatched {
         {
             return Err(invalid("bad shape".into()));
         }
-        if r.ring {
-            // A batch longer than the ring would overwrite rows its own first tokens
-            // still attend to.
-            return Err(invalid(
-                "a ring (sliding-window) cache has no batched form; prefill it by steps".into(),
-            ));
-        }
         let m = u64::from(self.max_batch);
         let cache_bytes = 4 * r.kv_row() * u64::from(r.max_ctx);
         for (buf, bytes, role) in [
@@ -86,6 +85,7 @@ impl RopeBatched {
                 ("V_OFF", f64::from(v)),
                 ("QKV_STRIDE", f64::from(self.qkv_stride)),
                 ("NEOX", f64::from(u8::from(r.neox))),
+                ("RING", f64::from(u8::from(r.ring))),
             ],
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[params, qkv, k_cache, v_cache])?;

@@ -1,6 +1,7 @@
 // Batched rope + KV-cache append for prompt processing: the rope_qkv kernel for rows
 // b < params[1] of a qkv matrix (row stride QKV_STRIDE), row b at position params[0] + b.
-// Grid: (ceil(threads per row / WG), rows). Same math as kernel.wgsl (kept in step).
+// Grid: (ceil(threads per row / WG), rows). Same math as kernel.wgsl (kept in step),
+// RING included: the cache is a ring of MAX_CTX rows, position pos in row pos % MAX_CTX.
 
 override N_HEADS: u32 = 1u;
 override N_KV_HEADS: u32 = 1u;
@@ -13,6 +14,7 @@ override K_OFF: u32 = 0u;
 override V_OFF: u32 = 0u;
 override QKV_STRIDE: u32 = 0u;
 override NEOX: bool = false;
+override RING: bool = false;
 const WG: u32 = 256u;
 
 @group(0) @binding(0) var<storage, read> params: array<u32, 4>;
@@ -32,14 +34,14 @@ fn main(
         return;
     }
     let pos = params[0] + b;
-    if pos >= MAX_CTX {
+    if pos >= MAX_CTX && !RING {
         return;
     }
     let base = b * QKV_STRIDE;
     let half = HEAD_DIM / 2u;
     let qp = N_HEADS * half;
     let kp = N_KV_HEADS * half;
-    let row = pos * N_KV_HEADS * HEAD_DIM;
+    let row = select(pos, pos % MAX_CTX, RING) * N_KV_HEADS * HEAD_DIM;
     let id = wg.x * WG + lid;
     if id < qp {
         let i = id % half;

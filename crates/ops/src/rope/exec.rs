@@ -105,8 +105,12 @@ pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     };
     c.need_words(1, op.qkv_stride as u64 * n_rows as u64)?;
     need_caches(c, &r, 2, 3)?;
-    // Rows past the cache do nothing in the kernel.
-    let rows = n_rows.min(r.max_ctx.saturating_sub(pos0));
+    // Rows past the cache do nothing in the kernel (a ring has no end).
+    let rows = if r.ring {
+        n_rows
+    } else {
+        n_rows.min(r.max_ctx.saturating_sub(pos0))
+    };
     let mut qkv = c.floats(1)?;
     let (mut kc, mut vc) = (c.floats(2)?, c.floats(3)?);
     op.cpu(pos0, rows, &mut qkv, &mut kc, &mut vc);

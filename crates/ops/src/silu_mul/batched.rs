@@ -1,6 +1,10 @@
 //! Batched silu_mul for prompt processing: reads gate and up from one buffer of rows
 //! `[gate | padding | up]` (the batched gate/up gemv's output, row stride `in_stride`,
 //! `up` at `up_offset`), writes `max_batch × n` rows; rows past `params[1]` are skipped.
+//!
+//! The frame (`batched.wgsl`) takes its activation from the file appended to it, so
+//! gelu_mul's batched form ([`crate::gelu_mul::GeluMulBatched`]) is the same frame and
+//! the same checks ([`SiluMulBatched::dispatch_with`]) with gelu.
 
 use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
@@ -8,7 +12,7 @@ use super::SiluMul;
 
 pub static BATCHED_SHADER: ShaderSource = ShaderSource {
     name: "silu_mul_batched",
-    wgsl: include_str!("batched.wgsl"),
+    wgsl: concat!(include_str!("batched.wgsl"), include_str!("silu.wgsl")),
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +40,19 @@ impl SiluMulBatched {
         out: &GpuBuffer,
         params: &GpuBuffer,
     ) -> Result<Dispatch, GpuError> {
+        let op = (SiluMul::OP, &BATCHED_SHADER, self.cost());
+        self.dispatch_with(op, gpu, gate_up, out, params)
+    }
+
+    /// The frame over this shape with another activation: `(op name, shader, cost)`.
+    pub(crate) fn dispatch_with(
+        &self,
+        (op, shader, cost): (&'static str, &'static ShaderSource, Cost),
+        gpu: &Gpu,
+        gate_up: &GpuBuffer,
+        out: &GpuBuffer,
+        params: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
         let m = u64::from(self.max_batch);
         if self.n == 0
             || self.max_batch == 0
@@ -58,7 +75,7 @@ impl SiluMulBatched {
             }
         }
         let pipeline = gpu.pipeline(
-            &BATCHED_SHADER,
+            shader,
             "main",
             &[
                 ("N", f64::from(self.n)),
@@ -72,11 +89,11 @@ impl SiluMulBatched {
             return Err(GpuError::Invalid(format!("{self:?}: grid too large")));
         }
         Ok(Dispatch::new(
-            SiluMul::OP,
+            op,
             pipeline,
             bind_group,
             [groups, self.max_batch, 1],
-            self.cost(),
+            cost,
             &[gate_up, params],
             &[out],
         ))
@@ -84,6 +101,18 @@ impl SiluMulBatched {
 
     /// CPU reference over the first `n_rows` rows.
     pub fn cpu<T: crate::Real>(&self, gate_up: &[T], out: &mut [T], n_rows: u32) {
+        let op = SiluMul { n: self.n };
+        self.cpu_with(gate_up, out, n_rows, |g, u, o| op.cpu(g, u, o));
+    }
+
+    /// The CPU frame with `act(gate, up, out)` per row.
+    pub(crate) fn cpu_with<T: crate::Real>(
+        &self,
+        gate_up: &[T],
+        out: &mut [T],
+        n_rows: u32,
+        act: impl Fn(&[T], &[T], &mut [T]),
+    ) {
         let (n, s, u) = (
             self.n as usize,
             self.in_stride as usize,
@@ -91,7 +120,7 @@ impl SiluMulBatched {
         );
         for b in 0..n_rows as usize {
             let row = &gate_up[b * s..];
-            SiluMul { n: self.n }.cpu(&row[..n], &row[u..u + n], &mut out[b * n..]);
+            act(&row[..n], &row[u..u + n], &mut out[b * n..]);
         }
     }
 }

@@ -1,6 +1,7 @@
-// Batched silu_mul over one gate/up buffer: for rows b < params[1],
-// out[b * N + i] = silu(gu[b * IN_STRIDE + i]) * gu[b * IN_STRIDE + UP_OFFSET + i].
-// Grid: (ceil(N / WG), rows).
+// Batched gated activation over one gate/up buffer: for rows b < params[1],
+// out[b * N + i] = act(gu[b * IN_STRIDE + i]) * gu[b * IN_STRIDE + UP_OFFSET + i].
+// Grid: (ceil(N / WG), rows). `act` comes from the file appended: silu (silu.wgsl) or
+// gelu (gelu_mul's gelu.wgsl).
 
 override N: u32 = 1u;
 override IN_STRIDE: u32 = 2u;
@@ -19,5 +20,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         return;
     }
     let g = gu[b * IN_STRIDE + i];
-    out[b * N + i] = g / (1.0 + exp(-g)) * gu[b * IN_STRIDE + UP_OFFSET + i];
+    out[b * N + i] = act(g) * gu[b * IN_STRIDE + UP_OFFSET + i];
 }
