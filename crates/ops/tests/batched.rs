@@ -649,43 +649,48 @@ fn rope_batched_neox_into_a_ring_matches_oracle() {
 fn attention_batched_is_causal_and_matches_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(15);
-    let attn = AttnFused {
-        n_heads: 4,
-        n_kv_heads: 2,
-        head_dim: 16,
-        max_ctx: 300,
-    };
-    let op = AttnBatched {
-        attn,
-        max_batch: 6,
-        q_stride: 64 + 40,
-        out_stride: 64 + 3,
-    };
-    let q = activations(&mut r, (op.q_stride * 6) as usize);
-    let k = activations(&mut r, 32 * 300);
-    let v = activations(&mut r, 32 * 300);
-    // Rows past the batch's last position hold garbage the causal mask must skip.
-    for (pos0, n_rows) in [(0, 6), (290, 4), (250, 1)] {
-        let out0 = vec![SENTINEL; (op.out_stride * 6) as usize];
-        let (pb, qb, kb, vb, ob) = (
-            params(gpu, pos0, n_rows),
-            filled(gpu, "q", &q),
-            filled(gpu, "k", &k),
-            filled(gpu, "v", &v),
-            filled(gpu, "out", &out0),
-        );
-        run(
-            gpu,
-            vec![op.dispatch(gpu, &pb, &qb, &kb, &vb, &ob).unwrap()],
-        );
-        let mut want = out0.clone();
-        op.cpu(pos0, n_rows, &q, &k, &v, &mut want);
-        assert_close(
-            &format!("attention pos0 {pos0} n_rows {n_rows}"),
-            &read_f32(gpu, &ob),
-            &want,
-            1e-4,
-        );
+    // Grouped heads of 16 dims; Gemma 3's 4 heads of 256 dims over one KV head.
+    for (n_heads, n_kv_heads, head_dim) in [(4, 2, 16), (4, 1, 256)] {
+        let attn = AttnFused {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            max_ctx: 300,
+        };
+        let hq = n_heads * head_dim;
+        let op = AttnBatched {
+            attn,
+            max_batch: 6,
+            q_stride: hq + 40,
+            out_stride: hq + 4,
+        };
+        let q = activations(&mut r, (op.q_stride * 6) as usize);
+        let kv = (n_kv_heads * head_dim * 300) as usize;
+        let (k, v) = (activations(&mut r, kv), activations(&mut r, kv));
+        // Rows past the batch's last position hold garbage the causal mask must skip;
+        // partial tiles of four rows (6, 1) and contexts past one chunk of 256.
+        for (pos0, n_rows) in [(0, 6), (290, 4), (250, 1)] {
+            let out0 = vec![SENTINEL; (op.out_stride * 6) as usize];
+            let (pb, qb, kb, vb, ob) = (
+                params(gpu, pos0, n_rows),
+                filled(gpu, "q", &q),
+                filled(gpu, "k", &k),
+                filled(gpu, "v", &v),
+                filled(gpu, "out", &out0),
+            );
+            run(
+                gpu,
+                vec![op.dispatch(gpu, &pb, &qb, &kb, &vb, &ob).unwrap()],
+            );
+            let mut want = out0.clone();
+            op.cpu(pos0, n_rows, &q, &k, &v, &mut want);
+            assert_close(
+                &format!("attention head_dim {head_dim} pos0 {pos0} n_rows {n_rows}"),
+                &read_f32(gpu, &ob),
+                &want,
+                1e-4,
+            );
+        }
     }
 }
 

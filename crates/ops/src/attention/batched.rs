@@ -1,11 +1,10 @@
 //! Batched causal attention for prompt processing: query row `b < params[1]` (at
 //! position `params[0] + b`) attends to KV-cache rows `0..=params[0] + b`.
 //!
-//! The kernel is `fused.wgsl` with four edits made when the shader is first built (so the
-//! online-softmax code exists once): the grid gains a y dimension (query row), the
-//! context length comes from the row's position, and q and out are indexed by row
-//! (strides `Q_STRIDE`, `OUT_STRIDE`). One workgroup per (head, row): each re-reads the
-//! cache it needs, fine for prompt chunks of a few hundred rows.
+//! On GPUs, `batched.wgsl`: four query rows of one head per workgroup, so that each key
+//! and value row loaded serves four rows (the decode kernel run per (head, row), as
+//! this module first did, read the cache once per prompt row). CPU adapters take the
+//! `subgroup` variant's kernel made batched ([`batched_subgroup_shader`]).
 
 use std::sync::OnceLock;
 
@@ -14,24 +13,19 @@ use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 use super::{AttnFused, AttnVariant};
 
 const WG: u32 = 256;
+/// Query rows per workgroup of `batched.wgsl` (`ROWS` there).
+const ROWS: u32 = 4;
+/// The largest head `batched.wgsl`'s query tile holds (`4 · MAX_D4` there).
+const MAX_HEAD_DIM: u32 = 256;
 
-/// The batched shader, derived once from `fused.wgsl`.
+static BATCHED_SHADER: ShaderSource = ShaderSource {
+    name: "attention_batched",
+    wgsl: include_str!("batched.wgsl"),
+};
+
+/// The batched shader of GPUs (`batched.wgsl`).
 pub fn batched_shader() -> &'static ShaderSource {
-    static SHADER: OnceLock<ShaderSource> = OnceLock::new();
-    SHADER.get_or_init(|| {
-        let mut s = super::FUSED_SHADER.wgsl.to_string();
-        for (from, to) in [
-            ("override SCALE: f32 = 0.125;", "override SCALE: f32 = 0.125;\noverride Q_STRIDE: u32 = 0u;\noverride OUT_STRIDE: u32 = 0u;"),
-            ("    let h = wg.x;\n", "    let h = wg.x;\n    let b = wg.y;\n    // Workgroup-uniform: rows past the batch return before any barrier.\n    if b >= step[1] {\n        return;\n    }\n"),
-            ("let n_ctx = min(step[1], MAX_CTX);", "let n_ctx = min(step[0] + b + 1u, MAX_CTX);"),
-            ("let q_base = h * HEAD_DIM;", "let q_base = b * Q_STRIDE + h * HEAD_DIM;"),
-            ("emit_head(h * HEAD_DIM,", "emit_head(b * OUT_STRIDE + h * HEAD_DIM,"),
-        ] {
-            assert_eq!(s.matches(from).count(), 1, "attention batched: `{from}` not found once in fused.wgsl");
-            s = s.replacen(from, to, 1);
-        }
-        ShaderSource { name: "attention_batched", wgsl: Box::leak(s.into_boxed_str()) }
-    })
+    &BATCHED_SHADER
 }
 
 /// The `subgroup` variant's kernel made batched (CPU adapters), derived once from
@@ -125,12 +119,12 @@ impl AttnBatched {
             return Err(invalid("n_heads must be a multiple of n_kv_heads".into()));
         }
         if a.head_dim == 0
-            || a.head_dim > WG
+            || a.head_dim > MAX_HEAD_DIM
             || !WG.is_multiple_of(a.head_dim)
             || !a.head_dim.is_multiple_of(4)
         {
             return Err(invalid(format!(
-                "head_dim must divide {WG} and be a multiple of 4"
+                "head_dim must divide {WG}, be at most {MAX_HEAD_DIM} and a multiple of 4"
             )));
         }
         let hq = a.n_heads * a.head_dim;
@@ -185,7 +179,10 @@ impl AttnBatched {
                 [a.n_kv_heads, a.n_heads / a.n_kv_heads / hpw, self.max_batch],
             )
         } else {
-            (batched_shader(), [a.n_heads, self.max_batch, 1])
+            (
+                batched_shader(),
+                [a.n_heads, self.max_batch.div_ceil(ROWS), 1],
+            )
         };
         let pipeline = gpu.pipeline(shader, "main", &constants)?;
         let bind_group = gpu.bind_group(&pipeline, &[params, q, k_cache, v_cache, out])?;
