@@ -247,13 +247,18 @@ fn gemms_match_their_oracles() {
         // a pipeline compiled: see common::each_choice).
         let shapes = [(70u32, 96u32), (8, 576), (130, 224), (4100, 64)];
         let formats = [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0];
-        for ((rows, cols), format) in crate::common::each_choice(&shapes, &formats) {
+        let mut cases = crate::common::each_choice(&shapes, &formats);
+        if kind == GemmKind::Coopmat {
+            // q4_K (GGUF bytes only), rows of two super-blocks.
+            cases.push(((130, 512), WeightFormat::Q4_K));
+        }
+        for ((rows, cols), format) in cases {
             let (max_batch, out_offset) = (67u32, 3u32);
             let y_stride = rows + out_offset + 2;
             {
                 let gguf = format.quantize_row(&weights(&mut r, (rows * cols) as usize));
                 let x = activations(&mut r, (max_batch * cols) as usize);
-                for layout in WeightLayout::ALL {
+                for layout in WeightLayout::ALL.into_iter().filter(|l| l.supports(format)) {
                     let w = layout.pack(format, &gguf);
                     let op = GemvBatched {
                         gemv: Gemv {
@@ -375,8 +380,8 @@ fn gemm_coopmat_shaders_translate_to_spirv() {
     let shaders = gemm_shaders(GemmKind::Coopmat);
     assert_eq!(
         shaders.len(),
-        12,
-        "q4_0, q4_1, q8_0 in two layouts, two tiles"
+        14,
+        "q4_0, q4_1, q8_0 in two layouts and q4_K in GGUF bytes, two tiles"
     );
     for s in shaders {
         let module = naga::front::wgsl::parse_str(s.wgsl)

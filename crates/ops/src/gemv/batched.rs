@@ -253,8 +253,13 @@ pub fn gemm_shader(
     type Shaders = Vec<(GemmKind, u32, WeightFormat, WeightLayout, ShaderSource)>;
     static SHADERS: OnceLock<Shaders> = OnceLock::new();
     let all = SHADERS.get_or_init(|| {
-        let loader = |f: WeightFormat, l: WeightLayout| -> Option<&'static str> {
+        // q4_K through the coopmat gemm only: its blocks fit the frame's (d, o) form,
+        // but the dp4a gemm's oracle and tests cover the 32-element formats alone.
+        let loader = |k: GemmKind, f: WeightFormat, l: WeightLayout| -> Option<&'static str> {
             Some(match (f, l) {
+                (WeightFormat::Q4_K, WeightLayout::Gguf) if k == GemmKind::Coopmat => {
+                    include_str!("gemm_load_q4_k_gguf.wgsl")
+                }
                 (WeightFormat::Q4_0, WeightLayout::Packed) => {
                     include_str!("gemm_load_q4_0_packed.wgsl")
                 }
@@ -281,7 +286,9 @@ pub fn gemm_shader(
             for &tile in kind.tiles() {
                 for l in WeightLayout::ALL {
                     for f in WeightFormat::ALL {
-                        let Some(load) = loader(f, l) else { continue };
+                        let Some(load) = loader(kind, f, l) else {
+                            continue;
+                        };
                         let common = match l {
                             WeightLayout::Packed => include_str!("packed_common.wgsl"),
                             WeightLayout::Gguf => "",
