@@ -27,6 +27,15 @@ if [ -e "$DEV/bin/before.xz" ]; then
   xz -dc "$DEV/bin/before.xz" > /tmp/gpuscope-before && chmod +x /tmp/gpuscope-before && BEFORE=/tmp/gpuscope-before
 fi
 
+# The ops test binary, where carried (DEV/bin/opstests.xz, `cargo test --release -p
+# gpuscope-ops --test tests --no-run`): the batched kernels and the gemms against their
+# oracles on this GPU (coopmat runs only here).
+if [ -e "$DEV/bin/opstests.xz" ]; then
+  xz -dc "$DEV/bin/opstests.xz" > /tmp/opstests && chmod +x /tmp/opstests
+  step opstests 120 /tmp/opstests batched::
+  grep -E "^test |test result" "$OUT/opstests.txt" >> "$S"
+fi
+
 if [ ! -x "$W/cuda/bin/llama-bench" ]; then
   tar xzf "$DEV/llama.tgz" -C "$W"
   (
