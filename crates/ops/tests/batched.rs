@@ -249,8 +249,10 @@ fn gemms_match_their_oracles() {
         let formats = [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0];
         let mut cases = crate::common::each_choice(&shapes, &formats);
         if kind == GemmKind::Coopmat {
-            // q4_K (GGUF bytes only), rows of two super-blocks.
+            // q4_K (GGUF bytes only), rows of two super-blocks; q5_0 (GGUF bytes only),
+            // rows of an odd number of 22-byte blocks (blocks starting both ways).
             cases.push(((130, 512), WeightFormat::Q4_K));
+            cases.push(((70, 224), WeightFormat::Q5_0));
         }
         for ((rows, cols), format) in cases {
             let (max_batch, out_offset) = (67u32, 3u32);
@@ -380,8 +382,8 @@ fn gemm_coopmat_shaders_translate_to_spirv() {
     let shaders = gemm_shaders(GemmKind::Coopmat);
     assert_eq!(
         shaders.len(),
-        14,
-        "q4_0, q4_1, q8_0 in two layouts and q4_K in GGUF bytes, two tiles"
+        16,
+        "q4_0, q4_1, q8_0 in two layouts, q4_K and q5_0 in GGUF bytes, two tiles"
     );
     for s in shaders {
         let module = naga::front::wgsl::parse_str(s.wgsl)

@@ -253,12 +253,15 @@ pub fn gemm_shader(
     type Shaders = Vec<(GemmKind, u32, WeightFormat, WeightLayout, ShaderSource)>;
     static SHADERS: OnceLock<Shaders> = OnceLock::new();
     let all = SHADERS.get_or_init(|| {
-        // q4_K through the coopmat gemm only: its blocks fit the frame's (d, o) form,
-        // but the dp4a gemm's oracle and tests cover the 32-element formats alone.
+        // q4_K and q5_0 through the coopmat gemm only: their blocks fit the frame's
+        // (d, o) form, but the dp4a gemm's tests cover q4_0, q4_1 and q8_0 alone.
         let loader = |k: GemmKind, f: WeightFormat, l: WeightLayout| -> Option<&'static str> {
             Some(match (f, l) {
                 (WeightFormat::Q4_K, WeightLayout::Gguf) if k == GemmKind::Coopmat => {
                     include_str!("gemm_load_q4_k_gguf.wgsl")
+                }
+                (WeightFormat::Q5_0, WeightLayout::Gguf) if k == GemmKind::Coopmat => {
+                    include_str!("gemm_load_q5_0_gguf.wgsl")
                 }
                 (WeightFormat::Q4_0, WeightLayout::Packed) => {
                     include_str!("gemm_load_q4_0_packed.wgsl")
