@@ -378,7 +378,7 @@ pub struct RunArgs {
     /// Tokens to generate.
     #[arg(short = 'n', long = "tokens", default_value_t = 32, value_parser = limits::tokens())]
     pub tokens: u32,
-    /// Wrap the prompt in the model's chat format (ChatML, Gemma, Llama 3, Phi-3, [INST]).
+    /// Wrap the prompt in the model's chat format (ChatML, Gemma, Llama 3, Phi-3, Mistral INST).
     #[arg(long)]
     pub chat: bool,
     /// Keep generating past the end-of-sequence token.
