@@ -240,7 +240,7 @@ pub struct KernelArgs {
     /// int8 activations and integer dot products, packed q4_0/q4_1/q8_0 weights),
     /// attention=workgroup|subgroup|groups|split, weights=gguf|packed, gemv_large=VARIANT|none
     /// (the variant of matrices of 2^18 weights and more; dp4a on GPUs),
-    /// prefill=coopmat|dp4a|batched (the prompt's gemm for q4_0/q4_1/q8_0: f16 tiles on
+    /// prefill=coopmat|dp4a|batched (the prompt's gemm for q4_0/q4_1/q8_0/q5_0/q5_1/q4_K/q5_K: f16 tiles on
     /// cooperative matrices, int8 tiles, or the batched gemv). Default: by adapter (the
     /// profile records it).
     #[arg(long = "kernel", value_name = "OP=VARIANT")]

@@ -1,4 +1,5 @@
 //! The CLI test binary: the `gpuscope` executable run as a user would.
+mod arch;
 mod attach;
 mod bench;
 mod check;

@@ -143,10 +143,9 @@ fn tiny_preset_every_format_prefill_matches_per_token() {
 
 /// Each architecture's batched prefill (q/k/v biases, q/k head norms, post norms,
 /// GeGLU, NeoX rope, the windowed layers' own rope base and cache, embeddings × √dim)
-/// against its decode steps, in chunks of 3. With the tiny presets' window of 4 the
-/// graph takes positions 0 to 3 (the second chunk splits there) and decode steps the
-/// rest (a batch would wrap the ring cache); with the window widened past the context,
-/// the whole prompt goes in batches.
+/// against its decode steps, in chunks of 3. With the tiny presets' window of 4 (Gemma
+/// 3, Mistral) the graph takes positions 0 to 3 (the second chunk splits there) and
+/// decode steps the rest (a batch would wrap the ring cache).
 #[test]
 fn tiny_architectures_prefill_matches_per_token() {
     for preset in [
@@ -156,18 +155,8 @@ fn tiny_architectures_prefill_matches_per_token() {
         Preset::TinyMistral,
         Preset::TinyPhi3,
     ] {
-        let mut config = preset.config();
-        let windows = if config.arch.sliding_window > 0 {
-            vec![config.arch.sliding_window, 64]
-        } else {
-            vec![0]
-        };
-        for window in windows {
-            config.arch.sliding_window = window;
-            let w = synthetic_weights(&config, WeightFormat::Q8_0, 7, preset.name());
-            let what = format!("{} window {window}", preset.name());
-            prefill_matches_per_token(&w, &PROMPT, 3, 3, 2e-3, &what);
-        }
+        let w = synthetic_weights(&preset.config(), WeightFormat::Q8_0, 7, preset.name());
+        prefill_matches_per_token(&w, &PROMPT, 3, 2, 2e-3, preset.name());
     }
 }
 

@@ -248,12 +248,14 @@ fn gemms_match_their_oracles() {
         let shapes = [(70u32, 96u32), (8, 576), (130, 224), (4100, 64)];
         let formats = [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0];
         let mut cases = crate::common::each_choice(&shapes, &formats);
-        if kind == GemmKind::Coopmat {
-            // q4_K (GGUF bytes only), rows of two super-blocks; q5_0 (GGUF bytes only),
-            // rows of an odd number of 22-byte blocks (blocks starting both ways).
-            cases.push(((130, 512), WeightFormat::Q4_K));
-            cases.push(((70, 224), WeightFormat::Q5_0));
-        }
+        // GGUF bytes only: q4_K and q5_K, rows of two super-blocks; q5_0, rows of an odd
+        // number of 22-byte blocks (blocks starting both ways); q5_1.
+        cases.extend([
+            ((130, 512), WeightFormat::Q4_K),
+            ((70, 512), WeightFormat::Q5_K),
+            ((70, 224), WeightFormat::Q5_0),
+            ((8, 96), WeightFormat::Q5_1),
+        ]);
         for ((rows, cols), format) in cases {
             let (max_batch, out_offset) = (67u32, 3u32);
             let y_stride = rows + out_offset + 2;
@@ -274,9 +276,15 @@ fn gemms_match_their_oracles() {
                         y_stride,
                     };
                     assert!(op.runs_gemm(kind, gpu));
-                    for (n_rows, accumulate) in
-                        [(max_batch, false), (5, true), (64, false), (65, true)]
-                    {
+                    // The 32-element formats every batch; the others (the loaders they
+                    // add to the same frame) a partial tile, accumulating: each
+                    // (format, accumulate) is a pipeline compiled.
+                    let batches: &[(u32, bool)] = if formats.contains(&format) {
+                        &[(max_batch, false), (5, true), (64, false), (65, true)]
+                    } else {
+                        &[(65, true)]
+                    };
+                    for &(n_rows, accumulate) in batches {
                         let what = format!(
                             "{} {format:?} {layout:?} {rows}x{cols} n_rows {n_rows} accumulate {accumulate}",
                             kind.name()
@@ -382,8 +390,8 @@ fn gemm_coopmat_shaders_translate_to_spirv() {
     let shaders = gemm_shaders(GemmKind::Coopmat);
     assert_eq!(
         shaders.len(),
-        16,
-        "q4_0, q4_1, q8_0 in two layouts, q4_K and q5_0 in GGUF bytes, two tiles"
+        20,
+        "q4_0, q4_1, q8_0 in two layouts, q4_K, q5_K, q5_0 and q5_1 in GGUF bytes, two tiles"
     );
     for s in shaders {
         let module = naga::front::wgsl::parse_str(s.wgsl)

@@ -253,15 +253,21 @@ pub fn gemm_shader(
     type Shaders = Vec<(GemmKind, u32, WeightFormat, WeightLayout, ShaderSource)>;
     static SHADERS: OnceLock<Shaders> = OnceLock::new();
     let all = SHADERS.get_or_init(|| {
-        // q4_K and q5_0 through the coopmat gemm only: their blocks fit the frame's
-        // (d, o) form, but the dp4a gemm's tests cover q4_0, q4_1 and q8_0 alone.
-        let loader = |k: GemmKind, f: WeightFormat, l: WeightLayout| -> Option<&'static str> {
+        // A format whose 32-element blocks are (d, o) with quants that fit int8 has a
+        // loader: q6_K, whose 16-element sub-blocks each have their own scale, has none.
+        let loader = |f: WeightFormat, l: WeightLayout| -> Option<&'static str> {
             Some(match (f, l) {
-                (WeightFormat::Q4_K, WeightLayout::Gguf) if k == GemmKind::Coopmat => {
+                (WeightFormat::Q4_K, WeightLayout::Gguf) => {
                     include_str!("gemm_load_q4_k_gguf.wgsl")
                 }
-                (WeightFormat::Q5_0, WeightLayout::Gguf) if k == GemmKind::Coopmat => {
+                (WeightFormat::Q5_K, WeightLayout::Gguf) => {
+                    include_str!("gemm_load_q5_k_gguf.wgsl")
+                }
+                (WeightFormat::Q5_0, WeightLayout::Gguf) => {
                     include_str!("gemm_load_q5_0_gguf.wgsl")
+                }
+                (WeightFormat::Q5_1, WeightLayout::Gguf) => {
+                    include_str!("gemm_load_q5_1_gguf.wgsl")
                 }
                 (WeightFormat::Q4_0, WeightLayout::Packed) => {
                     include_str!("gemm_load_q4_0_packed.wgsl")
@@ -289,7 +295,7 @@ pub fn gemm_shader(
             for &tile in kind.tiles() {
                 for l in WeightLayout::ALL {
                     for f in WeightFormat::ALL {
-                        let Some(load) = loader(kind, f, l) else {
+                        let Some(load) = loader(f, l) else {
                             continue;
                         };
                         let common = match l {

@@ -4,11 +4,6 @@
 // after d is word-aligned when the block starts mid-word, else spliced (realign).
 @group(0) @binding(0) var<storage, read> w: array<u32>;
 
-fn q5_0_word(q: u32, qh: u32, k: u32, high: bool) -> u32 {
-    let shift = select(0u, 4u, high);
-    return ((q >> shift) & 0x0F0F0F0Fu) | fifth_bits(qh >> (4u * k + 4u * shift));
-}
-
 fn load_wblock(i: u32) -> WBlock {
     let byte0 = i * 22u;
     let a = byte0 >> 2u;
@@ -23,16 +18,16 @@ fn load_wblock(i: u32) -> WBlock {
         realign(w[a + 4u], w[a + 5u], mid),
     );
     let lo = vec4<u32>(
-        q5_0_word(q.x, qh, 0u, false),
-        q5_0_word(q.y, qh, 1u, false),
-        q5_0_word(q.z, qh, 2u, false),
-        q5_0_word(q.w, qh, 3u, false),
+        q5_word(q.x, qh, 0u, false),
+        q5_word(q.y, qh, 1u, false),
+        q5_word(q.z, qh, 2u, false),
+        q5_word(q.w, qh, 3u, false),
     );
     let hi = vec4<u32>(
-        q5_0_word(q.x, qh, 0u, true),
-        q5_0_word(q.y, qh, 1u, true),
-        q5_0_word(q.z, qh, 2u, true),
-        q5_0_word(q.w, qh, 3u, true),
+        q5_word(q.x, qh, 0u, true),
+        q5_word(q.y, qh, 1u, true),
+        q5_word(q.z, qh, 2u, true),
+        q5_word(q.w, qh, 3u, true),
     );
     return WBlock(lo, hi, vec2<f32>(d, -16.0 * d));
 }
