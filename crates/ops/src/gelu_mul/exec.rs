@@ -21,18 +21,16 @@ pub(crate) fn batched_shaders() -> Vec<&'static str> {
     vec![super::batched::BATCHED_SHADER.name]
 }
 
-/// Bindings: gate_up (rows of `[gate | .. | up]`), out, params (`[pos0, n_rows, ..]`).
+/// Bindings: gate_up (rows of `[gate | .. | up]`), out, params (`[pos0, n_rows, ..]`):
+/// silu_mul's batched frame.
 pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
-    let n_rows = c.u32_at(2, 1)?;
+    let (frame, gate_up) = crate::silu_mul::exec::batched_frame(c)?;
     let op = GeluMulBatched {
-        n: c.u32_const("N")?,
-        max_batch: n_rows,
-        in_stride: c.u32_const("IN_STRIDE")?,
-        up_offset: c.u32_const("UP_OFFSET")?,
+        n: frame.n,
+        max_batch: frame.max_batch,
+        in_stride: frame.in_stride,
+        up_offset: frame.up_offset,
     };
-    c.need_words(0, op.in_stride as u64 * n_rows as u64)?;
-    c.need_words(1, op.n as u64 * n_rows as u64)?;
-    let gate_up = c.floats(0)?;
-    op.cpu(&gate_up, c.out(1)?, n_rows);
+    op.cpu(&gate_up, c.out(1)?, op.max_batch);
     Ok(())
 }

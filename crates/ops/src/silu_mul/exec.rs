@@ -23,6 +23,14 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
 
 /// Bindings: gate_up (rows of `[gate | .. | up]`), out, params (`[pos0, n_rows, ..]`).
 pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (op, gate_up) = batched_frame(c)?;
+    op.cpu(&gate_up, c.out(1)?, op.max_batch);
+    Ok(())
+}
+
+/// The batched frame's shape for the call's rows (`max_batch` = the rows to run), its
+/// buffers checked, and the gate/up rows (gelu_mul's batched form shares the frame).
+pub(crate) fn batched_frame<T: Real>(c: &Call<T>) -> Result<(SiluMulBatched, Vec<T>), ExecError> {
     let n_rows = c.u32_at(2, 1)?;
     let op = SiluMulBatched {
         n: c.u32_const("N")?,
@@ -32,7 +40,5 @@ pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     };
     c.need_words(0, op.in_stride as u64 * n_rows as u64)?;
     c.need_words(1, op.n as u64 * n_rows as u64)?;
-    let gate_up = c.floats(0)?;
-    op.cpu(&gate_up, c.out(1)?, n_rows);
-    Ok(())
+    Ok((op, c.floats(0)?))
 }
