@@ -748,3 +748,109 @@ fn embedding_batched_every_format_matches_oracle() {
         );
     }
 }
+
+/// The executors of the batched kernels every architecture's prefill added (what
+/// `check` and `replay` run for them) against the GPU: each dispatch run once, its
+/// executor run on the bindings as they were before, every output the executor writes
+/// compared with the GPU's.
+#[test]
+fn architecture_batched_kernels_match_their_executors() {
+    use gpuscope_ops::exec::{executor, BindingData, Call, Output};
+    use gpuscope_runtime::{Dispatch, Graph, Section};
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(21);
+    let mut buf = |label: &str, n: usize| filled(gpu, label, &activations(&mut r, n));
+    let pb = params(gpu, 6, 3);
+    let (qkv, stride) = (buf("qkv", 4 * 64), 64u32);
+    let (acc, x, bias) = (buf("acc", 4 * 40), buf("x", 4 * 40), buf("bias", 40));
+    let (qn, kn) = (buf("q_norm", 16), buf("k_norm", 16));
+    let gu = buf("gate_up", 4 * 70);
+    let out = buf("out", 4 * 30);
+    let (kc, vc) = (buf("k_cache", 16 * 4), buf("v_cache", 16 * 4));
+    let rope = Rope {
+        n_heads: 2,
+        n_kv_heads: 1,
+        head_dim: 16,
+        rope_dims: 16,
+        base: 10000.0,
+        max_ctx: 4,
+        neox: true,
+        ring: true,
+    };
+    let dispatches: Vec<Dispatch> = vec![
+        AddBatched {
+            n: 40,
+            max_batch: 4,
+            acc_stride: 40,
+            x_stride: 40,
+        }
+        .dispatch(gpu, &acc, &x, &pb)
+        .unwrap(),
+        AddBatched {
+            n: 40,
+            max_batch: 4,
+            acc_stride: 40,
+            x_stride: 0,
+        }
+        .dispatch(gpu, &acc, &bias, &pb)
+        .unwrap(),
+        GeluMulBatched {
+            n: 30,
+            max_batch: 4,
+            in_stride: 70,
+            up_offset: 35,
+        }
+        .dispatch(gpu, &gu, &out, &pb)
+        .unwrap(),
+        HeadNormBatched {
+            norm: HeadNorm {
+                n_heads: 2,
+                n_kv_heads: 1,
+                head_dim: 16,
+                q_off: 0,
+                k_off: 32,
+                eps: 1e-6,
+            },
+            max_batch: 4,
+            row_stride: stride,
+        }
+        .dispatch(gpu, &qkv, &qn, &kn, &pb)
+        .unwrap(),
+        RopeBatched {
+            rope,
+            max_batch: 4,
+            qkv_stride: stride,
+            offsets: (0, 32, 48),
+        }
+        .dispatch(gpu, &pb, &qkv, &kc, &vc)
+        .unwrap(),
+    ];
+    for d in dispatches {
+        let shader = d.pipeline.shader().to_string();
+        let before: Vec<Vec<u8>> = d
+            .bind_group
+            .bindings()
+            .iter()
+            .map(|b| gpu.read_buffer(b).unwrap())
+            .collect();
+        gpu.run_once(&Graph {
+            sections: vec![Section::new("test", None, vec![d.clone()])],
+        })
+        .unwrap();
+        let bindings = before
+            .iter()
+            .map(|bytes| BindingData { bytes, wide: None })
+            .collect();
+        let mut call = Call::<f32>::new(&shader, d.pipeline.constants(), bindings);
+        executor(&shader).unwrap().run(&mut call).unwrap();
+        let outputs = call.into_outputs();
+        assert!(!outputs.is_empty(), "{shader}: the executor wrote nothing");
+        for (b, o) in outputs {
+            let Output::Floats(want) = o else {
+                panic!("{shader}: binding {b} written as words");
+            };
+            let got = read_f32(gpu, &d.bind_group.bindings()[b as usize]);
+            assert_close(&format!("{shader} binding {b}"), &got, &want, 1e-5);
+        }
+    }
+}
