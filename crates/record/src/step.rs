@@ -40,6 +40,14 @@ impl Cost {
             flops: 2 * m * k * n,
         }
     }
+
+    /// This cost `n` times over (a batched kernel's, one row's cost per row).
+    pub fn times(self, n: u64) -> Cost {
+        Cost {
+            bytes: self.bytes * n,
+            flops: self.flops * n,
+        }
+    }
 }
 
 /// Identifies a step of one recorder.

@@ -23,12 +23,7 @@ pub struct AddBatched {
 
 impl AddBatched {
     pub fn cost(&self) -> Cost {
-        let c = Add { n: self.n }.cost();
-        let m = u64::from(self.max_batch);
-        Cost {
-            bytes: c.bytes * m,
-            flops: c.flops * m,
-        }
+        Add { n: self.n }.cost().times(u64::from(self.max_batch))
     }
 
     /// Elements of `x` the op reads for `rows` rows.

@@ -41,12 +41,7 @@ pub struct EmbeddingBatched {
 
 impl EmbeddingBatched {
     pub fn cost(&self) -> Cost {
-        let c = self.emb.cost();
-        let m = u64::from(self.max_batch);
-        Cost {
-            bytes: c.bytes * m,
-            flops: c.flops * m,
-        }
+        self.emb.cost().times(u64::from(self.max_batch))
     }
 
     pub fn dispatch(

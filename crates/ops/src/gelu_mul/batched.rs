@@ -35,12 +35,9 @@ impl GeluMulBatched {
     }
 
     pub fn cost(&self) -> Cost {
-        let c = GeluMul { n: self.n }.cost();
-        let m = u64::from(self.max_batch);
-        Cost {
-            bytes: c.bytes * m,
-            flops: c.flops * m,
-        }
+        GeluMul { n: self.n }
+            .cost()
+            .times(u64::from(self.max_batch))
     }
 
     /// Reads `gate_up` and `params` (`[pos0, n_rows, ..]`), writes `out` (`max_batch × n`).

@@ -56,12 +56,7 @@ pub struct HeadNormBatched {
 
 impl HeadNormBatched {
     pub fn cost(&self) -> Cost {
-        let c = self.norm.cost();
-        let m = u64::from(self.max_batch);
-        Cost {
-            bytes: c.bytes * m,
-            flops: c.flops * m,
-        }
+        self.norm.cost().times(u64::from(self.max_batch))
     }
 
     /// Normalizes the heads of rows `0..params[1]` of `qkv` in place with `q_weight` and

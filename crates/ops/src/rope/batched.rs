@@ -90,11 +90,7 @@ impl RopeBatched {
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[params, qkv, k_cache, v_cache])?;
         let threads = (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 2);
-        let c = r.cost();
-        let cost = gpuscope_runtime::Cost {
-            bytes: c.bytes * m,
-            flops: c.flops * m,
-        };
+        let cost = r.cost().times(m);
         Ok(Dispatch::new(
             Rope::OP,
             pipeline,

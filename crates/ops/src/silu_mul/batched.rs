@@ -25,12 +25,9 @@ pub struct SiluMulBatched {
 
 impl SiluMulBatched {
     pub fn cost(&self) -> Cost {
-        let c = SiluMul { n: self.n }.cost();
-        let m = u64::from(self.max_batch);
-        Cost {
-            bytes: c.bytes * m,
-            flops: c.flops * m,
-        }
+        SiluMul { n: self.n }
+            .cost()
+            .times(u64::from(self.max_batch))
     }
 
     pub fn dispatch(
