@@ -22,7 +22,7 @@ use crate::decode_graph::{build_decode, AttentionSite};
 use crate::error::ModelError;
 use crate::gpu_weights::GpuWeights;
 use crate::plan::KernelPlan;
-use crate::prefill_graph::{layers_run_wide, Prefill, Shared};
+use crate::prefill_graph::{check_chunk, layers_run_wide, Prefill, Shared};
 use crate::weights::ModelWeights;
 
 /// Decoder options.
@@ -450,23 +450,7 @@ impl GpuDecoder {
         window: u32,
     ) -> Result<GpuStep, ModelError> {
         let max_batch = self.prefill_max_batch();
-        if tokens.is_empty() || tokens.len() > max_batch as usize {
-            return Err(ModelError::Config(format!(
-                "prefill takes 1 to {max_batch} tokens, got {}",
-                tokens.len()
-            )));
-        }
-        if u64::from(self.position) + tokens.len() as u64 > u64::from(self.options.max_ctx) {
-            return Err(ModelError::ContextFull {
-                max_ctx: self.options.max_ctx,
-            });
-        }
-        if let Some(t) = tokens.iter().find(|&&t| t >= self.config.vocab) {
-            return Err(ModelError::Config(format!(
-                "token {t} is outside the vocabulary ({})",
-                self.config.vocab
-            )));
-        }
+        self.check_chunk(tokens, max_batch)?;
         let below = window.saturating_sub(self.position) as usize;
         if below > 0 {
             let (max_ctx, vocab) = (self.options.max_ctx, self.config.vocab);
@@ -483,6 +467,12 @@ impl GpuDecoder {
         self.prefill_by_steps(gpu, &tokens[below..], max_batch)
     }
 
+    /// [`check_chunk`] for a chunk from the decoder's position.
+    fn check_chunk(&self, tokens: &[u32], max_batch: u32) -> Result<(), ModelError> {
+        let (max_ctx, vocab) = (self.options.max_ctx, self.config.vocab);
+        check_chunk(tokens, max_batch, self.position, max_ctx, vocab)
+    }
+
     /// [`Self::prefill`] through the decode graph: each token one step, up to
     /// [`gpuscope_runtime::MAX_IN_FLIGHT`] in flight, the last one's result returned.
     fn prefill_by_steps(
@@ -491,17 +481,7 @@ impl GpuDecoder {
         tokens: &[u32],
         max_batch: u32,
     ) -> Result<GpuStep, ModelError> {
-        if tokens.is_empty() || tokens.len() > max_batch as usize {
-            return Err(ModelError::Config(format!(
-                "prefill takes 1 to {max_batch} tokens, got {}",
-                tokens.len()
-            )));
-        }
-        if u64::from(self.position) + tokens.len() as u64 > u64::from(self.options.max_ctx) {
-            return Err(ModelError::ContextFull {
-                max_ctx: self.options.max_ctx,
-            });
-        }
+        self.check_chunk(tokens, max_batch)?;
         // Prompt steps are not decoded tokens: kept out of the profile like the batched
         // prefill's (see `enable_prefill`).
         self.runner.set_recorded(false);

@@ -188,22 +188,8 @@ impl Prefill {
         max_ctx: u32,
         vocab: u32,
     ) -> Result<PendingStep, ModelError> {
-        let n = tokens.len();
-        if n == 0 || n > self.max_batch as usize {
-            return Err(ModelError::Config(format!(
-                "prefill takes 1 to {} tokens, got {n}",
-                self.max_batch
-            )));
-        }
-        if u64::from(pos0) + n as u64 > u64::from(max_ctx) {
-            return Err(ModelError::ContextFull { max_ctx });
-        }
-        if let Some(t) = tokens.iter().find(|&&t| t >= vocab) {
-            return Err(ModelError::Config(format!(
-                "token {t} is outside the vocabulary ({vocab})"
-            )));
-        }
-        let n = n as u32;
+        check_chunk(tokens, self.max_batch, pos0, max_ctx, vocab)?;
+        let n = tokens.len() as u32;
         for site in &self.attention_dispatches {
             self.graph.sections[site.section].dispatches[site.dispatch].cost =
                 site.op.cost_at(pos0, n);
@@ -224,6 +210,32 @@ impl Prefill {
     ) -> Result<StepOutput, ModelError> {
         Ok(self.runner.finish(gpu, &self.graph, pending)?)
     }
+}
+
+/// The checks a prompt chunk passes before any of it runs, batched or a step per token:
+/// 1 to `max_batch` tokens, at positions `pos0..` within `max_ctx`, ids within `vocab`.
+pub(crate) fn check_chunk(
+    tokens: &[u32],
+    max_batch: u32,
+    pos0: u32,
+    max_ctx: u32,
+    vocab: u32,
+) -> Result<(), ModelError> {
+    let n = tokens.len();
+    if n == 0 || n > max_batch as usize {
+        return Err(ModelError::Config(format!(
+            "prefill takes 1 to {max_batch} tokens, got {n}"
+        )));
+    }
+    if u64::from(pos0) + n as u64 > u64::from(max_ctx) {
+        return Err(ModelError::ContextFull { max_ctx });
+    }
+    if let Some(t) = tokens.iter().find(|&&t| t >= vocab) {
+        return Err(ModelError::Config(format!(
+            "token {t} is outside the vocabulary ({vocab})"
+        )));
+    }
+    Ok(())
 }
 
 /// The prefill graph's own activations, `max_batch` rows each, and the row strides of
