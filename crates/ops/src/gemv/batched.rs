@@ -258,16 +258,28 @@ pub fn gemm_shader(
         let loader = |f: WeightFormat, l: WeightLayout| -> Option<&'static str> {
             Some(match (f, l) {
                 (WeightFormat::Q4_K, WeightLayout::Gguf) => {
-                    include_str!("gemm_load_q4_k_gguf.wgsl")
+                    concat!(
+                        include_str!("gemm_k_sub_block.wgsl"),
+                        include_str!("gemm_load_q4_k_gguf.wgsl")
+                    )
                 }
                 (WeightFormat::Q5_K, WeightLayout::Gguf) => {
-                    include_str!("gemm_load_q5_k_gguf.wgsl")
+                    concat!(
+                        include_str!("gemm_k_sub_block.wgsl"),
+                        include_str!("gemm_load_q5_k_gguf.wgsl")
+                    )
                 }
                 (WeightFormat::Q5_0, WeightLayout::Gguf) => {
-                    include_str!("gemm_load_q5_0_gguf.wgsl")
+                    concat!(
+                        include_str!("gemm_q5_block.wgsl"),
+                        include_str!("gemm_load_q5_0_gguf.wgsl")
+                    )
                 }
                 (WeightFormat::Q5_1, WeightLayout::Gguf) => {
-                    include_str!("gemm_load_q5_1_gguf.wgsl")
+                    concat!(
+                        include_str!("gemm_q5_block.wgsl"),
+                        include_str!("gemm_load_q5_1_gguf.wgsl")
+                    )
                 }
                 (WeightFormat::Q4_0, WeightLayout::Packed) => {
                     include_str!("gemm_load_q4_0_packed.wgsl")

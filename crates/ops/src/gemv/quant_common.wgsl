@@ -74,11 +74,3 @@ fn q5_lo(q: u32, qh: u32, k: u32) -> vec4<f32> {
 fn q5_hi(q: u32, qh: u32, k: u32) -> vec4<f32> {
     return u8x4(((q >> 4u) & 0x0F0F0F0Fu) | fifth_bits(qh >> (4u * k + 16u)));
 }
-
-// q5_0 / q5_1 unit k of a block as int8 words (the gemms' loaders): its low-nibble
-// elements 4k..4k+3, or with `high` its high-nibble ones 4k+16..4k+19, fifth bits
-// spliced in.
-fn q5_word(q: u32, qh: u32, k: u32, high: bool) -> u32 {
-    let shift = select(0u, 4u, high);
-    return ((q >> shift) & 0x0F0F0F0Fu) | fifth_bits(qh >> (4u * k + 4u * shift));
-}
