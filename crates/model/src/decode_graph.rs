@@ -5,14 +5,17 @@
 //! (+ residual), rms_norm+gate/up gemv+silu_mul, down projection (+ residual); with none
 //! it is 13 (norm, q/k/v, rope, scores, softmax, values, projection, add, norm, gate/up,
 //! silu_mul, down, add). A fusion whose precondition a layer does not meet (q/k/v or
-//! gate/up split over formats or row chunks; an architecture's biases, head norms, NeoX
-//! rope, sliding-window ring, GeGLU or post norms, which the epilogues do not do) falls
-//! back to the unfused ops there, and the settings say so.
+//! gate/up split over formats or row chunks; for rope in the q/k/v epilogue, an
+//! architecture's biases, NeoX rope or sliding-window ring) falls back to the unfused ops
+//! there, and the settings say so.
 //!
 //! What an architecture adds is a few more dispatches in the layer: the q/k/v bias
-//! (`add`), the q and k head norms (`head_norm`), the post norms (`rms_norm` of the
-//! projection's output, then `add`), GeGLU (`gelu_mul`); per layer, its rope (base,
-//! mode, ring) and its attention over its own KV cache (a window's ring of rows).
+//! (`add`), the q and k head norms (`head_norm`, with rope and the KV store in the same
+//! kernel when rope is fused: `head_norm+rope`), the post norms (`rms_norm` of the
+//! projection's output with the residual add in the same kernel, `rms_norm+add`, when
+//! the residual is fused); GeGLU goes into the gate/up epilogue as silu does (`+gelu_mul`).
+//! Per layer, its rope (base, mode, ring) and its attention over its own KV cache (a
+//! window's ring of rows).
 
 use std::collections::BTreeMap;
 
@@ -23,6 +26,7 @@ use gpuscope_ops::gelu_mul::GeluMul;
 use gpuscope_ops::gemv::{GemvBuffers, GemvEpilogue};
 use gpuscope_ops::head_norm::HeadNorm;
 use gpuscope_ops::rms_norm::RmsNorm;
+use gpuscope_ops::rope::RopeNormed;
 use gpuscope_ops::silu_mul::SiluMul;
 use gpuscope_runtime::{Cost, Dispatch, Gpu, GpuBuffer, Graph, Section};
 
@@ -330,9 +334,12 @@ impl<'a> Builder<'a> {
             );
         }
         let (qkv_in, qkv_norm) = self.input(&layer.attn_norm);
+        let with_norms = layer.extra.q_norm.is_some() && layer.extra.qkv_bias.is_none();
         let rope_fused = self.fused(Fusion::Rope)
             && match self.rope_fusion(layer, li) {
                 Ok(()) => true,
+                // Rope then goes with the head norms (`rope_after_gemv`): fused still.
+                Err(_) if with_norms => false,
                 Err(why) => {
                     self.skipped.entry("rope").or_insert(why);
                     false
@@ -362,16 +369,40 @@ impl<'a> Builder<'a> {
         }
         l.push("attn_qkv", qkv);
         if !rope_fused {
-            self.qkv_extras(l, layer)?;
-            let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
-            l.push(
-                "rope",
-                vec![rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
-            );
+            self.rope_after_gemv(l, layer, i)?;
         }
         self.attention(l, kc, vc)?;
         let post = layer.extra.post_attn_norm.as_ref();
         self.residual_gemv(l, "attn_output", &layer.wo, &a.attn, post)
+    }
+
+    /// Rope and the KV store after the q/k/v gemv, with what comes between them: the
+    /// biases, then the q and k head norms. With rope fused and head norms and no biases
+    /// (Qwen3, Gemma 3), norms and rope are one kernel (`head_norm+rope`).
+    fn rope_after_gemv(&self, l: &mut Layer, layer: &GpuLayer, i: usize) -> Result<(), ModelError> {
+        let (gpu, c, a) = (self.gpu, self.c, self.a);
+        let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
+        let rope = c.rope_at(l.index, self.max_ctx);
+        let e = &layer.extra;
+        let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
+        if let (true, None, Some(qn), Some(kn)) =
+            (self.fused(Fusion::Rope), &e.qkv_bias, &e.q_norm, &e.k_norm)
+        {
+            let op = RopeNormed {
+                rope,
+                eps: c.rms_eps,
+                offsets,
+            };
+            let d = op.dispatch(gpu, &a.step, &a.qkv, kc, vc, qn, kn)?;
+            l.push("attn_qk_norm", vec![d]);
+            return Ok(());
+        }
+        self.qkv_extras(l, layer)?;
+        l.push(
+            "rope",
+            vec![rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
+        );
+        Ok(())
     }
 
     /// What comes between the q/k/v gemv and rope: the biases, then the q and k head
@@ -420,16 +451,16 @@ impl<'a> Builder<'a> {
             [m] if m.chunks.len() == 1 => Some(m),
             _ => None,
         };
-        let silu = c.arch.activation == Activation::Silu;
         match stacked {
-            Some(m) if self.fused(Fusion::Silu) && silu => {
+            Some(m) if self.fused(Fusion::Silu) => {
                 let io = GemvBuffers {
                     norm_weight: ffn_norm,
                     ..GemvBuffers::new(ffn_in, ffn_in, &a.hidden)
                 };
-                let epilogue = GemvEpilogue::SiluMul {
-                    n: c.ffn_dim,
-                    up_row,
+                let (n, up_row) = (c.ffn_dim, up_row);
+                let epilogue = match c.arch.activation {
+                    Activation::Silu => GemvEpilogue::SiluMul { n, up_row },
+                    Activation::GeluTanh => GemvEpilogue::GeluMul { n, up_row },
                 };
                 l.push(
                     "ffn_gate_up",
@@ -445,14 +476,9 @@ impl<'a> Builder<'a> {
             }
             _ => {
                 if self.fused(Fusion::Silu) {
-                    let why = if !silu {
-                        format!(
-                            "{} (GeGLU: the epilogue is silu's)",
-                            c.arch.architecture.name()
-                        )
-                    } else {
-                        format!("layer {li}: gate and up are not one matrix (formats differ or row chunks)")
-                    };
+                    let why = format!(
+                        "layer {li}: gate and up are not one matrix (formats differ or row chunks)"
+                    );
                     self.skipped.entry("silu").or_insert(why);
                 }
                 self.gate_up_unfused(l, layer, ffn_in, ffn_norm)?;
@@ -560,8 +586,8 @@ impl<'a> Builder<'a> {
     }
 
     /// x += W·input: the residual add in the gemv's epilogue, or a gemv into `delta` and
-    /// an `add` dispatch; with a post norm (Gemma 3), x += rms_norm(W·input)·w through
-    /// `x_norm`.
+    /// an `add` dispatch; with a post norm (Gemma 3), x += rms_norm(W·input)·w: the add in
+    /// the norm's kernel (`rms_norm+add`), or unfused a norm into `xn` and an `add`.
     fn residual_gemv(
         &mut self,
         l: &mut Layer,
@@ -571,36 +597,37 @@ impl<'a> Builder<'a> {
         post_norm: Option<&GpuBuffer>,
     ) -> Result<(), ModelError> {
         let (gpu, a) = (self.gpu, self.a);
-        if self.fused(Fusion::Residual) && post_norm.is_none() {
+        let fused = self.fused(Fusion::Residual);
+        if fused && post_norm.is_none() {
             let ds = m.gemv(gpu, self.plan, input, &a.x, true, self.extra(name))?;
             l.push(name, ds);
             return Ok(());
-        }
-        if self.fused(Fusion::Residual) {
-            let why = format!(
-                "{} (a norm of the projection comes before the residual add)",
-                self.c.arch.architecture.name()
-            );
-            self.skipped.entry("residual").or_insert(why);
         }
         let delta = a.delta.as_ref().expect("allocated");
         let ds = m.gemv(gpu, self.plan, input, delta, false, self.extra(name))?;
         l.push(name, ds);
         let add = Add { n: self.c.dim };
-        let added = match post_norm {
-            Some(w) => {
-                let norm = self.rms.dispatch(gpu, delta, w, &a.xn)?;
-                let post = if name == "attn_output" {
-                    "post_attention_norm"
-                } else {
-                    "post_ffw_norm"
-                };
-                l.push(post, vec![norm]);
-                add.dispatch(gpu, &a.x, &a.xn)?
-            }
-            None => add.dispatch(gpu, &a.x, delta)?,
+        let Some(w) = post_norm else {
+            l.push(
+                &format!("{name}_add"),
+                vec![add.dispatch(gpu, &a.x, delta)?],
+            );
+            return Ok(());
         };
-        l.push(&format!("{name}_add"), vec![added]);
+        let post = if name == "attn_output" {
+            "post_attention_norm"
+        } else {
+            "post_ffw_norm"
+        };
+        if fused {
+            l.push(post, vec![self.rms.dispatch_add(gpu, delta, w, &a.x)?]);
+            return Ok(());
+        }
+        l.push(post, vec![self.rms.dispatch(gpu, delta, w, &a.xn)?]);
+        l.push(
+            &format!("{name}_add"),
+            vec![add.dispatch(gpu, &a.x, &a.xn)?],
+        );
         Ok(())
     }
 }

@@ -17,11 +17,13 @@ pub enum Fusion {
     /// rms_norm folded into the gemv after it (q/k/v, gate/up, the output head): Σx²
     /// beside the dot products, the norm's scale one scalar per row.
     Norm,
-    /// rope and the KV-cache append in the q/k/v gemv's epilogue.
+    /// rope and the KV-cache append in the q/k/v gemv's epilogue, or, where q/k head
+    /// norms come between them (Qwen3, Gemma 3), in the head norms' kernel.
     Rope,
-    /// silu(gate)·up in the gate/up gemv's epilogue.
+    /// silu(gate)·up, or gelu(gate)·up (GeGLU), in the gate/up gemv's epilogue.
     Silu,
-    /// The residual adds in the output projections' epilogues (y += W·x).
+    /// The residual adds in the output projections' epilogues (y += W·x), or, after a
+    /// post norm (Gemma 3), in the norm's kernel.
     Residual,
     /// Scores, softmax and values of attention in one kernel.
     Attention,

@@ -99,18 +99,34 @@ fn tiny_architectures_pass_check_in_f64() {
         let run = check(gpu, &w, &o).unwrap();
         let v = verdict(&run.report);
         assert!(v.passed(), "{}: {:?}", preset.name(), v.first());
-        let labels: Vec<&str> = run
+        // (label suffix, op) of each dispatch: what the architecture adds, fused as the
+        // default plan fuses it (head norms with rope, GeGLU in the gate/up epilogue,
+        // the post norms with the residual add).
+        let ran: Vec<(&str, &str)> = run
             .report
             .dispatches
             .iter()
-            .map(|d| d.label.as_str())
+            .map(|d| (d.label.split_once('.').map_or("", |l| l.1), d.op.as_str()))
             .collect();
-        let has = |s: &str| labels.iter().any(|l| l.ends_with(s));
+        let has = |label: &str, op: &str| {
+            ran.iter()
+                .any(|(l, o)| *l == label && (o == &op || o.ends_with(op)))
+        };
         let a = &preset.config().arch;
-        assert_eq!(has(".attn_qk_norm"), a.qk_norm, "{}", preset.name());
-        assert_eq!(has(".attn_qkv_bias"), a.qkv_bias, "{}", preset.name());
-        assert_eq!(has(".post_ffw_norm"), a.post_norms, "{}", preset.name());
-        assert_eq!(has(".ffn_gelu_mul"), a.architecture == Architecture::Gemma3);
+        let name = preset.name();
+        let gemma = a.architecture == Architecture::Gemma3;
+        assert_eq!(
+            has("attn_qk_norm", "head_norm+rope"),
+            a.qk_norm && !a.qkv_bias,
+            "{name}"
+        );
+        assert_eq!(has("attn_qkv_bias", "add"), a.qkv_bias, "{name}");
+        assert_eq!(has("post_ffw_norm", "rms_norm+add"), a.post_norms, "{name}");
+        assert_eq!(has("ffn_gate_up", "+gelu_mul"), gemma, "{name}");
+        assert!(
+            !ran.iter().any(|(l, _)| *l == "ffn_gelu_mul"),
+            "{name}: GeGLU unfused"
+        );
     }
 }
 

@@ -369,6 +369,16 @@ pub static EXECUTORS: &[Executor] = &[
         crate::gemv::exec::run
     ),
     entry!(
+        || crate::gemv::exec::fused_shaders(false, EpilogueKind::Gelu),
+        &[Bytes, F32, F32],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, EpilogueKind::Gelu),
+        &[Bytes, F32, F32, F32],
+        crate::gemv::exec::run
+    ),
+    entry!(
         || crate::gemv::exec::fused_shaders(false, EpilogueKind::Rope),
         &[Bytes, F32, F32, U32, F32, F32],
         crate::gemv::exec::run
@@ -427,6 +437,11 @@ pub static EXECUTORS: &[Executor] = &[
         || vec![crate::rope::SHADER_QKV.name],
         &[U32, F32, F32, F32],
         crate::rope::exec::run_qkv
+    ),
+    entry!(
+        || vec![crate::rope::NORMED_SHADER.name],
+        &[U32, F32, F32, F32, F32, F32],
+        crate::rope::exec::run_normed
     ),
     entry!(
         crate::rope::exec::batched_shaders,

@@ -554,18 +554,19 @@ impl FusedCase {
     }
 
     /// The error scale of y[i]: the row's Σ|w·x'| (both rows of a rotated pair; for
-    /// silu·mul, gate's scaled by |up| · 1.1 (silu's steepest slope) plus up's scaled by
-    /// |silu(gate)| ≤ |gate|, from the oracle's rows `raw`).
+    /// silu·mul and gelu·mul, gate's scaled by |up| · 1.2 (over silu's and gelu's steepest
+    /// slopes, 1.1 and 1.13) plus up's scaled by |act(gate)| ≤ |gate|, from the oracle's
+    /// rows `raw`).
     fn scale_of_y(&self, i: usize, scales: &[f32], raw: &[f32]) -> f32 {
         let off = self.op.gemv.out_offset as usize;
         match self.op.epilogue {
-            GemvEpilogue::SiluMul { n, up_row } => {
+            GemvEpilogue::SiluMul { n, up_row } | GemvEpilogue::GeluMul { n, up_row } => {
                 let j = i.wrapping_sub(off);
                 if j >= n as usize {
                     return 0.0;
                 }
                 let u = up_row as usize + j;
-                1.1 * raw[u].abs() * scales[j] + raw[j].abs() * scales[u] + 1e-6
+                1.2 * raw[u].abs() * scales[j] + raw[j].abs() * scales[u] + 1e-6
             }
             GemvEpilogue::RopeKv(_) => {
                 let r = i.wrapping_sub(off);
@@ -745,9 +746,10 @@ fn rope_epilogue_outside_the_cache_stores_nothing() {
 }
 
 /// gate rows 0..n, up rows from an aligned start after a gap of zero rows (as the decoder
-/// stacks them); n odd and small so the last lane has a partial pair group.
+/// stacks them); n odd and small so the last lane has a partial pair group. silu·mul in
+/// every format, gelu·mul in three.
 #[test]
-fn silu_epilogue_matches_gemv_then_silu_mul() {
+fn gated_epilogues_match_gemv_then_the_activation() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(313);
     for variant in variants(gpu) {
@@ -761,6 +763,16 @@ fn silu_epilogue_matches_gemv_then_silu_mul() {
                 };
                 FusedCase::new(&mut rng, op).check(gpu, variant, n as usize + 3, 0);
             }
+        }
+        // GeGLU (Gemma 3) in the same frames: q8_0 and q4_K, its files' gate/up formats,
+        // and q4_0 (a dp4a format).
+        for format in [WeightFormat::Q8_0, WeightFormat::Q4_K, WeightFormat::Q4_0] {
+            let op = GemvFused {
+                gemv: matrix(format, 29, fused_width(format), 0),
+                norm: Some(1e-5),
+                epilogue: GemvEpilogue::GeluMul { n: 13, up_row: 16 },
+            };
+            FusedCase::new(&mut rng, op).check(gpu, variant, 16, 0);
         }
     }
 }
@@ -795,6 +807,12 @@ fn fused_op_names_and_costs() {
     assert_eq!(normed.op_name(), "rms_norm+gemv_q4_1");
     assert_eq!(roped.op_name(), "rms_norm+gemv_q4_1+rope");
     assert_eq!(silu.op_name(), "rms_norm+gemv_q4_1+silu_mul");
+    let gelu = GemvFused {
+        epilogue: GemvEpilogue::GeluMul { n: 16, up_row: 32 },
+        ..normed
+    };
+    assert_eq!(gelu.op_name(), "rms_norm+gemv_q4_1+gelu_mul");
+    assert_eq!(gelu.cost(), silu.cost());
     assert_eq!(plain.cost(), g.cost());
     assert_eq!(normed.cost().bytes, g.cost().bytes + 576 * 4);
     // silu·mul reads the 32 gate and up rows, not the 16 padding rows, and writes 16.

@@ -38,32 +38,39 @@ fn range(key: &str, v: &str) -> Result<RangeInclusive<u32>, String> {
 }
 
 /// Where a dispatch of the unfused graph (`--fuse none`) does its work when fused: the
-/// part of its label (`L3.rope` → `rope`) → the part of the dispatch that takes it in.
+/// part of its label (`L3.rope` → `rope`) → the parts of the dispatches that may take it
+/// in, tried in order (rope goes with the head norms where an architecture has them,
+/// else into the q/k/v gemv; a residual add with a post norm, else into the projection).
 /// The names are the graph builders' (decode_graph.rs); a test checks every preset's
 /// unfused labels against its default graph.
-const FUSED_INTO: &[(&str, &str)] = &[
-    ("attn_norm", "attn_qkv"),
-    ("rope", "attn_qkv"),
-    ("attn_scores", "attention"),
-    ("attn_softmax", "attention"),
-    ("attn_values", "attention"),
-    ("attn_output_add", "attn_output"),
-    ("ffn_norm", "ffn_gate_up"),
-    ("ffn_silu_mul", "ffn_gate_up"),
-    ("ffn_gelu_mul", "ffn_gate_up"),
-    ("ffn_down_add", "ffn_down"),
-    ("output_norm", "output"),
+const FUSED_INTO: &[(&str, &[&str])] = &[
+    ("attn_norm", &["attn_qkv"]),
+    ("rope", &["attn_qk_norm", "attn_qkv"]),
+    ("attn_scores", &["attention"]),
+    ("attn_softmax", &["attention"]),
+    ("attn_values", &["attention"]),
+    ("attn_output_add", &["post_attention_norm", "attn_output"]),
+    ("ffn_norm", &["ffn_gate_up"]),
+    ("ffn_silu_mul", &["ffn_gate_up"]),
+    ("ffn_gelu_mul", &["ffn_gate_up"]),
+    ("ffn_down_add", &["post_ffw_norm", "ffn_down"]),
+    ("output_norm", &["output"]),
 ];
 
-/// The label of the dispatch that does `label`'s work in a fused graph (`L3.rope` →
-/// `L3.attn_qkv`), whether or not the graph has it.
-fn fused_host(label: &str) -> Option<String> {
+/// The labels of the dispatches that may do `label`'s work in a fused graph (`L3.rope`
+/// → `L3.attn_qk_norm`, `L3.attn_qkv`), whether or not the graph has them.
+fn fused_hosts(label: &str) -> Vec<String> {
     let (prefix, part) = match label.split_once('.') {
         Some((layer, part)) => (format!("{layer}."), part),
         None => (String::new(), label),
     };
-    let host = FUSED_INTO.iter().find(|(p, _)| *p == part)?.1;
-    Some(format!("{prefix}{host}"))
+    FUSED_INTO
+        .iter()
+        .find(|(p, _)| *p == part)
+        .map_or(&[][..], |(_, hosts)| hosts)
+        .iter()
+        .map(|host| format!("{prefix}{host}"))
+        .collect()
 }
 
 /// Where `label`'s work runs in `dispatches`: its own dispatch, else the fused dispatch
@@ -72,9 +79,10 @@ pub fn find_label(dispatches: &[Dispatch], label: &str) -> Option<(usize, Option
     if let Some(i) = dispatches.iter().position(|d| d.label == label) {
         return Some((i, None));
     }
-    let host = fused_host(label)?;
-    let i = dispatches.iter().position(|d| d.label == host)?;
-    Some((i, Some(host)))
+    fused_hosts(label).into_iter().find_map(|host| {
+        let i = dispatches.iter().position(|d| d.label == host)?;
+        Some((i, Some(host)))
+    })
 }
 
 /// Labels that exist, for an error: the first layer's and the head's.

@@ -55,7 +55,7 @@ impl GemvFused {
                     / u64::from(rope.head_dim.max(1));
                 flops += 3 * rotated;
             }
-            GemvEpilogue::SiluMul { n, .. } => {
+            GemvEpilogue::SiluMul { n, .. } | GemvEpilogue::GeluMul { n, .. } => {
                 bytes += u64::from(n) * 4;
                 flops += 4 * u64::from(n);
             }

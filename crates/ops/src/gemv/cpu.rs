@@ -140,6 +140,14 @@ impl super::GemvFused {
                     &mut y[off..off + n],
                 );
             }
+            GemvEpilogue::GeluMul { n, up_row } => {
+                let (n, up) = (n as usize, up_row as usize);
+                crate::gelu_mul::GeluMul { n: n as u32 }.cpu(
+                    &rows[..n],
+                    &rows[up..up + n],
+                    &mut y[off..off + n],
+                );
+            }
             GemvEpilogue::RopeKv(rope) => {
                 let (pos, k_cache, v_cache) = kv.expect("rope needs (pos, k_cache, v_cache)");
                 let hd = rope.head_dim as usize;

@@ -1,4 +1,5 @@
-// gemv epilogue for the gate/up projection: y[OUT_OFFSET + j] = silu(gate_j) · up_j.
+// gemv epilogue for the gate/up projection: y[OUT_OFFSET + j] = act(gate_j) · up_j, with
+// act from the file appended after this one (silu_mul/silu.wgsl or gelu_mul/gelu.wgsl).
 // Logical row 2j is gate row j (matrix row j), logical row 2j + 1 is up row j (matrix row
 // UP_ROW + j), so a lane with NR (2 or 4) rows from an even row holds whole pairs; ROWS
 // is twice the FFN width.
@@ -12,8 +13,7 @@ fn phys_row(r: u32) -> u32 {
 
 fn silu_pair(r: u32, g: f32, u: f32) {
     if r < ROWS {
-        // As silu_mul/kernel.wgsl: g / (1 + exp(-g)); -0 for g < -88, as on the CPU.
-        y[OUT_OFFSET + (r >> 1u)] = g / (1.0 + exp(-g)) * u;
+        y[OUT_OFFSET + (r >> 1u)] = act(g) * u;
     }
 }
 

@@ -21,9 +21,14 @@ fn keys() -> &'static HashMap<String, ShaderKey> {
         [false, true]
             .into_iter()
             .flat_map(|norm| {
-                [EpilogueKind::Store, EpilogueKind::Rope, EpilogueKind::Silu]
-                    .into_iter()
-                    .flat_map(move |e| ShaderKey::all(norm, e))
+                [
+                    EpilogueKind::Store,
+                    EpilogueKind::Rope,
+                    EpilogueKind::Silu,
+                    EpilogueKind::Gelu,
+                ]
+                .into_iter()
+                .flat_map(move |e| ShaderKey::all(norm, e))
             })
             .map(|k| (k.name(), k))
             .collect()
@@ -107,9 +112,14 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
             };
             (e, logical_rows)
         }
-        EpilogueKind::Silu => {
+        EpilogueKind::Silu | EpilogueKind::Gelu => {
             let (n, up_row) = (logical_rows / 2, c.u32_const("UP_ROW")?);
-            (GemvEpilogue::SiluMul { n, up_row }, up_row + n)
+            let e = if key.epilogue == EpilogueKind::Silu {
+                GemvEpilogue::SiluMul { n, up_row }
+            } else {
+                GemvEpilogue::GeluMul { n, up_row }
+            };
+            (e, up_row + n)
         }
         EpilogueKind::Rope => {
             let head_dim = c.u32_const("HEAD_DIM")?.max(1);
@@ -167,7 +177,7 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
             c.out(kc)?.copy_from_slice(&k);
             c.out(vc)?.copy_from_slice(&v);
         }
-        GemvEpilogue::SiluMul { n, .. } => {
+        GemvEpilogue::SiluMul { n, .. } | GemvEpilogue::GeluMul { n, .. } => {
             c.need_words(2, g.out_offset as u64 + n as u64)?;
             op.cpu_variant(q8x, w, &x, nw.as_deref(), c.out(2)?, None);
         }

@@ -30,6 +30,21 @@ pub enum GemvEpilogue {
     /// The matrix is the stacked gate | up projection: rows `0..n` gate, rows
     /// `up_row..up_row + n` up; `y[out_offset + j] = silu(gate_j) · up_j`.
     SiluMul { n: u32, up_row: u32 },
+    /// As `SiluMul` with gelu (tanh approximation, Gemma's GeGLU):
+    /// `y[out_offset + j] = gelu(gate_j) · up_j`.
+    GeluMul { n: u32, up_row: u32 },
+}
+
+impl GemvEpilogue {
+    /// `(n, up_row)` of a gated activation (`SiluMul`, `GeluMul`).
+    pub fn gated(&self) -> Option<(u32, u32)> {
+        match *self {
+            GemvEpilogue::SiluMul { n, up_row } | GemvEpilogue::GeluMul { n, up_row } => {
+                Some((n, up_row))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A gemv with optional fusions.
@@ -86,23 +101,22 @@ impl GemvFused {
             GemvEpilogue::Store | GemvEpilogue::Accumulate => EpilogueKind::Store,
             GemvEpilogue::RopeKv(_) => EpilogueKind::Rope,
             GemvEpilogue::SiluMul { .. } => EpilogueKind::Silu,
+            GemvEpilogue::GeluMul { .. } => EpilogueKind::Gelu,
         }
     }
 
-    /// Rows as the frame counts them: matrix rows, or gate/up pairs × 2 for silu_mul.
+    /// Rows as the frame counts them: matrix rows, or gate/up pairs × 2 for silu_mul and
+    /// gelu_mul.
     pub(crate) fn logical_rows(&self) -> u32 {
-        match self.epilogue {
-            GemvEpilogue::SiluMul { n, .. } => 2 * n,
-            _ => self.gemv.rows,
+        match self.epilogue.gated() {
+            Some((n, _)) => 2 * n,
+            None => self.gemv.rows,
         }
     }
 
     /// The epilogue works on row pairs, so each lane must own whole pairs.
     fn pairs(&self) -> bool {
-        matches!(
-            self.epilogue,
-            GemvEpilogue::RopeKv(_) | GemvEpilogue::SiluMul { .. }
-        )
+        matches!(self.epilogue, GemvEpilogue::RopeKv(_)) || self.epilogue.gated().is_some()
     }
 
     /// Adjusts a tuning to what the epilogue needs (2 or 4 rows per lane for the pair
@@ -241,9 +255,9 @@ impl GemvFused {
         }
         need(b.w, g.buffer_bytes(), "weight")?;
         need(b.x, u64::from(g.cols) * 4, "x")?;
-        let out_end = match self.epilogue {
-            GemvEpilogue::SiluMul { n, .. } => u64::from(g.out_offset) + u64::from(n),
-            _ => u64::from(g.out_offset) + u64::from(g.rows),
+        let out_end = match self.epilogue.gated() {
+            Some((n, _)) => u64::from(g.out_offset) + u64::from(n),
+            None => u64::from(g.out_offset) + u64::from(g.rows),
         };
         match (self.norm, b.norm_weight) {
             (Some(_), Some(nw)) => need(nw, u64::from(g.cols) * 4, "norm weight")?,
@@ -254,10 +268,10 @@ impl GemvFused {
         }
         match self.epilogue {
             GemvEpilogue::Store | GemvEpilogue::Accumulate => need(b.y, out_end * 4, "y")?,
-            GemvEpilogue::SiluMul { n, up_row } => {
+            GemvEpilogue::SiluMul { n, up_row } | GemvEpilogue::GeluMul { n, up_row } => {
                 if up_row < n || u64::from(up_row) + u64::from(n) > u64::from(g.rows) {
                     return Err(self.invalid(format!(
-                        "silu_mul: up rows {up_row}..{} must follow the {n} gate rows inside the matrix",
+                        "gated activation: up rows {up_row}..{} must follow the {n} gate rows inside the matrix",
                         u64::from(up_row) + u64::from(n)
                     )));
                 }
@@ -388,7 +402,9 @@ impl GemvFused {
                 constants.push(("ACCUMULATE", 1.0));
                 reads.push(b.y);
             }
-            GemvEpilogue::SiluMul { up_row, .. } => constants.push(("UP_ROW", f64::from(up_row))),
+            GemvEpilogue::SiluMul { up_row, .. } | GemvEpilogue::GeluMul { up_row, .. } => {
+                constants.push(("UP_ROW", f64::from(up_row)))
+            }
             GemvEpilogue::RopeKv(rope) => {
                 constants.extend([
                     ("Q_DIM", f64::from(rope.n_heads * rope.head_dim)),

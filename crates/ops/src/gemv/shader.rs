@@ -1,6 +1,6 @@
 //! Composing a gemv shader from its pieces: a frame (how rows map to threads), the weight
 //! format's `unit_dot`, the input (x as it is, or rms-normed on the fly) and the epilogue
-//! (store, accumulate, rope + KV cache, silu·mul). Each combination in use is built once
+//! (store, accumulate, rope + KV cache, silu·mul or gelu·mul). Each combination in use is built once
 //! and kept for the life of the process (pipelines refer to their source by `&'static`).
 
 use std::collections::HashMap;
@@ -20,6 +20,8 @@ pub(crate) enum EpilogueKind {
     Rope,
     /// y[j] = silu(gate_j) · up_j.
     Silu,
+    /// y[j] = gelu(gate_j) · up_j.
+    Gelu,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,6 +58,7 @@ pub(crate) fn op_name(format: WeightFormat, norm: bool, epilogue: EpilogueKind) 
         EpilogueKind::Store => {}
         EpilogueKind::Rope => name.push_str("+rope"),
         EpilogueKind::Silu => name.push_str("+silu_mul"),
+        EpilogueKind::Gelu => name.push_str("+gelu_mul"),
     }
     name
 }
@@ -227,7 +230,7 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
         match key.epilogue {
             EpilogueKind::Store => include_str!("epilogue_dp4a_store.wgsl"),
             EpilogueKind::Rope => include_str!("epilogue_dp4a_rope.wgsl"),
-            EpilogueKind::Silu => include_str!("epilogue_dp4a_silu.wgsl"),
+            EpilogueKind::Silu | EpilogueKind::Gelu => include_str!("epilogue_dp4a_silu.wgsl"),
         },
     )
 }
@@ -236,7 +239,16 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
 fn epilogue_part(epilogue: EpilogueKind, rope_first: u32) -> String {
     match epilogue {
         EpilogueKind::Store => include_str!("epilogue_store.wgsl").to_string(),
-        EpilogueKind::Silu => include_str!("epilogue_silu.wgsl").to_string(),
+        EpilogueKind::Silu => concat!(
+            include_str!("epilogue_silu.wgsl"),
+            include_str!("../silu_mul/silu.wgsl")
+        )
+        .to_string(),
+        EpilogueKind::Gelu => concat!(
+            include_str!("epilogue_silu.wgsl"),
+            include_str!("../gelu_mul/gelu.wgsl")
+        )
+        .to_string(),
         EpilogueKind::Rope => format!(
             "{}\n{}",
             include_str!("epilogue_rope.wgsl")

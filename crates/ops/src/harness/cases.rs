@@ -13,7 +13,7 @@ use crate::attention::{AttnBatched, AttnFused, AttnScores, AttnValues, AttnVaria
 use crate::embedding::{Embedding, EmbeddingBatched};
 use crate::gemv::{Gemv, GemvBatched, GemvBuffers, GemvEpilogue, GemvFused, GemvVariant};
 use crate::rms_norm::{RmsNorm, RmsNormBatched};
-use crate::rope::{Rope, RopeBatched};
+use crate::rope::{Rope, RopeBatched, RopeNormed};
 use crate::silu_mul::{SiluMul, SiluMulBatched};
 use crate::softmax::Softmax;
 use crate::WeightFormat;
@@ -112,6 +112,8 @@ pub enum Params {
     },
     RmsNorm {
         n: u32,
+        /// `out += ...` (`rms_norm+add`, Gemma 3's post norms).
+        add: bool,
     },
     RmsNormBatched {
         n: u32,
@@ -126,6 +128,15 @@ pub enum Params {
         qkv: bool,
         /// NeoX pairs; a ring cache of 4 rows.
         neox: bool,
+        ring: bool,
+    },
+    /// head_norm+rope over one q/k/v buffer at position 37.
+    RopeNormed {
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        neox: bool,
+        /// A ring cache of 4 rows.
         ring: bool,
     },
     RopeBatched {
@@ -333,7 +344,7 @@ impl Case {
             Params::EmbeddingBatched { rows, dim, n_rows } => {
                 b.embedding_batched(fmt, rows, dim, n_rows)
             }
-            Params::RmsNorm { n } => b.rms_norm(n),
+            Params::RmsNorm { n, add } => b.rms_norm(n, add),
             Params::RmsNormBatched {
                 n,
                 n_rows,
@@ -348,6 +359,13 @@ impl Case {
                 neox,
                 ring,
             } => b.rope(heads, kv, hd, pos, (qkv, neox, ring)),
+            Params::RopeNormed {
+                heads,
+                kv,
+                hd,
+                neox,
+                ring,
+            } => b.rope_normed(heads, kv, hd, neox, ring),
             Params::RopeBatched {
                 heads,
                 kv,
@@ -528,13 +546,18 @@ impl Builder<'_> {
         op.dispatch(gpu, &table, &tokens, &out, &params)
     }
 
-    fn rms_norm(&mut self, n: u32) -> Result<Dispatch, GpuError> {
+    fn rms_norm(&mut self, n: u32, add: bool) -> Result<Dispatch, GpuError> {
         let gpu = self.gpu;
         let op = RmsNorm { n, eps: 1e-5 };
         let x = self.input_f32("x", n as u64)?;
         let w = self.input_f32("weight", n as u64)?;
-        let out = self.output("out", n as u64, false)?;
-        op.dispatch(gpu, &x, &w, &out)
+        // With `add`, out starts as a residual stream.
+        let out = self.output("out", n as u64, add)?;
+        if add {
+            op.dispatch_add(gpu, &x, &w, &out)
+        } else {
+            op.dispatch(gpu, &x, &w, &out)
+        }
     }
 
     fn rms_norm_batched(
@@ -599,6 +622,42 @@ impl Builder<'_> {
             let vc = self.output("v_cache", cache, true)?;
             op.dispatch(gpu, &step, &q, &k, &v, &kc, &vc)?
         })
+    }
+
+    fn rope_normed(
+        &mut self,
+        heads: u32,
+        kv: u32,
+        hd: u32,
+        neox: bool,
+        ring: bool,
+    ) -> Result<Dispatch, GpuError> {
+        let gpu = self.gpu;
+        let pos = 37;
+        let rope = Rope {
+            n_heads: heads,
+            n_kv_heads: kv,
+            head_dim: hd,
+            rope_dims: hd,
+            base: 10000.0,
+            max_ctx: if ring { 4 } else { pos + 1 },
+            neox,
+            ring,
+        };
+        let (qn, kvn) = (heads * hd, kv * hd);
+        let op = RopeNormed {
+            rope,
+            eps: 1e-6,
+            offsets: (0, qn, qn + kvn),
+        };
+        let step = self.step(pos, pos + 1)?;
+        let cache = rope.kv_row() * u64::from(rope.max_ctx);
+        let qkv = self.output("qkv", u64::from(qn + 2 * kvn), true)?;
+        let kc = self.output("k_cache", cache, true)?;
+        let vc = self.output("v_cache", cache, true)?;
+        let qw = self.input_f32("q_weight", u64::from(hd))?;
+        let kw = self.input_f32("k_weight", u64::from(hd))?;
+        op.dispatch(gpu, &step, &qkv, &kc, &vc, &qw, &kw)
     }
 
     fn rope_batched(
@@ -1113,11 +1172,17 @@ fn embedding_cases(f: WeightFormat) -> Vec<Case> {
     out
 }
 
-/// rms_norm, silu_mul, add and argmax at SmolLM2's widths, one element, and an odd width.
+/// rms_norm, silu_mul, add and argmax at SmolLM2's widths, one element, and an odd width;
+/// rms_norm+add at Gemma 3 270M's width.
 fn elementwise_cases() -> Vec<Case> {
     let mut out = Vec::new();
     for (shape, n) in [("smollm2", 576), ("one", 1), ("odd.1000", 1000)] {
-        out.push(case("rms_norm", None, shape, Params::RmsNorm { n }));
+        out.push(case(
+            "rms_norm",
+            None,
+            shape,
+            Params::RmsNorm { n, add: false },
+        ));
         out.push(case(
             "silu_mul",
             None,
@@ -1144,6 +1209,12 @@ fn elementwise_cases() -> Vec<Case> {
             },
         ));
     }
+    out.push(case(
+        "rms_norm+add",
+        None,
+        "gemma3_270m",
+        Params::RmsNorm { n: 640, add: true },
+    ));
     out
 }
 
@@ -1219,6 +1290,24 @@ fn rope_cases() -> Vec<Case> {
                 pos: 37,
                 qkv: true,
                 neox: true,
+                ring,
+            },
+        ));
+    }
+    for (shape, (heads, kv, hd), neox, ring) in [
+        ("gemma3_270m.neox.ring4", (4, 1, 256), true, true),
+        ("qwen3_0.6b.neox", (16, 8, 128), true, false),
+        ("two_heads.hd64", (2, 1, 64), false, false),
+    ] {
+        out.push(case(
+            "head_norm+rope",
+            None,
+            shape,
+            Params::RopeNormed {
+                heads,
+                kv,
+                hd,
+                neox,
                 ring,
             },
         ));

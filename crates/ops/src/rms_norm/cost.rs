@@ -12,4 +12,13 @@ impl RmsNorm {
             flops: 4 * n,
         }
     }
+
+    /// [`Self::cost`] and the add: out is read as well, one more FLOP per element.
+    pub fn cost_add(&self) -> Cost {
+        let n = self.n as u64;
+        Cost {
+            bytes: 4 * 4 * n,
+            flops: 5 * n,
+        }
+    }
 }

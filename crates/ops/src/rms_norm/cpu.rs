@@ -12,4 +12,14 @@ impl RmsNorm {
             *o = v * scale * w;
         }
     }
+
+    /// `out += x / sqrt(mean(x²) + eps) * weight` (what [`Self::dispatch_add`] computes).
+    pub fn cpu_add<T: Real>(&self, x: &[T], weight: &[T], out: &mut [T]) {
+        let n = self.n as usize;
+        let mut normed = vec![T::zero(); n];
+        self.cpu(x, weight, &mut normed);
+        for (o, v) in out[..n].iter_mut().zip(normed) {
+            *o = *o + v;
+        }
+    }
 }

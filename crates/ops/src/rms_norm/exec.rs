@@ -15,14 +15,20 @@ fn norm<T: Real>(c: &Call<T>) -> Result<RmsNorm, ExecError> {
     })
 }
 
-/// Bindings: x, weight, out.
+/// Bindings: x, weight, out (written, or added to with ADD).
 pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let op = norm(c)?;
     for b in 0..3 {
         c.need_words(b, op.n as u64)?;
     }
+    // Captures made before the post-norm form existed have no ADD constant.
+    let add = c.u32_const_or("ADD", 0)? != 0;
     let (x, w) = (c.floats(0)?, c.floats(1)?);
-    op.cpu(&x, &w, c.out(2)?);
+    if add {
+        op.cpu_add(&x, &w, c.out(2)?);
+    } else {
+        op.cpu(&x, &w, c.out(2)?);
+    }
     Ok(())
 }
 

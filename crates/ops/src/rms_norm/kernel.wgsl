@@ -1,9 +1,11 @@
-// rms_norm: out = x / sqrt(mean(x²) + EPS) * weight, for one vector of N floats.
+// rms_norm: out = x / sqrt(mean(x²) + EPS) * weight, for one vector of N floats; with ADD,
+// out += the same (Gemma 3's post norms: the residual add after the norm of a projection).
 // One workgroup: the vector is at most a model's hidden size (a few thousand floats), so
 // a single pass with a shared-memory tree reduction beats splitting it over workgroups.
 
 override N: u32 = 1u;
 override EPS: f32 = 1e-5;
+override ADD: bool = false;
 const WG: u32 = 256u;
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -25,7 +27,11 @@ fn sq(i: u32) -> f32 {
 
 fn scaled(i: u32, scale: f32) -> f32 {
     let j = min(i, N - 1u);
-    return x[j] * scale * weight[j];
+    let y = x[j] * scale * weight[j];
+    if ADD {
+        return out[j] + y;
+    }
+    return y;
 }
 
 @compute @workgroup_size(WG)

@@ -1,7 +1,7 @@
 //! CPU execution of `rope`, `rope_qkv` and `rope_qkv_batched` dispatches (see
 //! [`crate::exec`]).
 
-use super::{Rope, RopeBatched};
+use super::{Rope, RopeBatched, RopeNormed};
 use crate::exec::{Call, ExecError};
 use crate::Real;
 
@@ -83,6 +83,36 @@ pub(crate) fn run_qkv<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let (k, v) = (qkv[k_off..][..kvn].to_vec(), qkv[v_off..][..kvn].to_vec());
     let (mut kc, mut vc) = (c.floats(2)?, c.floats(3)?);
     r.cpu(pos, &mut qkv[q_off..][..qn], &k, &v, &mut kc, &mut vc);
+    c.out(1)?.copy_from_slice(&qkv);
+    c.out(2)?.copy_from_slice(&kc);
+    c.out(3)?.copy_from_slice(&vc);
+    Ok(())
+}
+
+/// Bindings: step, qkv (q and k normed, q rotated in place; v read), k_cache, v_cache,
+/// q_weight, k_weight.
+pub(crate) fn run_normed<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let rope = rope(c)?;
+    let op = RopeNormed {
+        rope,
+        eps: c.f32_const("EPS")?,
+        offsets: (
+            c.u32_const("Q_OFF")?,
+            c.u32_const("K_OFF")?,
+            c.u32_const("V_OFF")?,
+        ),
+    };
+    c.need_words(1, op.extent())?;
+    need_caches(c, &rope, 2, 3)?;
+    c.need_words(4, u64::from(rope.head_dim))?;
+    c.need_words(5, u64::from(rope.head_dim))?;
+    let Some(pos) = position(c, &rope, 0)? else {
+        return Ok(());
+    };
+    let (qw, kw) = (c.floats(4)?, c.floats(5)?);
+    let mut qkv = c.floats(1)?;
+    let (mut kc, mut vc) = (c.floats(2)?, c.floats(3)?);
+    op.cpu(pos, &mut qkv, &qw, &kw, &mut kc, &mut vc);
     c.out(1)?.copy_from_slice(&qkv);
     c.out(2)?.copy_from_slice(&kc);
     c.out(3)?.copy_from_slice(&vc);

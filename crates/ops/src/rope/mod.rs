@@ -24,8 +24,10 @@ mod batched;
 mod cost;
 mod cpu;
 pub(crate) mod exec;
+mod normed;
 
 pub use batched::RopeBatched;
+pub use normed::{RopeNormed, NORMED_SHADER};
 
 use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
@@ -79,7 +81,7 @@ impl Rope {
         self.n_kv_heads as u64 * self.head_dim as u64
     }
 
-    fn check(&self) -> Result<(), GpuError> {
+    pub(crate) fn check(&self) -> Result<(), GpuError> {
         let ok = self.n_heads > 0
             && self.n_kv_heads > 0
             && self.head_dim.is_multiple_of(2)
@@ -206,7 +208,12 @@ impl Rope {
 
 // A short buffer is not a wgpu error (WGSL clamps out-of-bounds accesses), so it is
 // checked here rather than discovered as wrong numbers.
-fn need(buf: &GpuBuffer, bytes: u64, role: &str, op: &Rope) -> Result<(), GpuError> {
+fn need(
+    buf: &GpuBuffer,
+    bytes: u64,
+    role: &str,
+    op: &impl std::fmt::Debug,
+) -> Result<(), GpuError> {
     if buf.size() < bytes {
         return Err(GpuError::Invalid(format!(
             "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
