@@ -28,11 +28,12 @@ if [ -e "$DEV/bin/before.xz" ]; then
 fi
 
 # The ops test binary, where carried (DEV/bin/opstests.xz, `cargo test --release -p
-# gpuscope-ops --test tests --no-run`): the batched kernels and the gemms against their
-# oracles on this GPU (coopmat runs only here).
+# gpuscope-ops --test tests --no-run`): the tests named by OPSTESTS (default: the batched
+# kernels and the gemms against their oracles; coopmat runs only here).
 if [ -e "$DEV/bin/opstests.xz" ]; then
   xz -dc "$DEV/bin/opstests.xz" > /tmp/opstests && chmod +x /tmp/opstests
-  step opstests 120 /tmp/opstests batched::
+  # shellcheck disable=SC2086 # a list of test-name filters
+  step opstests 120 /tmp/opstests ${OPSTESTS:-batched::}
   grep -E "^test |test result" "$OUT/opstests.txt" >> "$S"
 fi
 
