@@ -3,7 +3,7 @@
 // N_HEADS heads at Q_OFF and the k weight for the N_KV_HEADS heads at K_OFF (Qwen3's and
 // Gemma 3's attn_q_norm / attn_k_norm). One workgroup per head; each thread keeps its
 // elements in registers between the reduction and the write, so the update in place is
-// safe.
+// safe. The norm itself is head.wgsl's, appended.
 
 override N_HEADS: u32 = 1u;
 override N_KV_HEADS: u32 = 1u;
@@ -29,27 +29,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     }
     let is_q = h < N_HEADS;
     let base = select(K_OFF + (h - N_HEADS) * HEAD_DIM, Q_OFF + h * HEAD_DIM, is_q);
-    var v: array<f32, PER>;
-    var acc = 0.0;
-    for (var j = 0u; j < PER; j++) {
-        let i = tid + j * WG;
-        v[j] = select(0.0, qkv[base + min(i, HEAD_DIM - 1u)], i < HEAD_DIM);
-        acc += v[j] * v[j];
-    }
-    partial[tid] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if tid < s {
-            partial[tid] += partial[tid + s];
-        }
-        workgroupBarrier();
-    }
-    let scale = inverseSqrt(partial[0] / f32(HEAD_DIM) + EPS);
+    let v = normed_head(base, is_q, tid);
     for (var j = 0u; j < PER; j++) {
         let i = tid + j * WG;
         if i < HEAD_DIM {
-            let w = select(k_weight[i], q_weight[i], is_q);
-            qkv[base + i] = v[j] * scale * w;
+            qkv[base + i] = v[j];
         }
     }
 }

@@ -17,7 +17,7 @@ use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
 pub static SHADER: ShaderSource = ShaderSource {
     name: "head_norm",
-    wgsl: include_str!("kernel.wgsl"),
+    wgsl: concat!(include_str!("kernel.wgsl"), include_str!("head.wgsl")),
 };
 
 /// The largest head the kernel normalizes (64 threads × 8 elements).

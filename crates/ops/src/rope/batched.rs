@@ -69,25 +69,9 @@ impl RopeBatched {
                 )));
             }
         }
-        let (q, k, v) = self.offsets;
-        let pipeline = gpu.pipeline(
-            &BATCHED_SHADER,
-            "main",
-            &[
-                ("N_HEADS", f64::from(r.n_heads)),
-                ("N_KV_HEADS", f64::from(r.n_kv_heads)),
-                ("HEAD_DIM", f64::from(r.head_dim)),
-                ("ROPE_DIMS", f64::from(r.rope_dims)),
-                ("MAX_CTX", f64::from(r.max_ctx)),
-                ("BASE", f64::from(r.base)),
-                ("Q_OFF", f64::from(q)),
-                ("K_OFF", f64::from(k)),
-                ("V_OFF", f64::from(v)),
-                ("QKV_STRIDE", f64::from(self.qkv_stride)),
-                ("NEOX", f64::from(u8::from(r.neox))),
-                ("RING", f64::from(u8::from(r.ring))),
-            ],
-        )?;
+        let mut constants = r.constants_at(self.offsets);
+        constants.push(("QKV_STRIDE", f64::from(self.qkv_stride)));
+        let pipeline = gpu.pipeline(&BATCHED_SHADER, "main", &constants)?;
         let bind_group = gpu.bind_group(&pipeline, &[params, qkv, k_cache, v_cache])?;
         let threads = (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 2);
         let cost = r.cost().times(m);

@@ -81,6 +81,31 @@ impl Rope {
         self.n_kv_heads as u64 * self.head_dim as u64
     }
 
+    /// The override constants every rope kernel declares.
+    pub(crate) fn constants(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("N_HEADS", f64::from(self.n_heads)),
+            ("N_KV_HEADS", f64::from(self.n_kv_heads)),
+            ("HEAD_DIM", f64::from(self.head_dim)),
+            ("ROPE_DIMS", f64::from(self.rope_dims)),
+            ("MAX_CTX", f64::from(self.max_ctx)),
+            ("BASE", f64::from(self.base)),
+            ("NEOX", f64::from(u8::from(self.neox))),
+            ("RING", f64::from(u8::from(self.ring))),
+        ]
+    }
+
+    /// [`Self::constants`] and the element offsets of q, k and v in one buffer.
+    pub(crate) fn constants_at(&self, (q, k, v): (u32, u32, u32)) -> Vec<(&'static str, f64)> {
+        let mut c = self.constants();
+        c.extend([
+            ("Q_OFF", f64::from(q)),
+            ("K_OFF", f64::from(k)),
+            ("V_OFF", f64::from(v)),
+        ]);
+        c
+    }
+
     pub(crate) fn check(&self) -> Result<(), GpuError> {
         let ok = self.n_heads > 0
             && self.n_kv_heads > 0
@@ -123,20 +148,7 @@ impl Rope {
         need(v, kv_bytes, "v", self)?;
         need(k_cache, cache_bytes, "k_cache", self)?;
         need(v_cache, cache_bytes, "v_cache", self)?;
-        let pipeline = gpu.pipeline(
-            &SHADER,
-            "main",
-            &[
-                ("N_HEADS", self.n_heads as f64),
-                ("N_KV_HEADS", self.n_kv_heads as f64),
-                ("HEAD_DIM", self.head_dim as f64),
-                ("ROPE_DIMS", self.rope_dims as f64),
-                ("MAX_CTX", self.max_ctx as f64),
-                ("BASE", self.base as f64),
-                ("NEOX", f64::from(u8::from(self.neox))),
-                ("RING", f64::from(u8::from(self.ring))),
-            ],
-        )?;
+        let pipeline = gpu.pipeline(&SHADER, "main", &self.constants())?;
         let bind_group = gpu.bind_group(&pipeline, &[step, q, k, v, k_cache, v_cache])?;
         // One thread per q pair, per k pair and per v pair.
         let threads = (self.n_heads + 2 * self.n_kv_heads) * (self.head_dim / 2);
@@ -178,19 +190,7 @@ impl Rope {
         let pipeline = gpu.pipeline(
             &SHADER_QKV,
             "main",
-            &[
-                ("N_HEADS", self.n_heads as f64),
-                ("N_KV_HEADS", self.n_kv_heads as f64),
-                ("HEAD_DIM", self.head_dim as f64),
-                ("ROPE_DIMS", self.rope_dims as f64),
-                ("MAX_CTX", self.max_ctx as f64),
-                ("BASE", self.base as f64),
-                ("NEOX", f64::from(u8::from(self.neox))),
-                ("RING", f64::from(u8::from(self.ring))),
-                ("Q_OFF", q_off as f64),
-                ("K_OFF", k_off as f64),
-                ("V_OFF", v_off as f64),
-            ],
+            &self.constants_at((q_off, k_off, v_off)),
         )?;
         let bind_group = gpu.bind_group(&pipeline, &[step, qkv, k_cache, v_cache])?;
         let threads = (self.n_heads + 2 * self.n_kv_heads) * (self.head_dim / 2);

@@ -13,6 +13,7 @@ pub static NORMED_SHADER: ShaderSource = ShaderSource {
     name: "head_norm+rope",
     wgsl: concat!(
         include_str!("normed.wgsl"),
+        include_str!("../head_norm/head.wgsl"),
         include_str!("angle.wgsl"),
         include_str!("pair.wgsl")
     ),
@@ -89,25 +90,9 @@ impl RopeNormed {
         ] {
             super::need(buf, bytes, role, r)?;
         }
-        let (q_off, k_off, v_off) = self.offsets;
-        let pipeline = gpu.pipeline(
-            &NORMED_SHADER,
-            "main",
-            &[
-                ("N_HEADS", f64::from(r.n_heads)),
-                ("N_KV_HEADS", f64::from(r.n_kv_heads)),
-                ("HEAD_DIM", f64::from(r.head_dim)),
-                ("ROPE_DIMS", f64::from(r.rope_dims)),
-                ("MAX_CTX", f64::from(r.max_ctx)),
-                ("BASE", f64::from(r.base)),
-                ("NEOX", f64::from(u8::from(r.neox))),
-                ("RING", f64::from(u8::from(r.ring))),
-                ("Q_OFF", f64::from(q_off)),
-                ("K_OFF", f64::from(k_off)),
-                ("V_OFF", f64::from(v_off)),
-                ("EPS", f64::from(self.eps)),
-            ],
-        )?;
+        let mut constants = r.constants_at(self.offsets);
+        constants.push(("EPS", f64::from(self.eps)));
+        let pipeline = gpu.pipeline(&NORMED_SHADER, "main", &constants)?;
         let bind_group = gpu.bind_group(
             &pipeline,
             &[step, qkv, k_cache, v_cache, q_weight, k_weight],

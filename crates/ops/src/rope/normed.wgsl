@@ -8,6 +8,7 @@
 // row `pos`; v heads (the next N_KV_HEADS) copied into v_cache row `pos`. The normed head
 // sits in workgroup memory between the norm and the rotation, since a rope pair (NeoX:
 // (i, i + ROPE_DIMS/2)) spans threads. With RING the cache holds MAX_CTX rows as a ring.
+// The norm is head_norm/head.wgsl's, appended.
 
 override N_HEADS: u32 = 1u;
 override N_KV_HEADS: u32 = 1u;
@@ -54,31 +55,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     }
     let is_q = h < N_HEADS;
     let base = select(K_OFF + (h - N_HEADS) * HEAD_DIM, Q_OFF + h * HEAD_DIM, is_q);
-    var v: array<f32, PER>;
-    var acc = 0.0;
-    for (var j = 0u; j < PER; j++) {
-        let i = tid + j * WG;
-        v[j] = select(0.0, qkv[base + min(i, HEAD_DIM - 1u)], i < HEAD_DIM);
-        acc += v[j] * v[j];
-    }
-    partial[tid] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if tid < s {
-            partial[tid] += partial[tid + s];
-        }
-        workgroupBarrier();
-    }
-    let scale = inverseSqrt(partial[0] / f32(HEAD_DIM) + EPS);
+    let v = normed_head(base, is_q, tid);
     for (var j = 0u; j < PER; j++) {
         let i = tid + j * WG;
         if i < HEAD_DIM {
-            let w = select(k_weight[i], q_weight[i], is_q);
-            let normed = v[j] * scale * w;
-            head[i] = normed;
+            head[i] = v[j];
             // k stays normed (unrotated) in the buffer, as head_norm then rope leave it.
             if !is_q && inside {
-                qkv[base + i] = normed;
+                qkv[base + i] = v[j];
             }
         }
     }
