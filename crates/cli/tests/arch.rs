@@ -6,15 +6,20 @@
 
 use crate::common::{gpuscope, have_gpu, text};
 
-/// (preset, the architecture its file says, ops of its profile's table beyond Llama's).
-/// Mistral (a `llama` file with a window) and Phi-3 (fused tensors split at load) add
-/// no op; the model crate's tests run them.
+/// (preset, the architecture its file says, ops of its profile's table beyond Llama's: a
+/// row's op is the name or ends with it). Mistral (a `llama` file with a window) and
+/// Phi-3 (fused tensors split at load) add no op; the model crate's tests run them.
 const ARCHITECTURES: [(&str, &str, &[&str]); 3] = [
-    // The post norms' adds (Llama's residual adds are in the gemvs).
-    ("tiny-gemma3", "gemma3", &["head_norm", "gelu_mul", "add"]),
+    // The q/k norms with rope, the post norms with the residual add (Llama's adds are in
+    // the gemvs), GeGLU in the gate/up gemv.
+    (
+        "tiny-gemma3",
+        "gemma3",
+        &["head_norm+rope", "rms_norm+add", "+gelu_mul"],
+    ),
     // The q/k/v biases.
     ("tiny-qwen2", "qwen2", &["add"]),
-    ("tiny-qwen3", "qwen3", &["head_norm"]),
+    ("tiny-qwen3", "qwen3", &["head_norm+rope"]),
 ];
 
 #[test]
@@ -53,7 +58,12 @@ fn each_architecture_runs_on_gpu_and_cpu_alike_and_profiles() {
         assert!(out.status.success(), "{preset}: {}", text(&out.stderr));
         assert!(report.contains(&format!("({arch})")), "{preset}: {report}");
         for op in ops {
-            let row = |l: &&str| l.starts_with("  ") && l.split_whitespace().next() == Some(op);
+            let row = |l: &&str| {
+                l.starts_with("  ")
+                    && l.split_whitespace()
+                        .next()
+                        .is_some_and(|w| w == *op || (op.starts_with('+') && w.ends_with(op)))
+            };
             assert!(
                 report.lines().any(|l| row(&l)),
                 "{preset}: no {op} row in the report:\n{report}"

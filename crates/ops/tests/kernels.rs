@@ -771,6 +771,9 @@ fn fused_attention_variants_match_the_three_op_oracle() {
         (GROUP8, 64, vec![5]),
         // Two query heads per KV head (the subgroup kernel's HPW = 2).
         ((6, 3, 64), 64, vec![1, 40]),
+        // Gemma 3 270M's heads of 256: four threads per key row (64 positions a chunk),
+        // a chunk partly filled, several chunks.
+        ((4, 1, 256), 300, vec![1, 65, 300]),
     ];
     for variant in AttnVariant::ALL {
         for ((n_heads, n_kv_heads, head_dim), max_ctx, n_ctxs) in cases.clone() {

@@ -2,10 +2,11 @@
 // scores, softmax and the weighted sum of values in one dispatch (two dispatches and a
 // scores round trip through memory fewer than attn_scores + softmax + attn_values).
 //
-// One workgroup per query head. Positions are taken WG at a time; an online softmax
-// keeps the running max m and sum l, rescaling the accumulator when m grows (the
-// flash-attention recurrence). Within a chunk:
-// - each thread scores one position, reading its key row as vec4s;
+// One workgroup per query head. Positions are taken WG / ks at a time (ks threads per
+// key row: 1 up to 64-dim heads, 2 at 128, 4 at 256); an online softmax keeps the
+// running max m and sum l, rescaling the accumulator when m grows (the flash-attention
+// recurrence). Within a chunk:
+// - ks threads score each position, each reading a slice of its key row as vec4s;
 // - one tree reduction merges the threads' (max, sum of exp) pairs, giving the chunk's
 //   max and its sum of exp(s - max) together (not a max pass then a sum pass);
 // - thread (g, d4) accumulates the vec4 d4 of the values over the chunk's positions
@@ -97,14 +98,20 @@ fn main(
     var m = NEG;
     var l = 0.0;
     var acc = vec4<f32>(0.0);
-    for (var c = start; c < stop; c += WG) {
-        let t = c + lid;
-        var s = NEG;
+    // Threads per position's dot product: a key row of d4s vec4s in ks slices, so that no
+    // thread reads more than 16 of them (ks = 4 for Gemma 3's 256-dim heads, whose rows,
+    // read whole by one thread, made attention its decode's largest op: 12 µs a call on
+    // an H100). HEAD_DIM divides WG, so d4s and ks are powers of two and ks divides d4s.
+    let ks = max(1u, d4s / 16u);
+    let per = WG / ks;
+    let slice = d4s / ks;
+    for (var c = start; c < stop; c += per) {
+        let t = c + lid / ks;
+        var dot = 0.0;
         if t < stop {
-            let base = t * row + head_off;
-            // Eight independent partial sums keep eight key loads in flight: a thread
-            // reads its whole key row, and with two in flight a 256-dim head (Gemma 3)
-            // waited out 32 round trips to memory, 24 µs a call on an H100.
+            let sl = (lid % ks) * slice;
+            let base = t * row + head_off + sl;
+            // Eight independent partial sums keep eight key loads in flight.
             var s0 = vec4<f32>(0.0);
             var s1 = vec4<f32>(0.0);
             var s2 = vec4<f32>(0.0);
@@ -114,7 +121,7 @@ fn main(
             var s6 = vec4<f32>(0.0);
             var s7 = vec4<f32>(0.0);
             var i = 0u;
-            for (; i + 7u < d4s; i += 8u) {
+            for (; i + 7u < slice; i += 8u) {
                 let k0 = k_cache[base + i];
                 let k1 = k_cache[base + i + 1u];
                 let k2 = k_cache[base + i + 2u];
@@ -123,36 +130,49 @@ fn main(
                 let k5 = k_cache[base + i + 5u];
                 let k6 = k_cache[base + i + 6u];
                 let k7 = k_cache[base + i + 7u];
-                s0 += q_vec(q_base, i) * k0;
-                s1 += q_vec(q_base, i + 1u) * k1;
-                s2 += q_vec(q_base, i + 2u) * k2;
-                s3 += q_vec(q_base, i + 3u) * k3;
-                s4 += q_vec(q_base, i + 4u) * k4;
-                s5 += q_vec(q_base, i + 5u) * k5;
-                s6 += q_vec(q_base, i + 6u) * k6;
-                s7 += q_vec(q_base, i + 7u) * k7;
+                s0 += q_vec(q_base, sl + i) * k0;
+                s1 += q_vec(q_base, sl + i + 1u) * k1;
+                s2 += q_vec(q_base, sl + i + 2u) * k2;
+                s3 += q_vec(q_base, sl + i + 3u) * k3;
+                s4 += q_vec(q_base, sl + i + 4u) * k4;
+                s5 += q_vec(q_base, sl + i + 5u) * k5;
+                s6 += q_vec(q_base, sl + i + 6u) * k6;
+                s7 += q_vec(q_base, sl + i + 7u) * k7;
             }
-            for (; i < d4s; i++) {
-                s0 += q_vec(q_base, i) * k_cache[base + i];
+            for (; i < slice; i++) {
+                s0 += q_vec(q_base, sl + i) * k_cache[base + i];
             }
             let sv = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
-            s = (sv.x + sv.y + sv.z + sv.w) * SCALE;
+            dot = sv.x + sv.y + sv.z + sv.w;
         }
+        // Position c + lid's score is thread lid's (lid < per): its slices summed through
+        // `part`, free until the end (the loop's last barrier orders it).
+        var s = dot;
+        if ks > 1u {
+            part[lid] = vec4<f32>(dot, 0.0, 0.0, 0.0);
+            workgroupBarrier();
+            s = 0.0;
+            for (var j = 0u; j < ks; j++) {
+                s += part[min(lid * ks + j, WG - 1u)].x;
+            }
+        }
+        let scored = lid < per && c + lid < stop;
+        s = select(NEG, s * SCALE, scored);
         // This thread's first four value rows (g, g + G, g + 2G, g + 3G of the chunk),
         // loaded before the softmax merge so that their memory round trip overlaps it.
         // Rows past the chunk's end are clamped to its last (a valid row: its weight is
         // 0, and rows past n_ctx may hold anything, NaN included).
-        let count = min(WG, stop - c);
+        let count = min(per, stop - c);
         let vbase = c * row + head_off + d4;
         let pv0 = v_cache[vbase + min(g, count - 1u) * row];
         let pv1 = v_cache[vbase + min(g + groups, count - 1u) * row];
         let pv2 = v_cache[vbase + min(g + 2u * groups, count - 1u) * row];
         let pv3 = v_cache[vbase + min(g + 3u * groups, count - 1u) * row];
         // This thread's pair: (s, 1), or (NEG, 0) past the end.
-        let chunk = reduce_softmax(lid, s, select(0.0, 1.0, t < stop));
+        let chunk = reduce_softmax(lid, s, select(0.0, 1.0, scored));
         let new_m = max(m, chunk.x);
         var p = 0.0;
-        if t < stop {
+        if scored {
             p = exp(s - new_m);
         }
         probs[lid] = p;
