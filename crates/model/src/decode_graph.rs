@@ -334,12 +334,11 @@ impl<'a> Builder<'a> {
             );
         }
         let (qkv_in, qkv_norm) = self.input(&layer.attn_norm);
-        let with_norms = layer.extra.q_norm.is_some() && layer.extra.qkv_bias.is_none();
         let rope_fused = self.fused(Fusion::Rope)
             && match self.rope_fusion(layer, li) {
                 Ok(()) => true,
                 // Rope then goes with the head norms (`rope_after_gemv`): fused still.
-                Err(_) if with_norms => false,
+                Err(_) if self.rope_with_norms(layer).is_some() => false,
                 Err(why) => {
                     self.skipped.entry("rope").or_insert(why);
                     false
@@ -383,11 +382,8 @@ impl<'a> Builder<'a> {
         let (gpu, c, a) = (self.gpu, self.c, self.a);
         let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
         let rope = c.rope_at(l.index, self.max_ctx);
-        let e = &layer.extra;
         let offsets = (0, c.q_dim(), c.q_dim() + c.kv_dim());
-        if let (true, None, Some(qn), Some(kn)) =
-            (self.fused(Fusion::Rope), &e.qkv_bias, &e.q_norm, &e.k_norm)
-        {
+        if let Some((qn, kn)) = self.rope_with_norms(layer) {
             let op = RopeNormed {
                 rope,
                 eps: c.rms_eps,
@@ -403,6 +399,16 @@ impl<'a> Builder<'a> {
             vec![rope.dispatch_qkv(gpu, &a.step, &a.qkv, offsets, kc, vc)?],
         );
         Ok(())
+    }
+
+    /// The q and k norm weights where rope goes into the head norms' kernel: rope fused,
+    /// head norms and no biases (Qwen3, Gemma 3).
+    fn rope_with_norms<'l>(&self, layer: &'l GpuLayer) -> Option<(&'l GpuBuffer, &'l GpuBuffer)> {
+        let e = &layer.extra;
+        match (&e.qkv_bias, &e.q_norm, &e.k_norm) {
+            (None, Some(qn), Some(kn)) if self.fused(Fusion::Rope) => Some((qn, kn)),
+            _ => None,
+        }
     }
 
     /// What comes between the q/k/v gemv and rope: the biases, then the q and k head

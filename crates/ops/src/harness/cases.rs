@@ -589,16 +589,7 @@ impl Builder<'_> {
         (qkv, neox, ring): (bool, bool, bool),
     ) -> Result<Dispatch, GpuError> {
         let gpu = self.gpu;
-        let op = Rope {
-            n_heads: heads,
-            n_kv_heads: kv,
-            head_dim: hd,
-            rope_dims: hd,
-            base: 10000.0,
-            max_ctx: if ring { 4 } else { pos + 1 },
-            neox,
-            ring,
-        };
+        let op = case_rope(heads, kv, hd, pos, neox, ring);
         let step = self.step(pos, pos + 1)?;
         let cache = op.kv_row() * op.max_ctx as u64;
         let (qn, kvn) = ((heads * hd) as u64, op.kv_row());
@@ -634,16 +625,7 @@ impl Builder<'_> {
     ) -> Result<Dispatch, GpuError> {
         let gpu = self.gpu;
         let pos = 37;
-        let rope = Rope {
-            n_heads: heads,
-            n_kv_heads: kv,
-            head_dim: hd,
-            rope_dims: hd,
-            base: 10000.0,
-            max_ctx: if ring { 4 } else { pos + 1 },
-            neox,
-            ring,
-        };
+        let rope = case_rope(heads, kv, hd, pos, neox, ring);
         let (qn, kvn) = (heads * hd, kv * hd);
         let op = RopeNormed {
             rope,
@@ -876,6 +858,21 @@ impl Builder<'_> {
         let logits = self.input_f32("logits", n as u64)?;
         let out = self.output("out", 1, false)?;
         Argmax { n }.dispatch(gpu, &logits, &out)
+    }
+}
+
+/// The rope of the single-token rope cases: every dim rotating, base 10,000, a cache
+/// ending at `pos` (or a ring of 4 rows, which `pos` has wrapped).
+fn case_rope(heads: u32, kv: u32, hd: u32, pos: u32, neox: bool, ring: bool) -> Rope {
+    Rope {
+        n_heads: heads,
+        n_kv_heads: kv,
+        head_dim: hd,
+        rope_dims: hd,
+        base: 10000.0,
+        max_ctx: if ring { 4 } else { pos + 1 },
+        neox,
+        ring,
     }
 }
 
