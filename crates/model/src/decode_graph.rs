@@ -204,7 +204,7 @@ fn gemv_detail(gpu: &Gpu, plan: &KernelPlan) -> String {
             if plan.gemv.subgroup_reduce(gpu) { "subgroup" } else { "shared-memory" }
         ),
         GemvVariant::Dp4a => format!(
-            "x quantized to int8 per 32-block in workgroup memory, integer dot products, a block per lane step, {}-thread workgroups ({} from {} columns), lanes per row by shape (4-{}), 1-2 rows per lane; q4_0/q4_1/q8_0 only, other formats run `{}`",
+            "x quantized to int8 per 32-block in workgroup memory, integer dot products, a block per lane step, {}-thread workgroups ({} from {} columns), lanes per row by shape (4-{}), 1-2 rows per lane; q4_0/q4_1/q8_0/q5_0/q5_1 only, other formats run `{}`",
             gpuscope_ops::gemv::WORKGROUP_SIZE,
             gpuscope_ops::gemv::DP4A_WIDE_WORKGROUP,
             gpuscope_ops::gemv::DP4A_WIDE_COLS,

@@ -363,16 +363,14 @@ impl KernelPlan {
         }
     }
 
-    /// How a matrix goes up: packed where its variant quantizes x (`dp4a` reads only that
-    /// layout) and has a kernel for the format, else as [`Self::weights`] asks (formats
-    /// without a packed form keep their GGUF bytes either way).
+    /// How a matrix goes up: in the one layout its variant reads the format in, where it
+    /// reads only one (`dp4a`: packed q4_0 / q4_1 / q8_0, GGUF q5_0 / q5_1), else as
+    /// [`Self::weights`] asks (formats without a packed form keep their GGUF bytes either
+    /// way).
     pub fn layout_for(&self, format: WeightFormat, rows: u32, cols: u32) -> WeightLayout {
-        let v = self.gemv_asked(rows, cols);
-        if v.quantizes_x() && v.runs(format, WeightLayout::Packed) {
-            WeightLayout::Packed
-        } else {
-            self.weights
-        }
+        self.gemv_asked(rows, cols)
+            .layout_for(format)
+            .unwrap_or(self.weights)
     }
 
     /// The variant a `rows × cols` matrix of `format` stored in `layout` runs: the one the

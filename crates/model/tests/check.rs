@@ -368,8 +368,9 @@ fn vulkan_is_compared_with_gl_dispatch_by_dispatch() {
 }
 
 /// The dp4a gemv (int8 activations) in the decoder: every dispatch against its executor,
-/// which quantizes x the way the kernel does, in f32 and in f64; q4_0 / q4_1 / q8_0 run
-/// dp4a, f16 falls back to the float variant (the settings say which).
+/// which quantizes x the way the kernel does, in f32 and in f64; q4_0 / q4_1 / q8_0
+/// (packed) and q5_0 / q5_1 (GGUF blocks) run dp4a, f16 falls back to the float variant
+/// (the settings say which).
 #[test]
 fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
     use gpuscope_ops::gemv::GemvVariant;
@@ -382,6 +383,8 @@ fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
         WeightFormat::Q4_0,
         WeightFormat::Q4_1,
         WeightFormat::Q8_0,
+        WeightFormat::Q5_0,
+        WeightFormat::Q5_1,
         WeightFormat::F16,
     ] {
         let w = common::weights(Preset::Tiny, format);

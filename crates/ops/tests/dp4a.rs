@@ -11,7 +11,19 @@ use gpuscope_ops::quant::WeightFormat;
 use crate::common::{self, f32_bytes, read_f32, run};
 use crate::quant_gemv_embedding::GemvCase;
 
-const FORMATS: [WeightFormat; 3] = [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0];
+/// Every format dp4a has a kernel for (packed q4_0 / q4_1 / q8_0, GGUF q5_0 / q5_1).
+const FORMATS: [WeightFormat; 5] = [
+    WeightFormat::Q4_0,
+    WeightFormat::Q4_1,
+    WeightFormat::Q8_0,
+    WeightFormat::Q5_0,
+    WeightFormat::Q5_1,
+];
+
+/// The layout dp4a reads `format` in.
+fn layout(format: WeightFormat) -> WeightLayout {
+    GemvVariant::Dp4a.layout_for(format).expect("a dp4a format")
+}
 
 /// Whether this adapter runs dp4a; on lavapipe (subgroups of 8 with AVX2) it must.
 fn dp4a(gpu: &gpuscope_runtime::Gpu) -> bool {
@@ -71,11 +83,11 @@ fn dp4a_matches_its_oracle_at_decoder_shapes_and_every_tuning() {
             (9, 14336),
         ] {
             let mut case = GemvCase::new(&mut rng, format, rows, cols);
-            case.gemv.layout = WeightLayout::Packed;
+            case.gemv.layout = layout(format);
             case.check(gpu, Some(case.gemv.tuning(GemvVariant::Dp4a, gpu)));
         }
         let mut case = GemvCase::new(&mut rng, format, 37, 160);
-        case.gemv.layout = WeightLayout::Packed;
+        case.gemv.layout = layout(format);
         let max = GemvVariant::Dp4a.max_threads_per_row(gpu);
         for tuning in common::tunings(GemvVariant::Dp4a, max) {
             case.check(gpu, Some(tuning));
@@ -96,7 +108,7 @@ fn dp4a_stays_near_the_float_gemv() {
         let (rows, cols) = (64u32, 2048u32);
         let case = GemvCase::new(&mut rng, format, rows, cols);
         let g = Gemv {
-            layout: WeightLayout::Packed,
+            layout: layout(format),
             ..case.gemv
         };
         let stored = g.layout.pack(format, &case.w);
@@ -146,7 +158,9 @@ fn dp4a_refuses_formats_and_layouts_it_has_no_kernel_for() {
     }
     for (format, layout) in [
         (WeightFormat::Q4_0, WeightLayout::Gguf),
+        (WeightFormat::Q8_0, WeightLayout::Gguf),
         (WeightFormat::F16, WeightLayout::Gguf),
+        (WeightFormat::Q4_K, WeightLayout::Gguf),
         (WeightFormat::Q6_K, WeightLayout::Gguf),
     ] {
         let g = Gemv {

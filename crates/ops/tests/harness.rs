@@ -27,12 +27,17 @@ fn every_op_format_and_shape_of_the_default_table_matches_its_executor() {
     }
     // The dp4a gemvs the decoder runs on GPUs, for every format it has a kernel for,
     // the split rows included; lavapipe (8-lane subgroups) runs them.
-    for f in ["q4_0", "q4_1", "q8_0"] {
+    for kernel in [
+        "gemv_q4_0.dp4a.packed",
+        "gemv_q4_1.dp4a.packed",
+        "gemv_q8_0.dp4a.packed",
+        "gemv_q5_0.dp4a",
+        "gemv_q5_1.dp4a",
+    ] {
         for shape in ["smollm2.attn_q", "split.4096", "split.8192"] {
             assert!(
-                all.iter()
-                    .any(|c| c.op == format!("gemv_{f}.dp4a.packed") && c.shape == shape),
-                "dp4a {f} {shape}"
+                all.iter().any(|c| c.op == kernel && c.shape == shape),
+                "{kernel} {shape}"
             );
         }
     }
@@ -46,7 +51,7 @@ fn every_op_format_and_shape_of_the_default_table_matches_its_executor() {
         .count();
     if gpuscope_ops::gemv::GemvVariant::Dp4a.supported(gpu).is_ok() {
         assert_eq!(
-            dp4a_ran, 21,
+            dp4a_ran, 35,
             "every dp4a case runs where the adapter has dp4a"
         );
     } else {

@@ -171,7 +171,7 @@ impl GemvFused {
         let g = &self.gemv;
         if !variant.runs(g.format, g.layout) {
             return Err(self.invalid(format!(
-                "gemv variant `{}` has no kernel for {} weights in the {} layout (dp4a: q4_0, q4_1, q8_0, packed)",
+                "gemv variant `{}` has no kernel for {} weights in the {} layout (dp4a: q4_0, q4_1, q8_0 packed; q5_0, q5_1 gguf)",
                 variant.name(),
                 g.format.name(),
                 g.layout.name()

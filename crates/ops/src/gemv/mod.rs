@@ -22,11 +22,11 @@
 //!   reduced with subgroup shuffles where offered, else shared memory: more bytes in
 //!   flight per lane for big matrices;
 //! - `dp4a`: x quantized to int8 per 32-element block in workgroup memory, then integer
-//!   dot products (`dot4I8Packed`) against the packed q4_0 / q4_1 / q8_0 quants, as
-//!   llama.cpp's MMVQ kernels do (`kernel_dp4a.wgsl`). It computes W·x̂ with x̂ the
-//!   quantized x ([`q8_blocks`]), not W·x: its oracle quantizes the same way. Other
-//!   formats and the GGUF layout have no dp4a form ([`GemvVariant::runs`]); the decoder
-//!   gives those matrices its fallback variant.
+//!   dot products (`dot4I8Packed`) against the packed q4_0 / q4_1 / q8_0 quants and the
+//!   GGUF q5_0 / q5_1 blocks, as llama.cpp's MMVQ kernels do (`kernel_dp4a.wgsl`). It
+//!   computes W·x̂ with x̂ the quantized x ([`q8_blocks`]), not W·x: its oracle quantizes
+//!   the same way. The K-quants and float formats have no dp4a form
+//!   ([`GemvVariant::runs`]); the decoder gives those matrices its fallback variant.
 //!
 //! Weight layouts ([`WeightLayout`], `--kernel weights=gguf|packed`): the GGUF bytes, or
 //! q4_0 / q4_1 / q8_0 repacked at upload into 16-byte-aligned quants and a scales region.
@@ -155,18 +155,35 @@ impl GemvVariant {
         }
     }
 
-    /// Whether this variant has a kernel for `format` stored in `layout` (`dp4a`: q4_0,
-    /// q4_1 and q8_0, packed; every other variant: everything).
+    /// Whether this variant has a kernel for `format` stored in `layout` (`dp4a`: the one
+    /// layout [`Self::layout_for`] names; every other variant: everything).
     pub fn runs(self, format: WeightFormat, layout: WeightLayout) -> bool {
         match self {
-            Self::Dp4a => {
-                layout == WeightLayout::Packed
-                    && matches!(
-                        format,
-                        WeightFormat::Q4_0 | WeightFormat::Q4_1 | WeightFormat::Q8_0
-                    )
-            }
+            Self::Dp4a => Self::dp4a_layout(format) == Some(layout),
             _ => true,
+        }
+    }
+
+    /// The layout this variant reads `format` in where it reads only one (`dp4a`: q4_0,
+    /// q4_1 and q8_0 packed, q5_0 and q5_1 as GGUF bytes), else `None` (`dp4a` has no
+    /// kernel for the format; the other variants read every layout).
+    pub fn layout_for(self, format: WeightFormat) -> Option<WeightLayout> {
+        match self {
+            Self::Dp4a => Self::dp4a_layout(format),
+            _ => None,
+        }
+    }
+
+    /// The formats `dp4a` has a kernel for, and the layout it reads each in. q5_0 / q5_1
+    /// read the GGUF blocks (their fifth bits splice into the nibbles as the block is
+    /// loaded, `idot_q5_*.wgsl`): no packed layout of theirs exists for the other frames.
+    fn dp4a_layout(format: WeightFormat) -> Option<WeightLayout> {
+        match format {
+            WeightFormat::Q4_0 | WeightFormat::Q4_1 | WeightFormat::Q8_0 => {
+                Some(WeightLayout::Packed)
+            }
+            WeightFormat::Q5_0 | WeightFormat::Q5_1 => Some(WeightLayout::Gguf),
+            _ => None,
         }
     }
 

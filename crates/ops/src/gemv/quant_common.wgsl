@@ -65,6 +65,13 @@ fn fifth_bits(h: u32) -> u32 {
     return ((h & 1u) | ((h & 2u) << 7u) | ((h & 4u) << 14u) | ((h & 8u) << 21u)) << 4u;
 }
 
+// The fifth bits of a block's quant words 0..3 (qh bits 4k..4k+3 from bit `first`: 0 for
+// the low nibbles, 16 for the high), as fifth_bits places them (the dp4a q5 kernels).
+fn fifth_words(qh: u32, first: u32) -> vec4<u32> {
+    let h = vec4<u32>(qh) >> (vec4<u32>(first) + vec4<u32>(0u, 4u, 8u, 12u));
+    return vec4<u32>(fifth_bits(h.x), fifth_bits(h.y), fifth_bits(h.z), fifth_bits(h.w));
+}
+
 // q5_0 / q5_1 unit k of a block: its 4 low-nibble elements (4k..4k+3) and its 4
 // high-nibble ones (4k+16..4k+19), fifth bits spliced in, as bytes plus 2^23 (u8x4).
 fn q5_lo(q: u32, qh: u32, k: u32) -> vec4<f32> {

@@ -215,15 +215,37 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
             "vec4<f32>(1.0)"
         },
     );
+    // The format's load_block and block_idot, with its binding 0 (`w`) and helpers.
     let idot = match key.format {
-        WeightFormat::Q4_0 => include_str!("idot_q4_0.wgsl"),
-        WeightFormat::Q4_1 => include_str!("idot_q4_1.wgsl"),
-        WeightFormat::Q8_0 => include_str!("idot_q8_0.wgsl"),
+        WeightFormat::Q4_0 => concat!(
+            include_str!("packed_common.wgsl"),
+            "\n",
+            include_str!("idot_q4_0.wgsl")
+        ),
+        WeightFormat::Q4_1 => concat!(
+            include_str!("packed_common.wgsl"),
+            "\n",
+            include_str!("idot_q4_1.wgsl")
+        ),
+        WeightFormat::Q8_0 => concat!(
+            include_str!("packed_common.wgsl"),
+            "\n",
+            include_str!("idot_q8_0.wgsl")
+        ),
+        WeightFormat::Q5_0 => concat!(
+            include_str!("idot_q5_0.wgsl"),
+            "\n",
+            include_str!("quant_common.wgsl")
+        ),
+        WeightFormat::Q5_1 => concat!(
+            include_str!("idot_q5_1.wgsl"),
+            "\n",
+            include_str!("quant_common.wgsl")
+        ),
         other => panic!("{} has no dp4a kernel", other.name()),
     };
     format!(
-        "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{}\n{idot}\n{}\n{}\n{}",
-        include_str!("packed_common.wgsl"),
+        "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{idot}\n{}\n{}\n{}",
         include_str!("idot_common.wgsl"),
         include_str!("reduce_subgroup.wgsl"),
         epilogue_part(key.epilogue, rope_first),

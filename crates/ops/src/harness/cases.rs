@@ -893,7 +893,9 @@ fn dp4a_op(f: WeightFormat, rows: u32, cols: u32, accumulate: bool) -> GemvFused
             cols,
             format: f,
             out_offset: 0,
-            layout: crate::gemv::WeightLayout::Packed,
+            layout: GemvVariant::Dp4a
+                .layout_for(f)
+                .expect("dp4a cases are of its formats"),
         },
         norm: None,
         epilogue: if accumulate {
@@ -991,7 +993,7 @@ pub fn cases(set: ShapeSet, max_binding: u64, filter: &CaseFilter) -> Vec<Case> 
     let mut out = Vec::new();
     for f in WeightFormat::ALL {
         out.extend(gemv_cases(f, set, max_binding));
-        if GemvVariant::Dp4a.runs(f, crate::gemv::WeightLayout::Packed) {
+        if GemvVariant::Dp4a.layout_for(f).is_some() {
             out.extend(dp4a_cases(f, set));
         }
         out.extend(wide_batched_cases(f));

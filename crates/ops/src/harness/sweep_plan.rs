@@ -224,13 +224,12 @@ fn crossed(axes: &Axes, defaults: Defaults, m: Matrix) -> Vec<SweepPoint> {
     for &format in &formats {
         for &layout in &layouts {
             for &variant in &variants {
-                // dp4a reads packed weights only: unless the layout is swept, it gets
-                // them (as in the decoder). A format without a packed form keeps its
-                // GGUF bytes.
-                let layout = if axes.layout.is_none() && variant.quantizes_x() {
-                    WeightLayout::Packed
-                } else {
-                    layout
+                // dp4a reads each format in one layout: unless the layout is swept, it
+                // gets that one (as in the decoder). A format without a packed form keeps
+                // its GGUF bytes.
+                let layout = match variant.layout_for(format) {
+                    Some(only) if axes.layout.is_none() => only,
+                    _ => layout,
                 };
                 for lanes in opt(&axes.lanes) {
                     for rows_per_lane in opt(&axes.rows) {
