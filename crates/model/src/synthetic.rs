@@ -27,14 +27,20 @@ fn seed_for(seed: u64, name: &str, chunk: u32) -> u64 {
 }
 
 /// The format a tensor `cols` wide is stored in when `format` is asked for: `format`, or
-/// Q8_0 when a row is not a whole number of its blocks (the K formats' 256 elements
-/// against SmolLM2's dim 576), as llama.cpp's quantizer also stores such tensors in a
-/// fallback format. Q8_0's 32 elements divide every width `LlamaConfig::validate` accepts.
+/// where a row is not a whole number of its blocks (the K formats' 256 elements against
+/// SmolLM2's dim 576 or Gemma 3 270M's 640) the fallback llama.cpp's quantizer takes
+/// (`llama_tensor_get_type`): q4_K → q5_0, q5_K → q5_1, else q8_0. So a synthetic file
+/// holds the formats the real file of that shape does (Gemma 3 270M Q4_K_M: 81 q5_0
+/// tensors). The 32 elements of these blocks divide every width `LlamaConfig::validate`
+/// accepts.
 pub fn storage_format(format: WeightFormat, cols: u32) -> WeightFormat {
     if cols.is_multiple_of(format.block_elems()) {
-        format
-    } else {
-        WeightFormat::Q8_0
+        return format;
+    }
+    match format {
+        WeightFormat::Q4_K => WeightFormat::Q5_0,
+        WeightFormat::Q5_K => WeightFormat::Q5_1,
+        _ => WeightFormat::Q8_0,
     }
 }
 
