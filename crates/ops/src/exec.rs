@@ -452,11 +452,12 @@ pub static EXECUTORS: &[Executor] = &[
         // The subgroup and groups variants and the subgroup-reduced workgroup kernel
         // compute the same.
         || {
-            let mut names = crate::attention::fused_shaders();
-            names.extend([
+            let mut names = vec![
+                crate::attention::FUSED_SHADER.name,
+                crate::attention::fused_sg_shader().name,
                 crate::attention::SUBGROUP_SHADER.name,
                 crate::attention::SUBGROUP_WIDE_SHADER.name,
-            ]);
+            ];
             names.extend(crate::attention::groups_shaders());
             names
         },

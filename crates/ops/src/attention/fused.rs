@@ -3,8 +3,7 @@
 //! [`super::AttnValues`]) stays as the oracle's structure and for comparisons.
 //!
 //! Variants ([`AttnVariant`], `--kernel attention=NAME`):
-//! - `workgroup` (op `attention`): one workgroup per head (`fused.wgsl`), 256 threads, on
-//!   GPUs 4 × head_dim up to 1024 (heads of 128 and 256 dims);
+//! - `workgroup` (op `attention`): one 256-thread workgroup per head (`fused.wgsl`);
 //! - `subgroup` (op `attention`): one subgroup per head, lanes over head dims, no barrier
 //!   (`subgroup.wgsl`): for CPU adapters;
 //! - `groups` (op `attention`): one workgroup of up to 1024 threads per head in groups of
@@ -30,102 +29,25 @@ pub static FUSED_SHADER: ShaderSource = ShaderSource {
 /// a subgroupAdd, then the subgroups' pairs merged after one barrier, instead of a tree of
 /// eight barriers. Built once, for adapters offering SUBGROUP.
 pub fn fused_sg_shader() -> &'static ShaderSource {
-    fused_shader(WG, true)
-}
-
-/// Threads per workgroup `fused.wgsl` is built for: 256, and 512 / 1024 for heads of 128
-/// and 256 dims ([`workgroup_threads`]).
-const FUSED_WG: [u32; 3] = [256, 512, 1024];
-
-/// `fused.wgsl` for `wg` threads a workgroup (one of [`FUSED_WG`]), with the subgroup
-/// merge ([`fused_sg_shader`]) or the tree of barriers: `attention`, `attention.sg`,
-/// `attention.wg1024`, `attention.sg.wg1024`, ... Built once per kind.
-pub fn fused_shader(wg: u32, sg: bool) -> &'static ShaderSource {
-    static SHADERS: std::sync::OnceLock<Vec<ShaderSource>> = std::sync::OnceLock::new();
-    let shaders = SHADERS.get_or_init(|| {
-        let mut out = Vec::new();
-        for sg in [false, true] {
-            for wg in FUSED_WG {
-                let mut name = String::from("attention");
-                if sg {
-                    name += ".sg";
-                }
-                if wg != WG {
-                    name += &format!(".wg{wg}");
-                }
-                out.push(ShaderSource {
-                    name: Box::leak(name.into_boxed_str()),
-                    wgsl: Box::leak(fused_source(wg, sg).into_boxed_str()),
-                });
-            }
+    static SHADER: std::sync::OnceLock<ShaderSource> = std::sync::OnceLock::new();
+    SHADER.get_or_init(|| {
+        let mut s = FUSED_SHADER.wgsl.to_string();
+        let start = s.find("fn reduce_softmax(").expect("fused.wgsl has reduce_softmax");
+        let end = start + s[start..].find("\n}\n").expect("reduce_softmax ends") + 3;
+        s.replace_range(start..end, REDUCE_SOFTMAX_SG);
+        let from = "    @builtin(local_invocation_index) lid: u32,\n) {\n";
+        assert_eq!(s.matches(from).count(), 1, "fused.wgsl: main's parameters");
+        s = s.replacen(
+            from,
+            "    @builtin(local_invocation_index) lid: u32,\n    @builtin(subgroup_invocation_id) sg_lane: u32,\n    @builtin(subgroup_size) sg_size: u32,\n) {\n    sg_lane_p = sg_lane;\n    sg_size_p = sg_size;\n",
+            1,
+        );
+        ShaderSource {
+            name: "attention.sg",
+            wgsl: Box::leak(s.into_boxed_str()),
         }
-        out
-    });
-    let i = FUSED_WG
-        .iter()
-        .position(|&w| w == wg)
-        .expect("fused_shader: a size of FUSED_WG");
-    &shaders[usize::from(sg) * FUSED_WG.len() + i]
+    })
 }
-
-/// Every `fused.wgsl` build (the CPU executor's table).
-pub fn fused_shaders() -> Vec<&'static str> {
-    [false, true]
-        .into_iter()
-        .flat_map(|sg| FUSED_WG.map(|wg| fused_shader(wg, sg).name))
-        .collect()
-}
-
-fn fused_source(wg: u32, sg: bool) -> String {
-    let mut s = FUSED_SHADER.wgsl.to_string();
-    let wg_line = "const WG: u32 = 256u;";
-    assert_eq!(s.matches(wg_line).count(), 1, "fused.wgsl: its WG");
-    s = s.replace(wg_line, &format!("const WG: u32 = {wg}u;"));
-    if !sg {
-        return s;
-    }
-    let start = s
-        .find("fn reduce_softmax(")
-        .expect("fused.wgsl has reduce_softmax");
-    let end = start + s[start..].find("\n}\n").expect("reduce_softmax ends") + 3;
-    s.replace_range(start..end, REDUCE_SOFTMAX_SG);
-    let from = "    @builtin(local_invocation_index) lid: u32,\n) {\n";
-    assert_eq!(s.matches(from).count(), 1, "fused.wgsl: main's parameters");
-    s.replacen(
-        from,
-        "    @builtin(local_invocation_index) lid: u32,\n    @builtin(subgroup_invocation_id) sg_lane: u32,\n    @builtin(subgroup_size) sg_size: u32,\n) {\n    sg_lane_p = sg_lane;\n    sg_size_p = sg_size;\n",
-        1,
-    )
-}
-
-/// Threads of a `workgroup`-variant workgroup for `op` on `gpu`: on GPUs 4 × head_dim
-/// (at least 256, at most what the adapter allows), so that at least 16 groups of
-/// head_dim / 4 threads share the weighted sum of values. With 256 threads a head of 256
-/// dims had 4 groups, each thread loading a value row of every fourth position in turn:
-/// the longest part of Gemma 3's attention (12 µs a call on an H100 at tg128). CPU
-/// adapters keep 256 (lavapipe runs a workgroup as a loop: 1024 threads made Gemma 3's
-/// decode step 1.7x slower there).
-fn workgroup_threads(gpu: &Gpu, op: &AttnFused) -> u32 {
-    if gpu.adapter_info().device_type == gpuscope_runtime::wgpu::DeviceType::Cpu {
-        return WG;
-    }
-    FUSED_WG
-        .into_iter()
-        .rev()
-        .find(|&wg| wg <= (4 * op.head_dim).max(WG) && fused_wg_fits(gpu, wg))
-        .unwrap_or(WG)
-}
-
-/// Whether the adapter's limits allow a `fused.wgsl` workgroup of `wg` threads.
-fn fused_wg_fits(gpu: &Gpu, wg: u32) -> bool {
-    let limits = gpu.limits();
-    wg <= limits.max_compute_invocations_per_workgroup
-        && wg <= limits.max_compute_workgroup_size_x
-        && wg * FUSED_BYTES_PER_THREAD <= limits.max_compute_workgroup_storage_size
-}
-
-/// Workgroup memory of `fused.wgsl` per thread: probs, red_m, red_l (f32) and part (vec4).
-const FUSED_BYTES_PER_THREAD: u32 = 4 + 4 + 4 + 16;
 
 const REDUCE_SOFTMAX_SG: &str = "var<private> sg_lane_p: u32;
 var<private> sg_size_p: u32;
@@ -236,14 +158,17 @@ pub static COMBINE_SHADER: ShaderSource = ShaderSource {
     wgsl: include_str!("combine.wgsl"),
 };
 
-/// The `workgroup` variant's shader for `op`: [`workgroup_threads`] threads, the subgroup
-/// merge ([`fused_sg_shader`]) where the adapter has SUBGROUP, else the tree of barriers
-/// (the split variant's first pass where `groups` does not run).
-fn workgroup_shader(gpu: &Gpu, op: &AttnFused) -> &'static ShaderSource {
-    let sg = gpu
+/// The `workgroup` variant's shader: [`fused_sg_shader`] where the adapter has SUBGROUP,
+/// else `fused.wgsl` with its tree of barriers.
+fn workgroup_shader(gpu: &Gpu) -> &'static ShaderSource {
+    if gpu
         .features()
-        .contains(gpuscope_runtime::wgpu::Features::SUBGROUP);
-    fused_shader(workgroup_threads(gpu, op), sg)
+        .contains(gpuscope_runtime::wgpu::Features::SUBGROUP)
+    {
+        fused_sg_shader()
+    } else {
+        &FUSED_SHADER
+    }
 }
 
 /// Most positions per split-K workgroup (one pass of the 256-thread workgroup).
@@ -553,18 +478,31 @@ impl AttnFused {
             .supported(gpu, self)
             .map_err(|what| self.invalid(what))?;
         self.check_buffers(buffers)?;
+        let [step, q, k_cache, v_cache, out] = buffers;
         match variant {
             AttnVariant::Subgroup => Ok(vec![self.dispatch_subgroup(
                 gpu,
                 self.subgroup_wide(gpu),
                 buffers,
             )?]),
-            AttnVariant::Workgroup => self
-                .dispatch_workgroup(gpu, workgroup_threads(gpu, self), buffers)
-                .map(|d| vec![d]),
-            AttnVariant::Groups => {
-                let shader = groups_shader(groups_wg(gpu).expect("checked by supported"));
-                self.one_per_head(gpu, shader, buffers).map(|d| vec![d])
+            AttnVariant::Workgroup | AttnVariant::Groups => {
+                let shader = match variant {
+                    AttnVariant::Groups => {
+                        groups_shader(groups_wg(gpu).expect("checked by supported"))
+                    }
+                    _ => workgroup_shader(gpu),
+                };
+                let pipeline = gpu.pipeline(shader, "main", &self.constants())?;
+                let bind_group = gpu.bind_group(&pipeline, &buffers)?;
+                Ok(vec![Dispatch::new(
+                    Self::OP,
+                    pipeline,
+                    bind_group,
+                    [self.n_heads, 1, 1],
+                    self.cost(),
+                    &[step, q, k_cache, v_cache],
+                    &[out],
+                )])
             }
             AttnVariant::Split => {
                 let scratch = scratch
@@ -572,50 +510,6 @@ impl AttnFused {
                 self.dispatch_split(gpu, buffers, scratch)
             }
         }
-    }
-
-    /// The `workgroup` variant with `threads` per workgroup (256, 512 or 1024; what
-    /// [`Self::dispatch_variant`] picks by adapter and head size, or another size the
-    /// adapter allows, as the tests take on CPU adapters).
-    pub fn dispatch_workgroup(
-        &self,
-        gpu: &Gpu,
-        threads: u32,
-        buffers: [&GpuBuffer; 5],
-    ) -> Result<Dispatch, GpuError> {
-        if !FUSED_WG.contains(&threads) || !fused_wg_fits(gpu, threads) {
-            return Err(self.invalid(format!(
-                "attention workgroups of {threads} threads: the sizes built are {FUSED_WG:?}, within the adapter's limits"
-            )));
-        }
-        AttnVariant::Workgroup
-            .supported(gpu, self)
-            .map_err(|what| self.invalid(what))?;
-        self.check_buffers(buffers)?;
-        let sg = gpu
-            .features()
-            .contains(gpuscope_runtime::wgpu::Features::SUBGROUP);
-        self.one_per_head(gpu, fused_shader(threads, sg), buffers)
-    }
-
-    /// One workgroup per query head of `shader` (the workgroup and groups variants).
-    fn one_per_head(
-        &self,
-        gpu: &Gpu,
-        shader: &'static ShaderSource,
-        [step, q, k_cache, v_cache, out]: [&GpuBuffer; 5],
-    ) -> Result<Dispatch, GpuError> {
-        let pipeline = gpu.pipeline(shader, "main", &self.constants())?;
-        let bind_group = gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, out])?;
-        Ok(Dispatch::new(
-            Self::OP,
-            pipeline,
-            bind_group,
-            [self.n_heads, 1, 1],
-            self.cost(),
-            &[step, q, k_cache, v_cache],
-            &[out],
-        ))
     }
 
     fn invalid(&self, what: String) -> GpuError {
@@ -695,7 +589,7 @@ impl AttnFused {
         let shader = if AttnVariant::Groups.supported(gpu, self).is_ok() {
             groups_shader(groups_wg(gpu).expect("checked by supported"))
         } else {
-            workgroup_shader(gpu, self)
+            workgroup_shader(gpu)
         };
         let pipeline = gpu.pipeline(shader, "main", &split_constants)?;
         let bind_group = gpu.bind_group(&pipeline, &[step, q, k_cache, v_cache, scratch])?;

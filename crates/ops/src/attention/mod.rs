@@ -27,8 +27,8 @@ mod fused;
 pub use batched::AttnBatched;
 
 pub use fused::{
-    fused_sg_shader, fused_shader, fused_shaders, groups_shader, groups_shaders, AttnFused,
-    AttnVariant, COMBINE_SHADER, FUSED_SHADER, SPLIT_CHUNK, SUBGROUP_SHADER, SUBGROUP_WIDE_SHADER,
+    fused_sg_shader, groups_shader, groups_shaders, AttnFused, AttnVariant, COMBINE_SHADER,
+    FUSED_SHADER, SPLIT_CHUNK, SUBGROUP_SHADER, SUBGROUP_WIDE_SHADER,
 };
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
