@@ -150,6 +150,13 @@ pub struct KernelPlan {
     /// Per adapter: coopmat where wgpu offers 16x16 f16 cooperative matrices (tensor cores),
     /// else dp4a where the plan runs dp4a gemvs.
     pub prefill: Option<GemmKind>,
+    /// Whether `dp4a` takes the K-quant (q4_K, q5_K) matrices too (`--kernel dp4a_k=on`).
+    /// Off by default: on an H100 it made decode 1.05x (Gemma 3 270M) to 1.45x (Qwen3
+    /// 0.6B) faster, but on the real Gemma 3 270M file the int8 activations of its q4_K
+    /// output and down projections (the attention output, the GeGLU hidden) drift past
+    /// `check`'s limits against float64 (max error 2.95 × rms at layer 4), where the
+    /// q5_0 / q8_0 ones stay inside (BENCHMARKS.md, run 30).
+    pub dp4a_k_quants: bool,
     /// Whether [`Self::gemv`] and [`Self::gemv_large`] come from this adapter's cached
     /// sweep ([`GemvTuning`], `bench --sweep ... --save-tuning`) rather than
     /// the rules; a `--kernel gemv=` or `gemv_large=` override clears it.
@@ -194,6 +201,7 @@ impl KernelPlan {
             attention: None,
             fusions: Fusions::all(),
             prefill: None,
+            dp4a_k_quants: false,
             tuned: false,
         };
         plan.prefill = if !cpu && GemmKind::Coopmat.supported(gpu).is_ok() {
@@ -276,6 +284,13 @@ impl KernelPlan {
                     })?),
                 }
             }
+            "dp4a_k" => {
+                self.dp4a_k_quants = match variant.trim() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(format!("`{spec}`: expected dp4a_k=on or dp4a_k=off")),
+                }
+            }
             "weights" => {
                 self.weights = WeightLayout::parse(variant.trim()).ok_or_else(|| {
                     format!(
@@ -310,7 +325,7 @@ impl KernelPlan {
             }
             other => {
                 return Err(format!(
-                "`{spec}`: unknown op `{other}` (kernels with variants: gemv, attention, weights, prefill)"
+                "`{spec}`: unknown op `{other}` (kernels with variants: gemv, gemv_large, dp4a_k, attention, weights, prefill)"
             ))
             }
         }
@@ -386,13 +401,21 @@ impl KernelPlan {
         cols: u32,
     ) -> GemvVariant {
         let asked = self.gemv_asked(rows, cols);
-        if asked.runs(format, layout) {
+        if self.takes(asked, format, layout) {
             asked
-        } else if self.gemv.runs(format, layout) {
+        } else if self.takes(self.gemv, format, layout) {
             self.gemv
         } else {
             self.gemv_fallback(gpu)
         }
+    }
+
+    /// Whether the plan runs `variant` for a matrix of `format` in `layout`: where it has a
+    /// kernel, and for `dp4a` over K-quants only with [`Self::dp4a_k_quants`].
+    fn takes(&self, variant: GemvVariant, format: WeightFormat, layout: WeightLayout) -> bool {
+        let k_quant = matches!(format, WeightFormat::Q4_K | WeightFormat::Q5_K);
+        variant.runs(format, layout)
+            && !(variant == GemvVariant::Dp4a && k_quant && !self.dp4a_k_quants)
     }
 
     /// See [`Self::gemv_for`].
@@ -444,6 +467,12 @@ pub(crate) fn settings(
         s.insert(
             "gemv_large".into(),
             format!("{} for matrices of at least {LARGE_GEMV_WEIGHTS} weights (packed weights where it has a kernel for the format, else `gemv`)", v.name()),
+        );
+    }
+    if plan.dp4a_k_quants {
+        s.insert(
+            "dp4a_k".into(),
+            "on: dp4a over q4_K / q5_K matrices too (int8 activations; off by default)".into(),
         );
     }
     if plan.gemv.quantizes_x() {

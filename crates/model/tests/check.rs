@@ -369,7 +369,8 @@ fn vulkan_is_compared_with_gl_dispatch_by_dispatch() {
 
 /// The dp4a gemv (int8 activations) in the decoder: every dispatch against its executor,
 /// which quantizes x the way the kernel does, in f32 and in f64; q4_0 / q4_1 / q8_0
-/// (packed) and q5_0 / q5_1 (GGUF blocks) run dp4a, f16 falls back to the float variant
+/// (packed) and q5_0 / q5_1 (GGUF blocks) run dp4a, q4_K / q5_K too with `dp4a_k=on`
+/// (the down projection, the one matrix 256 wide), f16 falls back to the float variant
 /// (the settings say which).
 #[test]
 fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
@@ -385,11 +386,29 @@ fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
         WeightFormat::Q8_0,
         WeightFormat::Q5_0,
         WeightFormat::Q5_1,
+        WeightFormat::Q4_K,
+        WeightFormat::Q5_K,
         WeightFormat::F16,
     ] {
         let w = common::weights(Preset::Tiny, format);
         let mut plan = gpuscope_model::KernelPlan::for_adapter(gpu);
         plan.set_kernel("gemv=dp4a").unwrap();
+        let k_quant = matches!(format, WeightFormat::Q4_K | WeightFormat::Q5_K);
+        if k_quant {
+            // Not taken unless asked for (`dp4a_k`: off by default).
+            let opts = CheckOptions {
+                plan: Some(plan),
+                ..options(1)
+            };
+            let run = check(gpu, &w, &opts).unwrap();
+            let own = format!("gemv_{}.dp4a", format.name());
+            assert!(!run
+                .report
+                .dispatches
+                .iter()
+                .any(|d| d.shader.contains(&own)));
+            plan.set_kernel("dp4a_k=on").unwrap();
+        }
         for precision in [Precision::F32, Precision::F64] {
             let opts = CheckOptions {
                 plan: Some(plan),
@@ -412,6 +431,14 @@ fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
                 assert!(!widened);
             } else {
                 assert!(dp4a > 0, "{format}: no dp4a dispatch checked");
+                let own = format!("gemv_{}.dp4a", format.name());
+                assert!(
+                    run.report
+                        .dispatches
+                        .iter()
+                        .any(|d| d.shader.contains(&own)),
+                    "{format}: no {own} dispatch"
+                );
                 // Int8 activations: limits for their rounding and drift, said in a note,
                 // the local ones for exactly the dp4a dispatches.
                 assert_eq!(run.report.thresholds.chained, INT8_CHAINED);

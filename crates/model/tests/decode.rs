@@ -270,6 +270,7 @@ fn every_kernel_variant_and_fusion_set_matches_cpu() {
                         attention: Some(attention),
                         fusions,
                         prefill: None,
+                        dp4a_k_quants: false,
                         tuned: false,
                     };
                     let what = format!("{format:?} {plan:?}");

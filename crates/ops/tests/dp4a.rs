@@ -11,13 +11,16 @@ use gpuscope_ops::quant::WeightFormat;
 use crate::common::{self, f32_bytes, read_f32, run};
 use crate::quant_gemv_embedding::GemvCase;
 
-/// Every format dp4a has a kernel for (packed q4_0 / q4_1 / q8_0, GGUF q5_0 / q5_1).
-const FORMATS: [WeightFormat; 5] = [
+/// Every format dp4a has a kernel for (packed q4_0 / q4_1 / q8_0, GGUF q5_0 / q5_1 /
+/// q4_K / q5_K).
+const FORMATS: [WeightFormat; 7] = [
     WeightFormat::Q4_0,
     WeightFormat::Q4_1,
     WeightFormat::Q8_0,
     WeightFormat::Q5_0,
     WeightFormat::Q5_1,
+    WeightFormat::Q4_K,
+    WeightFormat::Q5_K,
 ];
 
 /// The layout dp4a reads `format` in.
@@ -73,20 +76,30 @@ fn dp4a_matches_its_oracle_at_decoder_shapes_and_every_tuning() {
     }
     let mut rng = common::rng(400);
     for format in FORMATS {
-        // SmolLM2's widths and rows, a partial workgroup, Llama-8B's 4096 and 14336.
+        // SmolLM2's widths and rows, a partial workgroup, Llama-8B's 4096 and 14336 (the
+        // K formats at the widths of whole super-blocks).
         for (rows, cols) in [
-            (1, 32),
+            (1u32, 32u32),
             (37, 96),
             (960, 576),
+            (1, 256),
             (70, 1536),
             (33, 4096),
             (9, 14336),
         ] {
+            if !cols.is_multiple_of(format.block_elems()) {
+                continue;
+            }
             let mut case = GemvCase::new(&mut rng, format, rows, cols);
             case.gemv.layout = layout(format);
             case.check(gpu, Some(case.gemv.tuning(GemvVariant::Dp4a, gpu)));
         }
-        let mut case = GemvCase::new(&mut rng, format, 37, 160);
+        let cols = if format.block_elems() == 256 {
+            512
+        } else {
+            160
+        };
+        let mut case = GemvCase::new(&mut rng, format, 37, cols);
         case.gemv.layout = layout(format);
         let max = GemvVariant::Dp4a.max_threads_per_row(gpu);
         for tuning in common::tunings(GemvVariant::Dp4a, max) {
@@ -160,7 +173,6 @@ fn dp4a_refuses_formats_and_layouts_it_has_no_kernel_for() {
         (WeightFormat::Q4_0, WeightLayout::Gguf),
         (WeightFormat::Q8_0, WeightLayout::Gguf),
         (WeightFormat::F16, WeightLayout::Gguf),
-        (WeightFormat::Q4_K, WeightLayout::Gguf),
         (WeightFormat::Q6_K, WeightLayout::Gguf),
     ] {
         let g = Gemv {

@@ -33,8 +33,10 @@ fn every_op_format_and_shape_of_the_default_table_matches_its_executor() {
         "gemv_q8_0.dp4a.packed",
         "gemv_q5_0.dp4a",
         "gemv_q5_1.dp4a",
+        "gemv_q4_k.dp4a",
+        "gemv_q5_k.dp4a",
     ] {
-        for shape in ["smollm2.attn_q", "split.4096", "split.8192"] {
+        for shape in ["smollm2.ffn_down", "split.4096", "split.8192"] {
             assert!(
                 all.iter().any(|c| c.op == kernel && c.shape == shape),
                 "{kernel} {shape}"
@@ -51,7 +53,7 @@ fn every_op_format_and_shape_of_the_default_table_matches_its_executor() {
         .count();
     if gpuscope_ops::gemv::GemvVariant::Dp4a.supported(gpu).is_ok() {
         assert_eq!(
-            dp4a_ran, 35,
+            dp4a_ran, 43,
             "every dp4a case runs where the adapter has dp4a"
         );
     } else {

@@ -165,7 +165,7 @@ impl GemvVariant {
     }
 
     /// The layout this variant reads `format` in where it reads only one (`dp4a`: q4_0,
-    /// q4_1 and q8_0 packed, q5_0 and q5_1 as GGUF bytes), else `None` (`dp4a` has no
+    /// q4_1 and q8_0 packed, q5_0, q5_1, q4_K and q5_K as GGUF bytes), else `None` (`dp4a` has no
     /// kernel for the format; the other variants read every layout).
     pub fn layout_for(self, format: WeightFormat) -> Option<WeightLayout> {
         match self {
@@ -176,13 +176,17 @@ impl GemvVariant {
 
     /// The formats `dp4a` has a kernel for, and the layout it reads each in. q5_0 / q5_1
     /// read the GGUF blocks (their fifth bits splice into the nibbles as the block is
-    /// loaded, `idot_q5_*.wgsl`): no packed layout of theirs exists for the other frames.
+    /// loaded, `idot_q5_*.wgsl`), as q4_K / q5_K do (a 32-element sub-block with its own
+    /// scale and offset, `idot_k.wgsl`): no packed layout of theirs exists for the other
+    /// frames. q6_K (210-byte super-blocks, 16-element scales) has none.
     fn dp4a_layout(format: WeightFormat) -> Option<WeightLayout> {
         match format {
             WeightFormat::Q4_0 | WeightFormat::Q4_1 | WeightFormat::Q8_0 => {
                 Some(WeightLayout::Packed)
             }
-            WeightFormat::Q5_0 | WeightFormat::Q5_1 => Some(WeightLayout::Gguf),
+            WeightFormat::Q5_0 | WeightFormat::Q5_1 | WeightFormat::Q4_K | WeightFormat::Q5_K => {
+                Some(WeightLayout::Gguf)
+            }
             _ => None,
         }
     }

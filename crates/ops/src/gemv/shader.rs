@@ -242,6 +242,20 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
             "\n",
             include_str!("quant_common.wgsl")
         ),
+        WeightFormat::Q4_K => concat!(
+            include_str!("idot_q4_k.wgsl"),
+            "\n",
+            include_str!("idot_k.wgsl"),
+            "\n",
+            include_str!("quant_common.wgsl")
+        ),
+        WeightFormat::Q5_K => concat!(
+            include_str!("idot_q5_k.wgsl"),
+            "\n",
+            include_str!("idot_k.wgsl"),
+            "\n",
+            include_str!("quant_common.wgsl")
+        ),
         other => panic!("{} has no dp4a kernel", other.name()),
     };
     format!(

@@ -969,6 +969,8 @@ fn dp4a_cases(f: WeightFormat, set: ShapeSet) -> Vec<Case> {
             ("llama8b.ffn_down", 4096, 14336, false),
         ]);
     }
+    // The K formats' rows are whole 256-element super-blocks.
+    shapes.retain(|&(_, _, cols, _)| cols.is_multiple_of(f.block_elems()));
     shapes
         .into_iter()
         .map(|(shape, rows, cols, accumulate)| {
