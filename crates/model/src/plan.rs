@@ -151,7 +151,7 @@ pub struct KernelPlan {
     /// else dp4a where the plan runs dp4a gemvs.
     pub prefill: Option<GemmKind>,
     /// Whether `dp4a` takes the K-quant (q4_K, q5_K) matrices too (`--kernel dp4a_k=on`).
-    /// Off by default: on an H100 it made decode 1.05x (Gemma 3 270M) to 1.45x (Qwen3
+    /// Off by default: on an H100 it made decode 1.06x (Gemma 3 270M) to 1.45x (Qwen3
     /// 0.6B) faster, but on the real Gemma 3 270M file the int8 activations of its q4_K
     /// output and down projections (the attention output, the GeGLU hidden) drift past
     /// `check`'s limits against float64 (max error 2.95 × rms at layer 4), where the
