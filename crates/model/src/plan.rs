@@ -400,22 +400,35 @@ impl KernelPlan {
         rows: u32,
         cols: u32,
     ) -> GemvVariant {
+        let m = gpuscope_ops::gemv::Gemv {
+            rows,
+            cols,
+            format,
+            out_offset: 0,
+            layout,
+        };
         let asked = self.gemv_asked(rows, cols);
-        if self.takes(asked, format, layout) {
+        if self.takes(gpu, asked, &m) {
             asked
-        } else if self.takes(self.gemv, format, layout) {
+        } else if self.takes(gpu, self.gemv, &m) {
             self.gemv
         } else {
             self.gemv_fallback(gpu)
         }
     }
 
-    /// Whether the plan runs `variant` for a matrix of `format` in `layout`: where it has a
-    /// kernel, and for `dp4a` over K-quants only with [`Self::dp4a_k_quants`].
-    fn takes(&self, variant: GemvVariant, format: WeightFormat, layout: WeightLayout) -> bool {
-        let k_quant = matches!(format, WeightFormat::Q4_K | WeightFormat::Q5_K);
-        variant.runs(format, layout)
-            && !(variant == GemvVariant::Dp4a && k_quant && !self.dp4a_k_quants)
+    /// Whether the plan runs `variant` for matrix `m`: where it has a kernel for its format
+    /// and layout, and `dp4a` where its x fits the device's workgroup memory and, over
+    /// K-quants, with [`Self::dp4a_k_quants`].
+    fn takes(&self, gpu: &Gpu, variant: GemvVariant, m: &gpuscope_ops::gemv::Gemv) -> bool {
+        if !variant.runs(m.format, m.layout) {
+            return false;
+        }
+        if variant != GemvVariant::Dp4a {
+            return true;
+        }
+        let k_quant = matches!(m.format, WeightFormat::Q4_K | WeightFormat::Q5_K);
+        (self.dp4a_k_quants || !k_quant) && m.dp4a_fits(gpu)
     }
 
     /// See [`Self::gemv_for`].

@@ -367,6 +367,32 @@ fn vulkan_is_compared_with_gl_dispatch_by_dispatch() {
     assert!(outputs.iter().all(|o| o.local.is_some()));
 }
 
+/// A matrix whose int8 x does not fit the device's workgroup memory (28672 columns: 36 KB,
+/// lavapipe allows 32) runs the fallback variant, not a dp4a kernel that cannot be built.
+#[test]
+fn dp4a_too_wide_for_workgroup_memory_falls_back() {
+    use gpuscope_ops::gemv::{Gemv, GemvVariant, WeightLayout};
+    let Some(gpu) = common::gpu() else { return };
+    let mut plan = gpuscope_model::KernelPlan::for_adapter(gpu);
+    plan.set_kernel("gemv=dp4a").unwrap();
+    let (f, l) = (WeightFormat::Q4_0, WeightLayout::Packed);
+    for cols in [4096, 28672] {
+        let m = Gemv {
+            rows: 64,
+            cols,
+            format: f,
+            out_offset: 0,
+            layout: l,
+        };
+        let v = plan.gemv_for(gpu, f, l, 64, cols);
+        assert_eq!(v == GemvVariant::Dp4a, m.dp4a_fits(gpu), "{cols}: {v:?}");
+    }
+    let limit = gpu.limits().max_compute_workgroup_storage_size;
+    if limit < 36 * 1024 {
+        assert_ne!(plan.gemv_for(gpu, f, l, 64, 28672), GemvVariant::Dp4a);
+    }
+}
+
 /// The dp4a gemv (int8 activations) in the decoder: every dispatch against its executor,
 /// which quantizes x the way the kernel does, in f32 and in f64; q4_0 / q4_1 / q8_0
 /// (packed) and q5_0 / q5_1 (GGUF blocks) run dp4a, q4_K / q5_K too with `dp4a_k=on`

@@ -178,10 +178,8 @@ impl GemvFused {
             )));
         }
         if variant == GemvVariant::Dp4a {
-            // xq (16 bytes per 16 columns), xm (8 bytes per block), the 128 partial
-            // sums of x² and the row groups' sums (ksum) of kernel_dp4a.wgsl.
             let split = g.dp4a_split(gpu);
-            let bytes = u64::from(g.cols) + u64::from(g.cols / 32) * 8 + 512 + split.sum_bytes(t);
+            let bytes = g.dp4a_workgroup_bytes(gpu, t);
             if split.workgroup < tpr * split.k_split {
                 return Err(self.invalid(format!(
                     "{tpr} lanes per row: the dp4a frame splits each row set over {} row groups of a {}-thread workgroup",

@@ -457,6 +457,25 @@ impl Gemv {
         }
     }
 
+    /// Workgroup memory of the `dp4a` kernel for this matrix with `tuning`: xq (16 bytes
+    /// per 16 columns) and xm (8 bytes per block), the 128 partial sums of x² and the row
+    /// groups' sums (ksum) of kernel_dp4a.wgsl.
+    pub fn dp4a_workgroup_bytes(&self, gpu: &Gpu, tuning: GemvTuning) -> u64 {
+        u64::from(self.cols)
+            + u64::from(self.cols / 32) * 8
+            + 512
+            + self.dp4a_split(gpu).sum_bytes(tuning)
+    }
+
+    /// Whether the `dp4a` kernel for this matrix fits the device's workgroup memory with
+    /// its default tuning (x of 28672 columns takes 36 KB: an adapter with 32 KB runs
+    /// such a matrix on the fallback variant).
+    pub fn dp4a_fits(&self, gpu: &Gpu) -> bool {
+        let t = self.tuning(GemvVariant::Dp4a, gpu);
+        self.dp4a_workgroup_bytes(gpu, t)
+            <= u64::from(gpu.limits().max_compute_workgroup_storage_size)
+    }
+
     /// The tuning of `variant` for this shape on `gpu`: the `shared` tuning; for
     /// `subgroup` the same with at most a subgroup of lanes per row; for `rows` one lane
     /// per 4 rows (x is loaded once for 4 rows: on lavapipe every load is issued lane by
