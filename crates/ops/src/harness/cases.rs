@@ -969,7 +969,14 @@ fn dp4a_cases(f: WeightFormat, set: ShapeSet) -> Vec<Case> {
             ("llama8b.ffn_down", 4096, 14336, false),
         ]);
     }
-    // The K formats' rows are whole 256-element super-blocks.
+    // q4_0 / q4_1 / q8_0 (packed) take every shape; the GGUF-block formats, whose own
+    // code is only the block's load and dot product, a narrow, a wide and a split one
+    // (each case is a pipeline; the K formats' rows are whole 256-element super-blocks).
+    if GemvVariant::Dp4a.layout_for(f) != Some(crate::gemv::WeightLayout::Packed) {
+        shapes.retain(|&(shape, _, _, _)| {
+            matches!(shape, "smollm2.ffn_down" | "split.4096" | "split.8192")
+        });
+    }
     shapes.retain(|&(_, _, cols, _)| cols.is_multiple_of(f.block_elems()));
     shapes
         .into_iter()
