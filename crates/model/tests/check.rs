@@ -435,7 +435,18 @@ fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
                 .any(|d| d.shader.contains(&own)));
             plan.set_kernel("dp4a_k=on").unwrap();
         }
-        for precision in [Precision::F32, Precision::F64] {
+        // The GGUF-block formats' own code is the kernel's block load and dot product,
+        // which the f64 check covers; the f32 one is the frame's, as q4_0's.
+        let gguf_blocks = matches!(
+            format,
+            WeightFormat::Q5_0 | WeightFormat::Q5_1 | WeightFormat::Q4_K | WeightFormat::Q5_K
+        );
+        let precisions: &[Precision] = if gguf_blocks {
+            &[Precision::F64]
+        } else {
+            &[Precision::F32, Precision::F64]
+        };
+        for &precision in precisions {
             let opts = CheckOptions {
                 plan: Some(plan),
                 precision,
