@@ -697,25 +697,25 @@ fn rope_epilogue_matches_gemv_then_rope_and_cache_stores() {
         ring: false,
     };
     let (q, kv) = (24u32, 8u32);
+    // The stacked form with and without the folded norm, the v part with it; each format
+    // in one of them, in turn (the epilogue is the same code for every format, whose own
+    // part every_variant_matches_the_oracle_for_every_format covers; each distinct form is
+    // a pipeline compiled: see common::each_choice).
+    let forms = [(None, 0u32), (Some(1e-5), 0), (Some(1e-5), q + kv)];
     for variant in variants(gpu) {
-        for format in WeightFormat::ALL {
+        for (format, (norm, out_offset)) in common::each_choice(&WeightFormat::ALL, &forms) {
             let cols = fused_width(format);
-            // The stacked form with and without the folded norm, the v part with it
-            // (each distinct form is a pipeline compiled: see common::each_choice).
-            for norm in [None, Some(1e-5)] {
-                let stacked = GemvFused {
-                    gemv: matrix(format, q + 2 * kv, cols, 0),
-                    norm,
-                    epilogue: GemvEpilogue::RopeKv(rope),
-                };
-                FusedCase::new(&mut rng, stacked).check(gpu, variant, q as usize, 3);
-            }
-            let v_part = GemvFused {
-                gemv: matrix(format, kv, cols, q + kv),
-                norm: Some(1e-5),
+            let (rows, pos) = if out_offset == 0 {
+                (q + 2 * kv, 3)
+            } else {
+                (kv, 4)
+            };
+            let op = GemvFused {
+                gemv: matrix(format, rows, cols, out_offset),
+                norm,
                 epilogue: GemvEpilogue::RopeKv(rope),
             };
-            FusedCase::new(&mut rng, v_part).check(gpu, variant, q as usize, 4);
+            FusedCase::new(&mut rng, op).check(gpu, variant, q as usize, pos);
         }
     }
 }
@@ -752,17 +752,16 @@ fn rope_epilogue_outside_the_cache_stores_nothing() {
 fn gated_epilogues_match_gemv_then_the_activation() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(313);
+    // Each format in one of the three stackings, in turn (as the rope epilogue's test).
+    let forms = [(1u32, 4u32, None), (13, 16, Some(1e-5)), (40, 40, None)];
     for variant in variants(gpu) {
-        for format in WeightFormat::ALL {
-            let cols = fused_width(format);
-            for (n, up_row, norm) in [(1u32, 4u32, None), (13, 16, Some(1e-5)), (40, 40, None)] {
-                let op = GemvFused {
-                    gemv: matrix(format, up_row + n, cols, 0),
-                    norm,
-                    epilogue: GemvEpilogue::SiluMul { n, up_row },
-                };
-                FusedCase::new(&mut rng, op).check(gpu, variant, n as usize + 3, 0);
-            }
+        for (format, (n, up_row, norm)) in common::each_choice(&WeightFormat::ALL, &forms) {
+            let op = GemvFused {
+                gemv: matrix(format, up_row + n, fused_width(format), 0),
+                norm,
+                epilogue: GemvEpilogue::SiluMul { n, up_row },
+            };
+            FusedCase::new(&mut rng, op).check(gpu, variant, n as usize + 3, 0);
         }
         // GeGLU (Gemma 3) in the same frames: q8_0 and q4_K, its files' gate/up formats,
         // and q4_0 (a dp4a format).
