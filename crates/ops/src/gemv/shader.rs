@@ -216,47 +216,25 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
         },
     );
     // The format's load_block and block_idot, with its binding 0 (`w`) and helpers.
-    let idot = match key.format {
-        WeightFormat::Q4_0 => concat!(
-            include_str!("packed_common.wgsl"),
-            "\n",
-            include_str!("idot_q4_0.wgsl")
-        ),
-        WeightFormat::Q4_1 => concat!(
-            include_str!("packed_common.wgsl"),
-            "\n",
-            include_str!("idot_q4_1.wgsl")
-        ),
-        WeightFormat::Q8_0 => concat!(
-            include_str!("packed_common.wgsl"),
-            "\n",
-            include_str!("idot_q8_0.wgsl")
-        ),
-        WeightFormat::Q5_0 => concat!(
+    // Packed formats share packed_common.wgsl (binding 0 as vec4s, the scales region);
+    // the GGUF-block ones quant_common.wgsl's helpers, the K-quants also idot_k.wgsl.
+    let (own, shared) = match key.format {
+        WeightFormat::Q4_0 => (include_str!("idot_q4_0.wgsl"), ""),
+        WeightFormat::Q4_1 => (include_str!("idot_q4_1.wgsl"), ""),
+        WeightFormat::Q8_0 => (include_str!("idot_q8_0.wgsl"), ""),
+        WeightFormat::Q5_0 => (
             include_str!("idot_q5_0.wgsl"),
-            "\n",
-            include_str!("quant_common.wgsl")
+            include_str!("q5_0_words.wgsl"),
         ),
-        WeightFormat::Q5_1 => concat!(
-            include_str!("idot_q5_1.wgsl"),
-            "\n",
-            include_str!("quant_common.wgsl")
-        ),
-        WeightFormat::Q4_K => concat!(
-            include_str!("idot_q4_k.wgsl"),
-            "\n",
-            include_str!("idot_k.wgsl"),
-            "\n",
-            include_str!("quant_common.wgsl")
-        ),
-        WeightFormat::Q5_K => concat!(
-            include_str!("idot_q5_k.wgsl"),
-            "\n",
-            include_str!("idot_k.wgsl"),
-            "\n",
-            include_str!("quant_common.wgsl")
-        ),
+        WeightFormat::Q5_1 => (include_str!("idot_q5_1.wgsl"), ""),
+        WeightFormat::Q4_K => (include_str!("idot_q4_k.wgsl"), include_str!("idot_k.wgsl")),
+        WeightFormat::Q5_K => (include_str!("idot_q5_k.wgsl"), include_str!("idot_k.wgsl")),
         other => panic!("{} has no dp4a kernel", other.name()),
+    };
+    let idot = if key.layout == WeightLayout::Packed {
+        format!("{}\n{own}", include_str!("packed_common.wgsl"))
+    } else {
+        format!("{own}\n{shared}\n{}", include_str!("quant_common.wgsl"))
     };
     format!(
         "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{idot}\n{}\n{}\n{}",
@@ -360,7 +338,12 @@ fn compose(key: ShaderKey, name: &str) -> String {
         (WeightLayout::Gguf, WeightFormat::Q4_0) => include_str!("block_q4_0.wgsl"),
         (WeightLayout::Gguf, WeightFormat::Q4_1) => include_str!("block_q4_1.wgsl"),
         (WeightLayout::Gguf, WeightFormat::Q8_0) => include_str!("block_q8_0.wgsl"),
-        (WeightLayout::Gguf, WeightFormat::Q5_0) => include_str!("block_q5_0.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q5_0) => {
+            concat!(
+                include_str!("q5_0_words.wgsl"),
+                include_str!("block_q5_0.wgsl")
+            )
+        }
         (WeightLayout::Gguf, WeightFormat::Q5_1) => include_str!("block_q5_1.wgsl"),
         (WeightLayout::Gguf, WeightFormat::Q4_K) => include_str!("block_q4_k.wgsl"),
         (WeightLayout::Gguf, WeightFormat::Q5_K) => include_str!("block_q5_k.wgsl"),
