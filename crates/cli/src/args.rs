@@ -237,8 +237,8 @@ impl DeviceArgs {
 pub struct KernelArgs {
     /// Pick a kernel variant, OP=VARIANT (repeatable): gemv=shared|subgroup|rows|blocks|dp4a
     /// (optionally :LANESxROWS, e.g. gemv=blocks:16x2, one spread for every gemv; dp4a:
-    /// int8 activations and integer dot products, packed q4_0/q4_1/q8_0 and GGUF q5_0/q5_1 weights;
-    /// dp4a_k=on: q4_K/q5_K too, off by default, see docs/kernels.md),
+    /// int8 activations and integer dot products, packed q4_0/q4_1/q8_0 and GGUF q5_0/q5_1/q4_K/q5_K
+    /// weights; dp4a_k=off leaves q4_K/q5_K to the float variant, see docs/kernels.md),
     /// attention=workgroup|subgroup|groups|split, weights=gguf|packed, gemv_large=VARIANT|none
     /// (the variant of matrices of 2^18 weights and more; dp4a on GPUs),
     /// prefill=coopmat|dp4a|batched (the prompt's gemm for q4_0/q4_1/q8_0/q5_0/q5_1/q4_K/q5_K: f16 tiles on

@@ -98,6 +98,9 @@ pub struct Call<'a, T> {
     constants: &'a [(String, f64)],
     bindings: Vec<BindingData<'a, T>>,
     outputs: Vec<Option<Output<T>>>,
+    /// The tested GPU's bytes of the same bindings for this dispatch, when the reference
+    /// runs on inputs of its own ([`Self::following`]).
+    subject: Option<Vec<&'a [u8]>>,
 }
 
 impl<'a, T: Real> Call<'a, T> {
@@ -112,7 +115,28 @@ impl<'a, T: Real> Call<'a, T> {
             constants,
             bindings,
             outputs,
+            subject: None,
         }
+    }
+
+    /// The call with the tested GPU's bytes of the same bindings (`gpuscope check`'s
+    /// chained reference, which runs on its own previous outputs): an executor whose
+    /// kernel rounds its inputs may follow the GPU's rounding where the two inputs round
+    /// to neighbouring steps ([`crate::gemv::XRounding::Int8Following`]).
+    pub fn following(mut self, subject: Vec<&'a [u8]>) -> Call<'a, T> {
+        self.subject = Some(subject);
+        self
+    }
+
+    /// Binding `b` as the tested GPU had it (f32 words), when the call has it.
+    pub fn subject_f32s(&self, b: u32) -> Option<Vec<f32>> {
+        let bytes = self.subject.as_ref()?.get(b as usize)?;
+        Some(
+            bytes
+                .chunks_exact(4)
+                .map(|w| f32::from_le_bytes(w.try_into().unwrap()))
+                .collect(),
+        )
     }
 
     pub fn shader(&self) -> &str {

@@ -4,7 +4,7 @@
 //! small, not a wrong kernel); and refusals for what it has no kernel for.
 
 use gpuscope_ops::gemv::{
-    q8_blocks, rounds_activations, Gemv, GemvTuning, GemvVariant, WeightLayout,
+    q8_blocks, q8_blocks_following, rounds_activations, Gemv, GemvTuning, GemvVariant, WeightLayout,
 };
 use gpuscope_ops::quant::WeightFormat;
 
@@ -66,6 +66,35 @@ fn q8_blocks_quantizes_each_block_to_127_steps_of_its_max() {
         assert!((qs[i] - xs[i]).abs() <= amax * 1e-6);
     }
     assert_eq!(q8_blocks(&[0.0; 32]), vec![0.0; 32]);
+}
+
+/// The chained reference's int8 rounding follows the GPU's where the GPU's quant is a
+/// neighbouring step of its own x / d, and only there.
+#[test]
+fn q8_blocks_following_takes_a_neighbouring_step_and_nothing_further() {
+    let mut x = vec![0.0f32; 32];
+    x[0] = 127.0; // d = 1
+    x[1] = 10.49; // rounds to 10
+    x[2] = -3.2; // rounds to -3
+    x[3] = 5.0;
+    let mut gpu = x.clone();
+    gpu[1] = 10.51; // the GPU's x a little apart: it rounds to 11, a neighbour of 10.49
+    gpu[2] = -5.0; // -5 is two steps from -3.2: not followed
+    gpu[3] = 5.0000005;
+    let followed = q8_blocks_following(&x, &gpu);
+    assert_eq!(followed[1], 11.0, "a neighbouring step is followed");
+    assert_eq!(followed[2], -3.0, "a step two away is not");
+    assert_eq!(followed[3], 5.0);
+    assert_eq!(&followed[..1], &q8_blocks(&x)[..1]);
+    // With the GPU's x equal to its own, it is q8_blocks.
+    assert_eq!(q8_blocks_following(&x, &x), q8_blocks(&x));
+    // Each block keeps its own scale: the second block's max is 0.5.
+    let mut two = x.clone();
+    two.extend((0..32).map(|i| if i == 0 { 0.5 } else { 0.0 }));
+    let mut gpu2 = gpu.clone();
+    gpu2.extend(std::iter::repeat_n(0.0, 32));
+    gpu2[32] = 0.5;
+    assert_eq!(q8_blocks_following(&two, &gpu2)[32], 0.5);
 }
 
 #[test]

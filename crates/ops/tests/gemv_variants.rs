@@ -522,7 +522,7 @@ impl FusedCase {
         run(gpu, vec![d]);
         let (mut want, mut want_k, mut want_v) = (y0.clone(), cache0.clone(), cache0.clone());
         self.op.cpu_variant(
-            variant.quantizes_x(),
+            gpuscope_ops::gemv::XRounding::of(variant),
             &stored,
             &self.x,
             Some(&self.nw),

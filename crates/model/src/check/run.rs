@@ -89,19 +89,21 @@ fn compare(kind: Kind, found: &[u8], expected: &Expected) -> TensorError {
     }
 }
 
-/// Runs dispatch `d`'s executor on the bindings held by `store`.
+/// Runs dispatch `d`'s executor on the bindings held by `store`; with `subject`, the
+/// tested GPU's state, whose int8 rounding of activations the executor follows where the
+/// two round to neighbouring steps (docs/check.md).
 fn execute<T: Real>(
     exec: &Executor,
     d: &Dispatch,
     store: &Store<T>,
+    subject: Option<&Store<T>>,
 ) -> Result<HashMap<u32, Output<T>>, CheckError> {
-    let bindings = d
-        .bind_group
-        .bindings()
-        .iter()
-        .map(|b| store.binding(b))
-        .collect();
-    let mut call = Call::new(d.pipeline.shader(), d.pipeline.constants(), bindings);
+    let bindings = d.bind_group.bindings();
+    let own = bindings.iter().map(|b| store.binding(b)).collect();
+    let mut call = Call::new(d.pipeline.shader(), d.pipeline.constants(), own);
+    if let Some(gpu) = subject {
+        call = call.following(bindings.iter().map(|b| gpu.bytes(b)).collect());
+    }
     exec.run(&mut call)?;
     Ok(call.into_outputs().into_iter().collect())
 }
@@ -447,18 +449,24 @@ fn new_report<T: Real>(
         stopped_at: None,
         notes: Vec::new(),
     };
-    // Int8 activations part the paths by their own rounding: chained limits to match
-    // (see `Thresholds::for_int8_activations`).
+    // Int8 activations: local limits for their rounding; chained limits to match where
+    // the reference rounds on its own (a second GPU). The CPU reference follows the GPU's
+    // rounding (`XRounding::Int8Following`; see `Thresholds::for_int8_activations`).
     let int8 = subject
         .dispatches
         .iter()
         .filter(|d| gpuscope_ops::gemv::rounds_activations(d.pipeline.shader()))
         .count();
     if int8 > 0 {
-        report.thresholds.for_int8_activations();
+        report.thresholds.for_int8_activations(ref_gpu.is_some());
         let l = report.thresholds.int8_local.expect("just set");
+        let chained = match ref_gpu {
+            None => "the reference follows the GPU's rounding to a neighbouring int8 step (chained"
+                .to_string(),
+            Some(_) => "the second GPU rounds on its own (chained".to_string(),
+        };
         report.notes.push(format!(
-            "{int8} dispatch(es) a token round activations to int8 (dp4a gemvs): their local limits NMSE {:.0e}, max err {:.0e}·rms, chained NMSE {:.0e}, max err {}·rms, for the quantization's own rounding and drift; `--kernel gemv_large=none` checks the float path (docs/check.md)",
+            "{int8} dispatch(es) a token round activations to int8 (dp4a gemvs): their local limits NMSE {:.0e}, max err {:.0e}·rms; {chained} NMSE {:.0e}, max err {}·rms); `--kernel gemv_large=none` checks the float path (docs/check.md)",
             l.nmse, l.max_err, report.thresholds.chained.nmse, report.thresholds.chained.max_err
         ));
     }
@@ -697,8 +705,8 @@ impl<T: Real> Run<'_, '_, '_, T> {
         match &mut self.reference {
             Reference::Cpu { store } => {
                 let e = exec.expect("checked before the run");
-                let on_gpu_inputs = execute(e, d, &self.mirror)?;
-                let own = execute(e, d, store)?;
+                let on_gpu_inputs = execute(e, d, &self.mirror, None)?;
+                let own = execute(e, d, store, Some(&self.mirror))?;
                 for (b, _) in outs {
                     let buf = &bindings[*b as usize];
                     let kind = kind_of(exec, *b);

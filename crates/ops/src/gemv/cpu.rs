@@ -75,48 +75,62 @@ impl super::GemvFused {
         y: &mut [T],
         kv: Option<(u32, &mut [T], &mut [T])>,
     ) {
-        self.cpu_variant(false, w, x, norm_weight, y, kv)
+        self.cpu_variant(super::XRounding::Exact, w, x, norm_weight, y, kv)
     }
 
-    /// [`Self::cpu`] for a variant that quantizes x (`quantized_x`: the `dp4a` kernels,
-    /// [`super::GemvVariant::quantizes_x`]): the gemv's input, x (times the norm weight
-    /// when rms_norm is folded in, the norm's scale applied to each row's sum after, as
-    /// the kernel does), goes through [`super::q8_blocks`] in f32 first.
+    /// [`Self::cpu`] with x rounded as `rounding` says ([`super::XRounding`]; the `dp4a`
+    /// kernels quantize x): the gemv's input, x (times the norm weight when rms_norm is
+    /// folded in, the norm's scale applied to each row's sum after, as the kernel does),
+    /// goes through [`super::q8_blocks`] in f32 first.
     pub fn cpu_variant<T: Real>(
         &self,
-        quantized_x: bool,
+        rounding: super::XRounding,
         w: &[u8],
         x: &[T],
         norm_weight: Option<&[T]>,
         y: &mut [T],
         kv: Option<(u32, &mut [T], &mut [T])>,
     ) {
-        use super::GemvEpilogue;
+        use super::{GemvEpilogue, XRounding};
         let g = self.gemv;
         let cols = g.cols as usize;
         let x = &x[..cols];
         let norm_weight = || &norm_weight.expect("the fused rms_norm needs its weight")[..cols];
-        let (input, row_scale): (Vec<T>, T) = match (self.norm, quantized_x) {
-            (Some(eps), false) => {
+        let (input, row_scale): (Vec<T>, T) = match (self.norm, rounding) {
+            (Some(eps), XRounding::Exact) => {
                 let mut out = vec![T::zero(); cols];
                 crate::rms_norm::RmsNorm { n: g.cols, eps }.cpu(x, norm_weight(), &mut out);
                 (out, T::one())
             }
-            (None, false) => (x.to_vec(), T::one()),
-            (norm, true) => {
-                let (u, scale): (Vec<f32>, T) = match norm {
+            (None, XRounding::Exact) => (x.to_vec(), T::one()),
+            (norm, rounding) => {
+                // The int8 blocks are of u = x · norm weight (f32, as the kernel forms
+                // them); the norm's scale multiplies each row's sum after.
+                let weigh = |x: &mut dyn Iterator<Item = T>| -> Vec<f32> {
+                    match norm {
+                        Some(_) => x
+                            .zip(norm_weight())
+                            .map(|(v, &nw)| (v * nw).as_f32())
+                            .collect(),
+                        None => x.map(|v| v.as_f32()).collect(),
+                    }
+                };
+                let u = weigh(&mut x.iter().copied());
+                let scale = match norm {
                     Some(eps) => {
                         let sum_sq = crate::real::dot(x, x);
-                        let scale = T::one() / (sum_sq / T::of_u32(g.cols) + T::of(eps)).sqrt();
-                        let u = x
-                            .iter()
-                            .zip(norm_weight())
-                            .map(|(&v, &nw)| (v * nw).as_f32());
-                        (u.collect(), scale)
+                        T::one() / (sum_sq / T::of_u32(g.cols) + T::of(eps)).sqrt()
                     }
-                    None => (x.iter().map(|v| v.as_f32()).collect(), T::one()),
+                    None => T::one(),
                 };
-                (super::q8_blocks(&u).into_iter().map(T::of).collect(), scale)
+                let rounded = match rounding {
+                    XRounding::Int8Following(theirs) => {
+                        let theirs = weigh(&mut theirs[..cols].iter().map(|&v| T::of(v)));
+                        super::q8_blocks_following(&u, &theirs)
+                    }
+                    _ => super::q8_blocks(&u),
+                };
+                (rounded.into_iter().map(T::of).collect(), scale)
             }
         };
         let mut rows = vec![T::zero(); g.rows as usize];

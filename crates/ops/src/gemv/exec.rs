@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use super::shader::{EpilogueKind, ShaderKey};
 use super::{
     batched_shader, batched_wide_shader, GemmKind, Gemv, GemvBatched, GemvEpilogue, GemvFused,
-    WeightLayout,
+    WeightLayout, XRounding,
 };
 use crate::exec::{Call, ExecError};
 use crate::rope::Rope;
@@ -155,7 +155,19 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         None
     };
     let (w, x) = (c.bytes(0)?, c.floats(1)?);
-    let q8x = key.variant.quantizes_x();
+    // The chained reference follows the GPU's int8 rounding of x where the two round to
+    // neighbouring steps (`XRounding::Int8Following`, docs/check.md).
+    let subject_x = key
+        .variant
+        .quantizes_x()
+        .then(|| c.subject_f32s(1))
+        .flatten();
+    let q8x = match &subject_x {
+        Some(theirs) if theirs.len() >= x.len().min(g.cols as usize) => {
+            XRounding::Int8Following(theirs)
+        }
+        _ => XRounding::of(key.variant),
+    };
     match op.epilogue {
         GemvEpilogue::RopeKv(rope) => {
             let (step, kc, vc) = (rope_first, rope_first + 1, rope_first + 2);

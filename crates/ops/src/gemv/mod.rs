@@ -23,10 +23,10 @@
 //!   flight per lane for big matrices;
 //! - `dp4a`: x quantized to int8 per 32-element block in workgroup memory, then integer
 //!   dot products (`dot4I8Packed`) against the packed q4_0 / q4_1 / q8_0 quants and the
-//!   GGUF q5_0 / q5_1 blocks, as llama.cpp's MMVQ kernels do (`kernel_dp4a.wgsl`). It
-//!   computes W·x̂ with x̂ the quantized x ([`q8_blocks`]), not W·x: its oracle quantizes
-//!   the same way. The K-quants and float formats have no dp4a form
-//!   ([`GemvVariant::runs`]); the decoder gives those matrices its fallback variant.
+//!   GGUF q5_0 / q5_1 / q4_K / q5_K blocks, as llama.cpp's MMVQ kernels do
+//!   (`kernel_dp4a.wgsl`). It computes W·x̂ with x̂ the quantized x ([`q8_blocks`]), not
+//!   W·x: its oracle quantizes the same way. q6_K and the float formats have no dp4a
+//!   form ([`GemvVariant::runs`]); the decoder gives those matrices its fallback variant.
 //!
 //! Weight layouts ([`WeightLayout`], `--kernel weights=gguf|packed`): the GGUF bytes, or
 //! q4_0 / q4_1 / q8_0 repacked at upload into 16-byte-aligned quants and a scales region.
@@ -279,6 +279,63 @@ pub fn q8_blocks(x: &[f32]) -> Vec<f32> {
             q.into_iter().map(move |q| f32::from(q) * d)
         })
         .collect()
+}
+
+/// [`q8_blocks`] for a reference that follows another path's rounding (`gpuscope check`'s
+/// chained comparison): where the subject's quant of an element (from `subject`, the
+/// tested GPU's own x for the same dispatch) is one of the two int8 steps around this x's
+/// `x / d`, that quant is taken; elsewhere this x's own rounding. Two paths a few last
+/// bits apart round some elements of a block to neighbouring steps; followed, those flips
+/// do not compound through the layers, while a quant that is not a neighbour (a wrong
+/// kernel, or paths that truly diverged) is not followed.
+///
+/// # Panics
+/// If `subject` is shorter than `x`.
+pub fn q8_blocks_following(x: &[f32], subject: &[f32]) -> Vec<f32> {
+    assert!(
+        subject.len() >= x.len(),
+        "q8_blocks_following: subject too short"
+    );
+    x.chunks(32)
+        .zip(subject.chunks(32))
+        .flat_map(|(block, theirs)| {
+            let (d, own) = q8_block(block);
+            let (_, followed) = q8_block(&theirs[..block.len()]);
+            let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
+            block
+                .iter()
+                .zip(own.into_iter().zip(followed))
+                .map(move |(&v, (own, followed))| {
+                    let neighbour = (v * inv - f32::from(followed)).abs() < 1.0;
+                    f32::from(if neighbour { followed } else { own }) * d
+                })
+                .collect::<Vec<f32>>()
+        })
+        .collect()
+}
+
+/// How an oracle treats the gemv's input x.
+#[derive(Debug, Clone, Copy)]
+pub enum XRounding<'a> {
+    /// x as it is (every frame but `dp4a`).
+    Exact,
+    /// x rounded to int8 blocks, [`q8_blocks`] (the `dp4a` frame).
+    Int8,
+    /// x rounded to int8 blocks following another path's x where it rounds to a
+    /// neighbouring step, [`q8_blocks_following`]; the slice is that path's x, before the
+    /// fused norm's weight (as the kernel's input binding holds it).
+    Int8Following(&'a [f32]),
+}
+
+impl XRounding<'_> {
+    /// [`Self::Int8`] for a variant that quantizes x, else [`Self::Exact`].
+    pub fn of(variant: GemvVariant) -> XRounding<'static> {
+        if variant.quantizes_x() {
+            XRounding::Int8
+        } else {
+            XRounding::Exact
+        }
+    }
 }
 
 /// One block quantized as [`q8_blocks`] does it: its scale `d` and int8 quants.
