@@ -9,18 +9,25 @@
 //! ([`allocate_over_budget`]): GPU resources made on purpose belong with the runtime.
 
 use std::io::Write;
-use std::sync::OnceLock;
 
-use crate::device::{Gpu, GpuOptions};
+use crate::device::Gpu;
 
-/// One GPU device for a whole test binary, or `None` on a developer machine without an
+/// A GPU device for the calling test, or `None` on a developer machine without an
 /// adapter (the skip is printed and counted, see the module doc).
+///
+/// The devices are shared by the whole test binary, one per test running at once: a
+/// test (libtest gives each its own thread) takes the device no running test holds,
+/// made when none is free, and gives it back when its thread ends. Two tests at once on
+/// one device wait for each other in lavapipe, which compiles a pipeline at a time per
+/// device: the ops tests with Mesa's shader cache empty took 175 s on one device against
+/// 103 s on one per running test (2-core VM, BENCHMARKS.md). Every call from one thread
+/// returns the same device, so a test's buffers and pipelines stay on one device;
+/// threads a test spawns take devices of their own.
 ///
 /// With `CI` set, a missing adapter panics instead: a GPU test that silently skipped in
 /// CI would pass without the GPU path having run.
 pub fn shared_gpu() -> Option<&'static Gpu> {
-    static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
-    match GPU.get_or_init(|| Gpu::new(&GpuOptions::default()).map_err(|e| e.to_string())) {
+    match pool::device_of_this_thread() {
         Ok(gpu) => Some(gpu),
         Err(err) => {
             if std::env::var_os("CI").is_some() {
@@ -28,6 +35,78 @@ pub fn shared_gpu() -> Option<&'static Gpu> {
             }
             skipped(&format!("no adapter: {err}"));
             None
+        }
+    }
+}
+
+/// The devices of [`shared_gpu`] and which are held.
+mod pool {
+    use std::sync::Mutex;
+
+    use crate::device::{Gpu, GpuOptions};
+
+    struct Device {
+        gpu: &'static Gpu,
+        held: bool,
+    }
+
+    /// Every device made so far (leaked: they live as long as the test binary); the
+    /// first error stays, so that every test sees why there is no adapter.
+    static DEVICES: Mutex<Vec<Device>> = Mutex::new(Vec::new());
+    static NO_ADAPTER: Mutex<Option<String>> = Mutex::new(None);
+
+    /// Gives the device back when the thread that took it ends.
+    struct Lease(usize, &'static Gpu);
+
+    impl Drop for Lease {
+        fn drop(&mut self) {
+            let mut devices = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(d) = devices.get_mut(self.0) {
+                d.held = false;
+            }
+        }
+    }
+
+    thread_local! {
+        static LEASE: std::cell::OnceCell<Lease> = const { std::cell::OnceCell::new() };
+    }
+
+    pub(super) fn device_of_this_thread() -> Result<&'static Gpu, String> {
+        if let Some(gpu) = LEASE.with(|l| l.get().map(|l| l.1)) {
+            return Ok(gpu);
+        }
+        if let Some(err) = NO_ADAPTER.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Err(err);
+        }
+        let lease = take()?;
+        let gpu = lease.1;
+        LEASE.with(|l| {
+            let _ = l.set(lease);
+        });
+        Ok(gpu)
+    }
+
+    /// A free device, made if none is (outside the lock: making one takes a while).
+    fn take() -> Result<Lease, String> {
+        {
+            let mut devices = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = devices.iter().position(|d| !d.held) {
+                devices[i].held = true;
+                return Ok(Lease(i, devices[i].gpu));
+            }
+        }
+        match Gpu::new(&GpuOptions::default()) {
+            Ok(gpu) => {
+                let gpu: &'static Gpu = Box::leak(Box::new(gpu));
+                let mut devices = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+                devices.push(Device { gpu, held: true });
+                Ok(Lease(devices.len() - 1, gpu))
+            }
+            Err(e) => {
+                let err = e.to_string();
+                *NO_ADAPTER.lock().unwrap_or_else(|e| e.into_inner()) = Some(err.clone());
+                Err(err)
+            }
         }
     }
 }
