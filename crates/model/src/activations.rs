@@ -2,6 +2,7 @@
 //! view of one) the decode graph's dispatches bind; the prefill graph writes its head
 //! into them too.
 
+use gpuscope_ops::argmax::{Argmax, Partials};
 use gpuscope_ops::attention::AttnVariant;
 use gpuscope_runtime::{Gpu, GpuBuffer, Graph, StepRunner, STEP_BUFFER_BYTES};
 use gpuscope_trace::MemoryKind;
@@ -36,6 +37,8 @@ pub(crate) struct Activations {
     pub(crate) scores: Option<GpuBuffer>,
     /// Split-K attention's partials, with that variant.
     pub(crate) attn_scratch: Option<GpuBuffer>,
+    /// The split argmax's partial values and indices, for a vocabulary it splits.
+    pub(crate) argmax_parts: Option<(GpuBuffer, GpuBuffer)>,
 }
 
 impl Activations {
@@ -67,6 +70,14 @@ impl Activations {
             .attention_choice(gpu, &attn)
             .map_err(ModelError::Kernel)?;
         let split = variant == Some(AttnVariant::Split);
+        let argmax = Argmax { n: c.vocab };
+        let argmax_parts = match argmax.splits() {
+            true => {
+                let bytes = f32s(argmax.partials());
+                Some((buf("argmax_values", bytes)?, buf("argmax_indices", bytes)?))
+            }
+            false => None,
+        };
         Ok(Activations {
             step: gpu.create_buffer_as(MemoryKind::Other, "step", STEP_BUFFER_BYTES)?,
             token: gpu.create_buffer_as(MemoryKind::Other, "token", 4)?,
@@ -92,7 +103,15 @@ impl Activations {
             attn_scratch: split
                 .then(|| buf("attn_partials", attn.split_scratch_bytes()))
                 .transpose()?,
+            argmax_parts,
         })
+    }
+
+    /// The split argmax's partials, where the vocabulary is split.
+    pub(crate) fn argmax_partials(&self) -> Option<Partials<'_>> {
+        self.argmax_parts
+            .as_ref()
+            .map(|(values, indices)| Partials { values, indices })
     }
 
     /// A step runner for `graph`, which writes the next token (and the logits) here: it

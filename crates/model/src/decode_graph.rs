@@ -180,11 +180,8 @@ pub(crate) fn output_and_argmax(
         .into_iter()
         .map(|d| d.labelled("output", None))
         .collect();
-    ds.push(
-        Argmax { n: vocab }
-            .dispatch(gpu, &a.logits, &a.token)?
-            .labelled("argmax", None),
-    );
+    let argmax = Argmax { n: vocab }.dispatches(gpu, &a.logits, a.argmax_partials(), &a.token)?;
+    ds.extend(argmax.into_iter().map(|d| d.labelled("argmax", None)));
     Ok(ds)
 }
 

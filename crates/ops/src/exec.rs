@@ -558,6 +558,16 @@ pub static EXECUTORS: &[Executor] = &[
         &[F32, U32],
         crate::argmax::exec::run
     ),
+    entry!(
+        || vec![crate::argmax::split_shaders()[0].name],
+        &[F32, F32, U32],
+        crate::argmax::exec::run_partial
+    ),
+    entry!(
+        || vec![crate::argmax::split_shaders()[1].name],
+        &[F32, U32, U32],
+        crate::argmax::exec::run_merge
+    ),
 ];
 
 /// The executor of `shader`, or [`ExecError::NoExecutor`].

@@ -589,6 +589,9 @@ fn add_matches_cpu_exactly() {
 // ---------------------------------------------------------------------------------------
 // argmax
 
+/// The one-workgroup argmax below `SPLIT_FROM` logits, the split one (partials, then
+/// their merge) from it: both against the CPU oracle, and the split's partials against
+/// theirs.
 #[test]
 fn argmax_matches_cpu() {
     let Some(gpu) = common::gpu() else { return };
@@ -599,17 +602,45 @@ fn argmax_matches_cpu() {
             n: logits.len() as u32,
         };
         let lb = upload(gpu, "logits", logits);
+        let g = 4 * op.partials() as u64;
+        let (values, indices) = (
+            gpu.create_buffer("argmax_values", g).unwrap(),
+            gpu.create_buffer("argmax_indices", g).unwrap(),
+        );
+        let parts = argmax::Partials {
+            values: &values,
+            indices: &indices,
+        };
         // A stale value that no case expects.
         gpu.write_buffer(&out, 0, bytemuck::cast_slice(&[12345u32]));
-        run(gpu, op.dispatch(gpu, &lb, &out).unwrap());
+        let ds = op.dispatches(gpu, &lb, Some(parts), &out).unwrap();
+        assert_eq!(ds.len(), if op.splits() { 2 } else { 1 }, "{what}");
+        common::run(gpu, ds);
         let got: u32 = bytemuck::cast_slice(&gpu.read_buffer(&out).unwrap())[0];
         let want = op.cpu(logits);
         if let Some(e) = expect {
             assert_eq!(want, e, "{what}: CPU oracle");
         }
         assert_eq!(got, want, "{what}: GPU vs CPU (n={})", logits.len());
+        if op.splits() {
+            let (want_v, want_i) = op.cpu_partials(logits);
+            let got_i: Vec<u32> =
+                bytemuck::cast_slice(&gpu.read_buffer(&indices).unwrap()).to_vec();
+            let got_v: Vec<f32> = bytemuck::cast_slice(&gpu.read_buffer(&values).unwrap()).to_vec();
+            assert_eq!(got_i, want_i, "{what}: partial indices");
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got_v), bits(&want_v), "{what}: partial values");
+            assert_eq!(
+                Argmax::cpu_merge(&want_v, &want_i),
+                want,
+                "{what}: merge oracle"
+            );
+        }
     };
-    for n in [1usize, 1000, 49152, 128256] {
+    assert!(!Argmax { n: 1000 }.splits() && Argmax { n: 49152 }.splits());
+    for n in [
+        1usize, 1000, 16383, 16384, 49152, 128256, 262144, 262145, 600_000,
+    ] {
         let logits = randn(&mut rng, n, 0.0, 3.0);
         check(&format!("random n={n}"), &logits, None);
         // The max in the last element.
@@ -643,6 +674,18 @@ fn argmax_matches_cpu() {
     l[300] = f32::NAN;
     check("NaN", &l, Some(100));
     check("all NaN", &vec![f32::NAN; 1000], Some(argmax::NONE));
+    // Split: whole chunks of NaN, ties across chunks, all NaN.
+    let mut l = logits.clone();
+    l[..4096].fill(f32::NAN);
+    l[2048 * 7 + 5] = 70.0;
+    l[2048 * 3 + 100] = 70.0;
+    check(
+        "split: NaN chunks, a tie across chunks",
+        &l,
+        Some(2048 * 3 + 100),
+    );
+    check("split: all NaN", &vec![f32::NAN; 20000], Some(argmax::NONE));
+    check("split: all -inf", &vec![f32::NEG_INFINITY; 20000], Some(0));
     check("all -inf", &vec![f32::NEG_INFINITY; 1000], Some(0));
     check("all equal", &vec![1.5; 1000], Some(0));
     let mut l = vec![f32::NAN; 1000];

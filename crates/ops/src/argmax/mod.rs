@@ -2,9 +2,11 @@
 //! Ties go to the smallest index; NaN never wins; [`NONE`] when every value is NaN (a
 //! visible failure rather than a plausible token 0). `-inf` is a number and can win.
 //!
-//! One workgroup of 1024 threads on GPUs that allow them, else 256: each scans a
-//! strided slice, then a tree in shared memory. `n` is a vocabulary size (49152 to
-//! 128256).
+//! Below [`SPLIT_FROM`] logits, one workgroup of 1024 threads on GPUs that allow them,
+//! else 256: each scans a strided slice, then a tree in shared memory. From it (real
+//! vocabularies: 49,152 to 262,144), two dispatches: `argmax_partial` over
+//! [`Argmax::partials`] workgroups of [`CHUNK`] logits each, then `argmax_merge` in one
+//! workgroup ([`Argmax::dispatches`]; `split_*.wgsl`).
 
 mod cost;
 mod cpu;
@@ -54,6 +56,42 @@ fn shader_for(gpu: &Gpu) -> &'static ShaderSource {
     }
 }
 
+/// Logits per `argmax_partial` workgroup (256 threads, 8 each).
+pub const CHUNK: u32 = 2048;
+
+/// From this many logits the argmax is split over workgroups. One workgroup of 1024
+/// threads scanned Gemma 3's 262,144 logits in 28.4 µs on an H100 (BENCHMARKS.md, run
+/// 31), a dispatch's fixed cost being about 2 µs.
+pub const SPLIT_FROM: u32 = 16384;
+
+/// The split kernels: `argmax_partial`, `argmax_merge`.
+pub fn split_shaders() -> &'static [ShaderSource; 2] {
+    static SHADERS: std::sync::OnceLock<[ShaderSource; 2]> = std::sync::OnceLock::new();
+    SHADERS.get_or_init(|| {
+        let with = |stage: &str| -> &'static str {
+            Box::leak(format!("{}\n{stage}", include_str!("split_common.wgsl")).into_boxed_str())
+        };
+        [
+            ShaderSource {
+                name: "argmax_partial",
+                wgsl: with(include_str!("split_partial.wgsl")),
+            },
+            ShaderSource {
+                name: "argmax_merge",
+                wgsl: with(include_str!("split_merge.wgsl")),
+            },
+        ]
+    })
+}
+
+/// The buffers between the split form's two dispatches: each chunk's best value (f32)
+/// and index (u32), [`Argmax::partials`] words each.
+#[derive(Debug, Clone, Copy)]
+pub struct Partials<'b> {
+    pub values: &'b GpuBuffer,
+    pub indices: &'b GpuBuffer,
+}
+
 /// What `argmax` returns when no value is a number.
 pub const NONE: u32 = u32::MAX;
 
@@ -66,28 +104,109 @@ pub struct Argmax {
 impl Argmax {
     pub const OP: &'static str = "argmax";
 
-    /// Reads `logits` (`n` f32), writes `out[0]` (one u32).
-    pub fn dispatch(
+    /// Whether the argmax runs split ([`SPLIT_FROM`]), through [`Partials`].
+    pub fn splits(&self) -> bool {
+        self.n >= SPLIT_FROM
+    }
+
+    /// Workgroups of `argmax_partial`, words of each [`Partials`] buffer.
+    pub fn partials(&self) -> u32 {
+        self.n.div_ceil(CHUNK)
+    }
+
+    /// The argmax of `logits` into `out[0]`: one dispatch, or with [`Self::splits`] the
+    /// partial and the merge through `parts` (which the split form needs).
+    pub fn dispatches(
         &self,
         gpu: &Gpu,
         logits: &GpuBuffer,
+        parts: Option<Partials>,
+        out: &GpuBuffer,
+    ) -> Result<Vec<Dispatch>, GpuError> {
+        if !self.splits() {
+            return Ok(vec![self.dispatch(gpu, logits, out)?]);
+        }
+        let parts = parts.ok_or_else(|| {
+            GpuError::Invalid(format!("{self:?}: the split argmax needs its partials"))
+        })?;
+        Ok(vec![
+            self.dispatch_partial(gpu, logits, parts)?,
+            self.dispatch_merge(gpu, parts, out)?,
+        ])
+    }
+
+    /// `argmax_partial`: each chunk's best of `logits` into `parts`.
+    pub fn dispatch_partial(
+        &self,
+        gpu: &Gpu,
+        logits: &GpuBuffer,
+        parts: Partials,
+    ) -> Result<Dispatch, GpuError> {
+        self.valid()?;
+        let g = 4 * self.partials() as u64;
+        need(self, logits, "logits", 4 * self.n as u64)?;
+        need(self, parts.values, "partial values", g)?;
+        need(self, parts.indices, "partial indices", g)?;
+        let [partial, _] = split_shaders();
+        let pipeline = gpu.pipeline(partial, "main", &[("N", self.n as f64)])?;
+        let bind_group = gpu.bind_group(&pipeline, &[logits, parts.values, parts.indices])?;
+        Ok(Dispatch::new(
+            Self::OP,
+            pipeline,
+            bind_group,
+            [self.partials(), 1, 1],
+            self.cost_partial(),
+            &[logits],
+            &[parts.values, parts.indices],
+        ))
+    }
+
+    /// `argmax_merge`: the best of the partials into `out[0]`.
+    pub fn dispatch_merge(
+        &self,
+        gpu: &Gpu,
+        parts: Partials,
         out: &GpuBuffer,
     ) -> Result<Dispatch, GpuError> {
+        self.valid()?;
+        let g = 4 * self.partials() as u64;
+        need(self, parts.values, "partial values", g)?;
+        need(self, parts.indices, "partial indices", g)?;
+        need(self, out, "out", 4)?;
+        let [_, merge] = split_shaders();
+        let pipeline = gpu.pipeline(merge, "main", &[("G", self.partials() as f64)])?;
+        let bind_group = gpu.bind_group(&pipeline, &[parts.values, parts.indices, out])?;
+        Ok(Dispatch::new(
+            Self::OP,
+            pipeline,
+            bind_group,
+            [1, 1, 1],
+            self.cost_merge(),
+            &[parts.values, parts.indices],
+            &[out],
+        ))
+    }
+
+    fn valid(&self) -> Result<(), GpuError> {
         if self.n == 0 || self.n == u32::MAX {
             return Err(GpuError::Invalid(format!(
                 "{self:?}: n must be in 1..{}",
                 u32::MAX
             )));
         }
-        for (buf, role, bytes) in [(logits, "logits", 4 * self.n as u64), (out, "out", 4)] {
-            if buf.size() < bytes {
-                return Err(GpuError::Invalid(format!(
-                    "{self:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
-                    buf.label(),
-                    buf.size()
-                )));
-            }
-        }
+        Ok(())
+    }
+
+    /// Reads `logits` (`n` f32), writes `out[0]` (one u32): the one-workgroup form.
+    pub fn dispatch(
+        &self,
+        gpu: &Gpu,
+        logits: &GpuBuffer,
+        out: &GpuBuffer,
+    ) -> Result<Dispatch, GpuError> {
+        self.valid()?;
+        need(self, logits, "logits", 4 * self.n as u64)?;
+        need(self, out, "out", 4)?;
         let pipeline = gpu.pipeline(shader_for(gpu), "main", &[("N", self.n as f64)])?;
         let bind_group = gpu.bind_group(&pipeline, &[logits, out])?;
         Ok(Dispatch::new(
@@ -100,4 +219,16 @@ impl Argmax {
             &[out],
         ))
     }
+}
+
+/// Fails unless `buf` holds `bytes` bytes for its role in `op`.
+fn need(op: &Argmax, buf: &GpuBuffer, role: &str, bytes: u64) -> Result<(), GpuError> {
+    if buf.size() < bytes {
+        return Err(GpuError::Invalid(format!(
+            "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
+            buf.label(),
+            buf.size()
+        )));
+    }
+    Ok(())
 }
