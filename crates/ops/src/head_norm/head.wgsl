@@ -1,6 +1,5 @@
-// One head's RMS norm, shared by head_norm/kernel.wgsl and rope/normed.wgsl (appended to
-// each; they declare qkv, q_weight, k_weight, HEAD_DIM, EPS, WG, PER and
-// `partial: array<f32, WG>`). Thread tid's elements tid + j·WG of the head at `base`,
+// One head's RMS norm, appended to head_norm/kernel.wgsl (which declares qkv, q_weight,
+// k_weight, HEAD_DIM, EPS, WG, PER and `partial: array<f32, WG>`). Thread tid's elements tid + j·WG of the head at `base`,
 // x / sqrt(mean(x²) + EPS) · weight (the q weight for a q head, else the k weight), 0
 // past HEAD_DIM. It has barriers: call it from workgroup-uniform control flow.
 fn normed_head(base: u32, is_q: bool, tid: u32) -> array<f32, PER> {

@@ -13,7 +13,6 @@ pub static NORMED_SHADER: ShaderSource = ShaderSource {
     name: "head_norm+rope",
     wgsl: concat!(
         include_str!("normed.wgsl"),
-        include_str!("../head_norm/head.wgsl"),
         include_str!("angle.wgsl"),
         include_str!("pair.wgsl")
     ),

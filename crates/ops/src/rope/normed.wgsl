@@ -5,10 +5,15 @@
 //
 // One workgroup per head: q heads [0, N_HEADS) are normed, rotated and written back in
 // place; k heads [N_HEADS, N_HEADS + N_KV_HEADS) normed, rotated and stored in k_cache
-// row `pos`; v heads (the next N_KV_HEADS) copied into v_cache row `pos`. The normed head
-// sits in workgroup memory between the norm and the rotation, since a rope pair (NeoX:
-// (i, i + ROPE_DIMS/2)) spans threads. With RING the cache holds MAX_CTX rows as a ring.
-// The norm is head_norm/head.wgsl's, appended.
+// row `pos`; v heads (the next N_KV_HEADS) copied into v_cache row `pos`. With RING the
+// cache holds MAX_CTX rows as a ring.
+//
+// Each thread owns whole rope pairs (pair p = tid + k·WG, both of its elements), so the
+// rotation needs no exchange between threads: the head's elements, their norm weights
+// and the pairs' angles are all loaded or computed before the norm's one reduction, the
+// only barriers. (H100, Gemma 3's 4 + 1 heads of 256: the form that staged the normed
+// head in workgroup memory and loaded the weights after the reduction took 7.6 µs a call
+// corrected for the timestamps, BENCHMARKS run 31.)
 
 override N_HEADS: u32 = 1u;
 override N_KV_HEADS: u32 = 1u;
@@ -23,8 +28,10 @@ override K_OFF: u32 = 0u;
 override V_OFF: u32 = 0u;
 override EPS: f32 = 1e-6;
 const WG: u32 = 64u;
-// Elements per thread: HEAD_DIM <= WG * PER (the largest head, as head_norm's).
-const PER: u32 = 8u;
+// Pairs per thread: HEAD_DIM / 2 <= WG * PAIRS (heads of up to 512 dims).
+const PAIRS: u32 = 4u;
+// v heads: elements per thread.
+const PER: u32 = 2u * PAIRS;
 
 @group(0) @binding(0) var<storage, read> step: array<u32, 4>;
 @group(0) @binding(1) var<storage, read_write> qkv: array<f32>;
@@ -34,7 +41,6 @@ const PER: u32 = 8u;
 @group(0) @binding(5) var<storage, read> k_weight: array<f32>;
 
 var<workgroup> partial: array<f32, WG>;
-var<workgroup> head: array<f32, 512>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
@@ -55,38 +61,57 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     }
     let is_q = h < N_HEADS;
     let base = select(K_OFF + (h - N_HEADS) * HEAD_DIM, Q_OFF + h * HEAD_DIM, is_q);
-    let v = normed_head(base, is_q, tid);
-    for (var j = 0u; j < PER; j++) {
-        let i = tid + j * WG;
-        if i < HEAD_DIM {
-            head[i] = v[j];
-            // k stays normed (unrotated) in the buffer, as head_norm then rope leave it.
-            if !is_q && inside {
-                qkv[base + i] = v[j];
-            }
-        }
+    let pairs = HEAD_DIM / 2u;
+    var x: array<vec2<f32>, PAIRS>;
+    var w: array<vec2<f32>, PAIRS>;
+    var cs: array<vec2<f32>, PAIRS>;
+    var acc = 0.0;
+    for (var k = 0u; k < PAIRS; k++) {
+        let p = tid + k * WG;
+        let e = pair_at(min(p, pairs - 1u));
+        let live = p < pairs;
+        x[k] = select(vec2<f32>(0.0), vec2<f32>(qkv[base + e.x], qkv[base + e.y]), live);
+        w[k] = select(
+            vec2<f32>(k_weight[e.x], k_weight[e.y]),
+            vec2<f32>(q_weight[e.x], q_weight[e.y]),
+            is_q
+        );
+        cs[k] = angle(pos, min(p, pairs - 1u));
+        acc += dot(x[k], x[k]);
     }
+    partial[tid] = acc;
     workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if tid < s {
+            partial[tid] += partial[tid + s];
+        }
+        workgroupBarrier();
+    }
+    let scale = inverseSqrt(partial[0] / f32(HEAD_DIM) + EPS);
     if !inside {
         return;
     }
     let k_row = row + (h - select(N_HEADS, 0u, is_q)) * HEAD_DIM;
-    for (var p = tid; p < HEAD_DIM / 2u; p += WG) {
+    for (var k = 0u; k < PAIRS; k++) {
+        let p = tid + k * WG;
+        if p >= pairs {
+            break;
+        }
         let e = pair_at(p);
-        var x0 = head[e.x];
-        var x1 = head[e.y];
+        let n = x[k] * scale * w[k];
+        var r = n;
         if p < ROPE_DIMS / 2u {
-            let cs = angle(pos, p);
-            let r0 = x0 * cs.x - x1 * cs.y;
-            x1 = x0 * cs.y + x1 * cs.x;
-            x0 = r0;
+            r = vec2<f32>(n.x * cs[k].x - n.y * cs[k].y, n.x * cs[k].y + n.y * cs[k].x);
         }
         if is_q {
-            qkv[base + e.x] = x0;
-            qkv[base + e.y] = x1;
+            qkv[base + e.x] = r.x;
+            qkv[base + e.y] = r.y;
         } else {
-            k_cache[k_row + e.x] = x0;
-            k_cache[k_row + e.y] = x1;
+            // k stays normed (unrotated) in the buffer, as head_norm then rope leave it.
+            qkv[base + e.x] = n.x;
+            qkv[base + e.y] = n.y;
+            k_cache[k_row + e.x] = r.x;
+            k_cache[k_row + e.y] = r.y;
         }
     }
 }
