@@ -205,11 +205,14 @@ fn costs_scale_with_context() {
 fn rms_norm_matches_cpu() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = common::rng(1);
-    // 1 and 1000 leave threads idle; 576 and 4096 are real hidden sizes.
+    // 1 and 1000 leave threads idle; 576 and 4096 are real hidden sizes; up to 2048
+    // (8 per thread) the kernel loads everything before its reduction, past it loops.
     for (n, eps, scale) in [
         (1, 1e-5, 1.0),
         (576, 1e-5, 2.0),
         (1000, 1e-6, 0.05),
+        (2048, 1e-6, 1.0),
+        (2049, 1e-6, 1.0),
         (4096, 1e-5, 30.0),
     ] {
         let x = randn(&mut rng, n, 0.0, scale);

@@ -34,15 +34,51 @@ fn scaled(i: u32, scale: f32) -> f32 {
     return y;
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) tid: u32) {
-    // Strided so that neighbouring threads read neighbouring floats (coalesced).
-    var acc = 0.0;
-    for (var i = tid; i < N; i += 8u * WG) {
-        acc += ((sq(i) + sq(i + WG)) + (sq(i + 2u * WG) + sq(i + 3u * WG)))
-            + ((sq(i + 4u * WG) + sq(i + 5u * WG)) + (sq(i + 6u * WG) + sq(i + 7u * WG)));
+// Element i's x, weight and (with ADD) current out, clamped to the vector (x is 0 past it,
+// so it adds nothing to the sum of squares).
+fn load3(i: u32) -> vec3<f32> {
+    let j = min(i, N - 1u);
+    var o = 0.0;
+    if ADD {
+        o = out[j];
     }
-    partial[tid] = acc;
+    return vec3<f32>(select(0.0, x[j], i < N), weight[j], o);
+}
+
+fn store(i: u32, v: vec3<f32>, scale: f32) {
+    let y = v.x * scale * v.y;
+    if i < N {
+        out[i] = select(y, v.z + y, ADD);
+    }
+}
+
+// Vectors of at most 8 · WG floats (the hidden sizes of small models; Gemma 3 270M's 640):
+// every load, the weights' and the residual's too, issued before the reduction, so that
+// nothing but the stores follows it (the general loop below loads them again after it).
+fn one_pass(tid: u32) {
+    let v0 = load3(tid);
+    let v1 = load3(tid + WG);
+    let v2 = load3(tid + 2u * WG);
+    let v3 = load3(tid + 3u * WG);
+    let v4 = load3(tid + 4u * WG);
+    let v5 = load3(tid + 5u * WG);
+    let v6 = load3(tid + 6u * WG);
+    let v7 = load3(tid + 7u * WG);
+    partial[tid] = ((v0.x * v0.x + v1.x * v1.x) + (v2.x * v2.x + v3.x * v3.x))
+        + ((v4.x * v4.x + v5.x * v5.x) + (v6.x * v6.x + v7.x * v7.x));
+    let scale = reduced_scale(tid);
+    store(tid, v0, scale);
+    store(tid + WG, v1, scale);
+    store(tid + 2u * WG, v2, scale);
+    store(tid + 3u * WG, v3, scale);
+    store(tid + 4u * WG, v4, scale);
+    store(tid + 5u * WG, v5, scale);
+    store(tid + 6u * WG, v6, scale);
+    store(tid + 7u * WG, v7, scale);
+}
+
+// 1 / sqrt(mean(x²) + EPS) from each thread's partial sum in `partial`.
+fn reduced_scale(tid: u32) -> f32 {
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if tid < s {
@@ -50,7 +86,23 @@ fn main(@builtin(local_invocation_index) tid: u32) {
         }
         workgroupBarrier();
     }
-    let scale = inverseSqrt(partial[0] / f32(N) + EPS);
+    return inverseSqrt(partial[0] / f32(N) + EPS);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) tid: u32) {
+    if N <= 8u * WG {
+        one_pass(tid);
+        return;
+    }
+    // Strided so that neighbouring threads read neighbouring floats (coalesced).
+    var acc = 0.0;
+    for (var i = tid; i < N; i += 8u * WG) {
+        acc += ((sq(i) + sq(i + WG)) + (sq(i + 2u * WG) + sq(i + 3u * WG)))
+            + ((sq(i + 4u * WG) + sq(i + 5u * WG)) + (sq(i + 6u * WG) + sq(i + 7u * WG)));
+    }
+    partial[tid] = acc;
+    let scale = reduced_scale(tid);
     for (var i = tid; i < N; i += 8u * WG) {
         let y0 = scaled(i, scale);
         let y1 = scaled(i + WG, scale);
