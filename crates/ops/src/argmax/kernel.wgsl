@@ -7,44 +7,8 @@
 
 override N: u32 = 1u;
 const WG: u32 = WG_THREADSu;
-const NONE: u32 = 0xffffffffu;
-
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
-
-var<workgroup> best_v: array<f32, WG>;
-var<workgroup> best_i: array<u32, WG>;
-
-// WGSL has no isNan and lets compilers assume NaN away in float compares, so test the
-// bits: exponent all ones and a non-zero mantissa.
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
-// Whether candidate (vb, ib) beats (va, ia). Candidates are never NaN; ia = NONE means
-// "no candidate yet".
-fn beats(vb: f32, ib: u32, va: f32, ia: u32) -> bool {
-    if ib == NONE {
-        return false;
-    }
-    if ia == NONE {
-        return true;
-    }
-    return vb > va || (vb == va && ib < ia);
-}
-
-// Clamped, so that a group of loads has no branch between them.
-fn load(i: u32) -> f32 {
-    return logits[min(i, N - 1u)];
-}
-
-// Indices rise within a thread, so a strict > keeps the first of equal values.
-fn take(v: f32, i: u32, bv: ptr<function, f32>, bi: ptr<function, u32>) {
-    if i < N && !is_nan(v) && (*bi == NONE || v > *bv) {
-        *bv = v;
-        *bi = i;
-    }
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) tid: u32) {
@@ -89,14 +53,7 @@ fn main(@builtin(local_invocation_index) tid: u32) {
     }
     best_v[tid] = bv;
     best_i[tid] = bi;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if tid < s && beats(best_v[tid + s], best_i[tid + s], best_v[tid], best_i[tid]) {
-            best_v[tid] = best_v[tid + s];
-            best_i[tid] = best_i[tid + s];
-        }
-        workgroupBarrier();
-    }
+    reduce(tid);
     if tid == 0u {
         out[0] = best_i[0];
     }

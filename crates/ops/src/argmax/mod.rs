@@ -19,9 +19,14 @@ pub fn shaders() -> &'static [ShaderSource; 2] {
     static SHADERS: std::sync::OnceLock<[ShaderSource; 2]> = std::sync::OnceLock::new();
     SHADERS.get_or_init(|| {
         let with = |threads: u32| -> &'static str {
+            let wgsl = [
+                include_str!("kernel.wgsl"),
+                include_str!("best.wgsl"),
+                include_str!("scan.wgsl"),
+            ]
+            .join("\n");
             Box::leak(
-                include_str!("kernel.wgsl")
-                    .replace("WG_THREADS", &threads.to_string())
+                wgsl.replace("WG_THREADS", &threads.to_string())
                     .into_boxed_str(),
             )
         };
@@ -68,17 +73,29 @@ pub const SPLIT_FROM: u32 = 16384;
 pub fn split_shaders() -> &'static [ShaderSource; 2] {
     static SHADERS: std::sync::OnceLock<[ShaderSource; 2]> = std::sync::OnceLock::new();
     SHADERS.get_or_init(|| {
-        let with = |stage: &str| -> &'static str {
-            Box::leak(format!("{}\n{stage}", include_str!("split_common.wgsl")).into_boxed_str())
+        let with = |parts: &[&str]| -> &'static str {
+            let common = [include_str!("split_common.wgsl"), include_str!("best.wgsl")];
+            Box::leak(
+                common
+                    .iter()
+                    .chain(parts)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join("\n")
+                    .into_boxed_str(),
+            )
         };
         [
             ShaderSource {
                 name: "argmax_partial",
-                wgsl: with(include_str!("split_partial.wgsl")),
+                wgsl: with(&[
+                    include_str!("split_partial.wgsl"),
+                    include_str!("scan.wgsl"),
+                ]),
             },
             ShaderSource {
                 name: "argmax_merge",
-                wgsl: with(include_str!("split_merge.wgsl")),
+                wgsl: with(&[include_str!("split_merge.wgsl")]),
             },
         ]
     })

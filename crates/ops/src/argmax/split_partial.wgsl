@@ -4,23 +4,6 @@ override N: u32 = 1u;
 @group(0) @binding(1) var<storage, read_write> part_v: array<f32>;
 @group(0) @binding(2) var<storage, read_write> part_i: array<u32>;
 
-// WGSL has no isNan and lets compilers assume NaN away in float compares: test the bits.
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
-// Clamped, so that the loads have no branch between them.
-fn load(i: u32) -> f32 {
-    return logits[min(i, N - 1u)];
-}
-
-fn take(v: f32, i: u32, bv: ptr<function, f32>, bi: ptr<function, u32>) {
-    if i < N && !is_nan(v) && (*bi == NONE || v > *bv) {
-        *bv = v;
-        *bi = i;
-    }
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let i = wg.x * CHUNK + tid;
