@@ -71,12 +71,11 @@ impl Activations {
             .map_err(ModelError::Kernel)?;
         let split = variant == Some(AttnVariant::Split);
         let argmax = Argmax { n: c.vocab };
-        let argmax_parts = match argmax.splits() {
-            true => {
-                let bytes = f32s(argmax.partials());
-                Some((buf("argmax_values", bytes)?, buf("argmax_indices", bytes)?))
-            }
-            false => None,
+        let argmax_parts = if argmax.splits() {
+            let bytes = f32s(argmax.partials());
+            Some((buf("argmax_values", bytes)?, buf("argmax_indices", bytes)?))
+        } else {
+            None
         };
         Ok(Activations {
             step: gpu.create_buffer_as(MemoryKind::Other, "step", STEP_BUFFER_BYTES)?,

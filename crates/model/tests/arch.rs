@@ -4,7 +4,7 @@
 //! from the file's tensors (independent of the loader, the ops' oracles and the CPU
 //! decoder).
 
-use gpuscope_model::check::{check, Against, CheckOptions, Precision};
+use gpuscope_model::check::{check, CheckOptions, Precision};
 use gpuscope_model::gguf::{Gguf, GgufWriter, MetaValue};
 use gpuscope_model::{
     load_gguf, synth, synthetic_weights, Architecture, CpuDecoder, DecoderOptions, GpuDecoder,
@@ -12,7 +12,6 @@ use gpuscope_model::{
 };
 use gpuscope_ops::WeightFormat;
 use gpuscope_report::analysis::divergence::verdict;
-use gpuscope_trace::compare::Thresholds;
 
 use crate::common::gpu;
 
@@ -81,20 +80,9 @@ fn tiny_architectures_pass_check_in_f64() {
     for preset in TINY {
         let w = synthetic_weights(&preset.config(), WeightFormat::Q4_K, 7, preset.name());
         let o = CheckOptions {
-            plan: None,
-            model: preset.name().into(),
-            prompt: vec![3, 5],
-            tokens: 7,
             max_ctx: 16,
-            against: Against::Cpu,
             precision: Precision::F64,
-            thresholds: Thresholds::default(),
-            serial: false,
-            validate: false,
-            trace_dir: None,
-            filter: None,
-            break_at: None,
-            fault: None,
+            ..CheckOptions::new(preset.name(), vec![3, 5], 7)
         };
         let run = check(gpu, &w, &o).unwrap();
         let v = verdict(&run.report);

@@ -22,20 +22,8 @@ fn decoder_options() -> DecoderOptions {
 
 fn options(tokens: u32) -> CheckOptions {
     CheckOptions {
-        plan: None,
-        model: "test".into(),
-        prompt: vec![3],
-        tokens,
         max_ctx: tokens + 8,
-        against: Against::Cpu,
-        precision: Precision::F32,
-        thresholds: Thresholds::default(),
-        serial: false,
-        validate: false,
-        trace_dir: None,
-        filter: None,
-        break_at: None,
-        fault: None,
+        ..CheckOptions::new("test", vec![3], tokens)
     }
 }
 

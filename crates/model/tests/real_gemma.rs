@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use gpuscope_model::check::{check, Against, CheckOptions, Precision};
+use gpuscope_model::check::{check, CheckOptions, Precision};
 use gpuscope_model::test_model::require_gemma3;
 use gpuscope_model::{
     load_gguf, Architecture, ChatFormat, CpuDecoder, DecoderOptions, GpuDecoder, KernelPlan,
@@ -267,19 +267,8 @@ fn check_f64(
     let tokens = prompt.len() as u32 + generated;
     let o = CheckOptions {
         plan,
-        model: "gemma-3-270m-q4_k_m.gguf".into(),
-        tokens,
-        max_ctx: tokens,
-        prompt,
-        against: Against::Cpu,
         precision: Precision::F64,
-        thresholds: Thresholds::default(),
-        serial: false,
-        validate: false,
-        trace_dir: None,
-        filter: None,
-        break_at: None,
-        fault: None,
+        ..CheckOptions::new("gemma-3-270m-q4_k_m.gguf", prompt, tokens)
     };
     check(gpu, &m.weights, &o).unwrap()
 }

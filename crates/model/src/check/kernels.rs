@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use gpuscope_runtime::{Dispatch, Gpu};
 use gpuscope_trace::compare::{TensorError, Thresholds};
 
-use super::{check, Against, CheckError, CheckOptions, Precision};
+use super::{check, CheckError, CheckOptions};
 use crate::decoder::{DecoderOptions, GpuDecoder};
 use crate::weights::ModelWeights;
 
@@ -99,20 +99,8 @@ pub fn check_plan_kernels(
     thresholds: &Thresholds,
 ) -> Result<Vec<KernelCheck>, CheckError> {
     let opts = CheckOptions {
-        model: model.to_string(),
-        prompt: vec![1],
-        tokens: 2,
-        max_ctx: 2,
-        against: Against::Cpu,
-        precision: Precision::F32,
         thresholds: thresholds.clone(),
-        serial: false,
-        validate: false,
-        trace_dir: None,
-        filter: None,
-        break_at: None,
-        fault: None,
-        plan: None,
+        ..CheckOptions::new(model, vec![1], 2)
     };
     let report = check(gpu, weights, &opts)?.report;
     let mut checks: Vec<KernelCheck> = Vec::new();

@@ -95,6 +95,30 @@ pub struct CheckOptions {
     pub plan: Option<crate::KernelPlan>,
 }
 
+impl CheckOptions {
+    /// `tokens` steps of `model` from `prompt`, a KV cache of as many rows, against the
+    /// CPU in f32 with the default limits and the adapter's plan; nothing traced, no
+    /// breakpoint, no fault, not serial. Set the rest as fields.
+    pub fn new(model: impl Into<String>, prompt: Vec<u32>, tokens: u32) -> CheckOptions {
+        CheckOptions {
+            model: model.into(),
+            prompt,
+            tokens,
+            max_ctx: tokens,
+            against: Against::Cpu,
+            precision: Precision::F32,
+            thresholds: Thresholds::default(),
+            serial: false,
+            validate: false,
+            trace_dir: None,
+            filter: None,
+            break_at: None,
+            fault: None,
+            plan: None,
+        }
+    }
+}
+
 /// A finished check.
 pub struct CheckRun {
     pub report: CheckReport,

@@ -106,16 +106,17 @@ impl super::GemvFused {
             (norm, rounding) => {
                 // The int8 blocks are of u = x · norm weight (f32, as the kernel forms
                 // them); the norm's scale multiplies each row's sum after.
-                let weigh = |x: &mut dyn Iterator<Item = T>| -> Vec<f32> {
+                let weigh = |x: &[T]| -> Vec<f32> {
                     match norm {
                         Some(_) => x
+                            .iter()
                             .zip(norm_weight())
-                            .map(|(v, &nw)| (v * nw).as_f32())
+                            .map(|(&v, &nw)| (v * nw).as_f32())
                             .collect(),
-                        None => x.map(|v| v.as_f32()).collect(),
+                        None => x.iter().map(|v| v.as_f32()).collect(),
                     }
                 };
-                let u = weigh(&mut x.iter().copied());
+                let u = weigh(x);
                 let scale = match norm {
                     Some(eps) => {
                         let sum_sq = crate::real::dot(x, x);
@@ -125,7 +126,8 @@ impl super::GemvFused {
                 };
                 let rounded = match rounding {
                     XRounding::Int8Following(theirs) => {
-                        let theirs = weigh(&mut theirs[..cols].iter().map(|&v| T::of(v)));
+                        let theirs: Vec<T> = theirs[..cols].iter().map(|&v| T::of(v)).collect();
+                        let theirs = weigh(&theirs);
                         super::q8_blocks_following(&u, &theirs)
                     }
                     _ => super::q8_blocks(&u),

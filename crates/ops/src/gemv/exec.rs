@@ -163,9 +163,7 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         .then(|| c.subject_f32s(1))
         .flatten();
     let q8x = match &subject_x {
-        Some(theirs) if theirs.len() >= x.len().min(g.cols as usize) => {
-            XRounding::Int8Following(theirs)
-        }
+        Some(theirs) if theirs.len() >= g.cols as usize => XRounding::Int8Following(theirs),
         _ => XRounding::of(key.variant),
     };
     match op.epilogue {
