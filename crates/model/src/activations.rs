@@ -16,7 +16,11 @@ use crate::plan::{Fusion, KernelPlan};
 pub(crate) struct Activations {
     pub(crate) step: GpuBuffer,
     pub(crate) token: GpuBuffer,
+    /// The residual stream.
     pub(crate) x: GpuBuffer,
+    /// The residual stream's second buffer, where post norms fold into the next gemv
+    /// ([`Fusion::PostNorm`]): each such gemv reads one and writes the other.
+    pub(crate) x_alt: Option<GpuBuffer>,
     pub(crate) xn: GpuBuffer,
     /// q, k and v, written by one gemv over the concatenated matrices.
     pub(crate) qkv: GpuBuffer,
@@ -81,6 +85,9 @@ impl Activations {
             step: gpu.create_buffer_as(MemoryKind::Other, "step", STEP_BUFFER_BYTES)?,
             token: gpu.create_buffer_as(MemoryKind::Other, "token", 4)?,
             x: buf("x", f32s(c.dim))?,
+            x_alt: (c.arch.post_norms && fused(Fusion::PostNorm))
+                .then(|| buf("x_alt", f32s(c.dim)))
+                .transpose()?,
             xn: buf("x_norm", f32s(c.dim))?,
             q: qkv.view("q", 0, f32s(c.q_dim()))?,
             qkv,

@@ -13,7 +13,10 @@
 //! (`add`), the q and k head norms (`head_norm`, with rope and the KV store in the same
 //! kernel when rope is fused: `head_norm+rope`), the post norms (`rms_norm` of the
 //! projection's output with the residual add in the same kernel, `rms_norm+add`, when
-//! the residual is fused); GeGLU goes into the gate/up epilogue as silu does (`+gelu_mul`).
+//! the residual is fused; with the `post_norm` fusion, in the next gemv's input where
+//! that gemv runs the dp4a frame: `rms_norm+add+rms_norm+gemv_q5_0+gelu_mul`, the
+//! residual stream then alternating between two buffers); GeGLU goes into the gate/up
+//! epilogue as silu does (`+gelu_mul`).
 //! Per layer, its rope (base, mode, ring) and its attention over its own KV cache (a
 //! window's ring of rows).
 
@@ -23,7 +26,7 @@ use gpuscope_ops::add::Add;
 use gpuscope_ops::argmax::Argmax;
 use gpuscope_ops::attention::{AttnFused, AttnVariant};
 use gpuscope_ops::gelu_mul::GeluMul;
-use gpuscope_ops::gemv::{GemvBuffers, GemvEpilogue};
+use gpuscope_ops::gemv::{GemvBuffers, GemvEpilogue, PostNorm};
 use gpuscope_ops::head_norm::HeadNorm;
 use gpuscope_ops::rms_norm::RmsNorm;
 use gpuscope_ops::rope::RopeNormed;
@@ -34,7 +37,7 @@ use crate::activations::Activations;
 use crate::arch::Activation;
 use crate::config::LlamaConfig;
 use crate::error::ModelError;
-use crate::gpu_weights::{GpuLayer, GpuMatrix, GpuWeights};
+use crate::gpu_weights::{Folded, GpuLayer, GpuMatrix, GpuWeights};
 use crate::plan::{Fusion, KernelPlan};
 use crate::PlantedSlowdown;
 
@@ -108,6 +111,8 @@ pub(crate) fn build_decode(
             eps: c.rms_eps,
         },
         skipped: BTreeMap::new(),
+        residual_alt: false,
+        pending_post: None,
     };
     if let Some(why) = attention_skipped {
         b.skipped.insert("attention", why);
@@ -127,7 +132,8 @@ pub(crate) fn build_decode(
             attention: Vec::new(),
         };
         b.attention_block(&mut l, layer, i)?;
-        b.ffn_block(&mut l, layer, w.up_row)?;
+        let next_qkv = w.layers.get(i + 1).map(|n| &n.wqkv[..]);
+        b.ffn_block(&mut l, layer, w.up_row, next_qkv)?;
         for (dispatch, kind) in l.attention {
             attention.push(AttentionSite {
                 section: sections.len(),
@@ -172,7 +178,10 @@ pub(crate) fn output_and_argmax(
         .gemv_fused(
             gpu,
             plan,
-            norm.map(|(eps, _)| eps),
+            Folded {
+                norm: norm.map(|(eps, _)| eps),
+                post_norm: None,
+            },
             GemvEpilogue::Store,
             io,
             0,
@@ -236,6 +245,29 @@ struct Builder<'a> {
     /// Fusions the plan asks for that some layer cannot take, with why (the settings
     /// say so).
     skipped: BTreeMap<&'static str, String>,
+    /// Whether the residual stream is in `a.x_alt` now (a folded post norm's gemv wrote it
+    /// there), not `a.x`.
+    residual_alt: bool,
+    /// A post norm folded into the next gemv: its weight (its input is in `a.delta`).
+    pending_post: Option<&'a GpuBuffer>,
+}
+
+/// What a gemv after an rms_norm reads ([`Builder::take_input`]).
+struct GemvInput<'b> {
+    x: &'b GpuBuffer,
+    norm_weight: Option<&'b GpuBuffer>,
+    folded: Folded,
+    post: Option<PostNorm<'b>>,
+}
+
+impl<'b> GemvInput<'b> {
+    fn buffers(&self, y: &'b GpuBuffer) -> GemvBuffers<'b> {
+        GemvBuffers {
+            norm_weight: self.norm_weight,
+            post: self.post,
+            ..GemvBuffers::new(self.x, self.x, y)
+        }
+    }
 }
 
 /// One layer's dispatches as they are built.
@@ -271,21 +303,69 @@ impl<'a> Builder<'a> {
         PlantedSlowdown::passes_for(self.planted, name)
     }
 
-    fn norm_eps(&self) -> Option<f32> {
-        self.fused(Fusion::Norm).then_some(self.c.rms_eps)
+    /// The residual stream's buffer now.
+    fn residual(&self) -> &'a GpuBuffer {
+        match (&self.a.x_alt, self.residual_alt) {
+            (Some(alt), true) => alt,
+            _ => &self.a.x,
+        }
     }
 
-    /// What a gemv after an rms_norm reads: the residual stream and the norm weight (the
-    /// norm folded in), or the normed vector.
-    fn input<'b>(&self, norm_weight: &'b GpuBuffer) -> (&'b GpuBuffer, Option<&'b GpuBuffer>)
-    where
-        'a: 'b,
-    {
-        if self.fused(Fusion::Norm) {
-            (&self.a.x, Some(norm_weight))
-        } else {
-            (&self.a.xn, None)
+    /// What the gemvs after an rms_norm read: the residual stream and the norm weight (the
+    /// norm folded in), or the normed vector; with a post norm pending, also its buffers,
+    /// the new residual stream going to the other buffer (from then on the residual).
+    /// Call once per norm, for all of the matrices that read it.
+    fn take_input(&mut self, norm_weight: &'a GpuBuffer) -> GemvInput<'a> {
+        let a = self.a;
+        if !self.fused(Fusion::Norm) {
+            return GemvInput {
+                x: &a.xn,
+                norm_weight: None,
+                folded: Folded::default(),
+                post: None,
+            };
         }
+        let x = self.residual();
+        let mut folded = Folded {
+            norm: Some(self.c.rms_eps),
+            post_norm: None,
+        };
+        let post = self.pending_post.take().map(|weight| {
+            self.residual_alt = !self.residual_alt;
+            folded.post_norm = Some(self.c.rms_eps);
+            PostNorm {
+                d: a.delta.as_ref().expect("allocated with post norms"),
+                weight,
+                x_out: self.residual(),
+            }
+        });
+        GemvInput {
+            x,
+            norm_weight: Some(norm_weight),
+            folded,
+            post,
+        }
+    }
+
+    /// Whether a post norm folds into the gemvs of `next` (all in the dp4a frame, the
+    /// fusions on and the second residual buffer there); else why not, once, in the
+    /// settings.
+    fn post_folds_into(&mut self, next: Option<&[GpuMatrix]>) -> bool {
+        let wanted = [Fusion::PostNorm, Fusion::Norm, Fusion::Residual]
+            .into_iter()
+            .all(|f| self.fused(f))
+            && self.a.x_alt.is_some();
+        let Some(next) = next.filter(|_| wanted) else {
+            return false;
+        };
+        if next.iter().all(|m| m.runs_dp4a(self.gpu, self.plan)) {
+            return true;
+        }
+        self.skipped.entry("post_norm").or_insert_with(|| {
+            "the gemv after a post norm does not run the dp4a frame (the fold is its kernel's)"
+                .to_string()
+        });
+        false
     }
 
     /// The rope of layer `li` fused into the q/k/v gemv where every part holds whole
@@ -318,7 +398,7 @@ impl<'a> Builder<'a> {
     fn attention_block(
         &mut self,
         l: &mut Layer,
-        layer: &GpuLayer,
+        layer: &'a GpuLayer,
         i: usize,
     ) -> Result<(), ModelError> {
         let (gpu, c, a, li) = (self.gpu, self.c, self.a, l.index);
@@ -327,10 +407,12 @@ impl<'a> Builder<'a> {
         if !self.fused(Fusion::Norm) {
             l.push(
                 "attn_norm",
-                vec![self.rms.dispatch(gpu, &a.x, &layer.attn_norm, &a.xn)?],
+                vec![self
+                    .rms
+                    .dispatch(gpu, self.residual(), &layer.attn_norm, &a.xn)?],
             );
         }
-        let (qkv_in, qkv_norm) = self.input(&layer.attn_norm);
+        let input = self.take_input(&layer.attn_norm);
         let rope_fused = self.fused(Fusion::Rope)
             && match self.rope_fusion(layer, li) {
                 Ok(()) => true,
@@ -343,21 +425,17 @@ impl<'a> Builder<'a> {
             };
         let mut qkv = Vec::new();
         for part in &layer.wqkv {
-            let mut io = GemvBuffers::new(qkv_in, qkv_in, &a.qkv);
+            let mut io = input.buffers(&a.qkv);
             let epilogue = if rope_fused {
                 io.kv = Some((&a.step, kc, vc));
                 GemvEpilogue::RopeKv(rope)
             } else {
                 GemvEpilogue::Store
             };
-            let io = GemvBuffers {
-                norm_weight: qkv_norm,
-                ..io
-            };
             qkv.extend(part.gemv_fused(
                 gpu,
                 self.plan,
-                self.norm_eps(),
+                input.folded,
                 epilogue,
                 io,
                 self.extra("attn_qkv"),
@@ -369,7 +447,8 @@ impl<'a> Builder<'a> {
         }
         self.attention(l, kc, vc)?;
         let post = layer.extra.post_attn_norm.as_ref();
-        self.residual_gemv(l, "attn_output", &layer.wo, &a.attn, post)
+        let next = Some(&layer.w_gate_up[..]);
+        self.residual_gemv(l, "attn_output", &layer.wo, &a.attn, post, next)
     }
 
     /// Rope and the KV store after the q/k/v gemv, with what comes between them: the
@@ -436,30 +515,31 @@ impl<'a> Builder<'a> {
     /// rms_norm, gate/up with the activation (silu_mul fused into the gemv where gate and
     /// up are one matrix and the activation is silu), and the down projection with its
     /// residual add (and post norm).
+    /// `next_qkv`: the next layer's q/k/v matrices, where a post norm may fold.
     fn ffn_block(
         &mut self,
         l: &mut Layer,
-        layer: &GpuLayer,
+        layer: &'a GpuLayer,
         up_row: u32,
+        next_qkv: Option<&[GpuMatrix]>,
     ) -> Result<(), ModelError> {
         let (gpu, c, a, li) = (self.gpu, self.c, self.a, l.index);
         if !self.fused(Fusion::Norm) {
             l.push(
                 "ffn_norm",
-                vec![self.rms.dispatch(gpu, &a.x, &layer.ffn_norm, &a.xn)?],
+                vec![self
+                    .rms
+                    .dispatch(gpu, self.residual(), &layer.ffn_norm, &a.xn)?],
             );
         }
-        let (ffn_in, ffn_norm) = self.input(&layer.ffn_norm);
+        let input = self.take_input(&layer.ffn_norm);
         let stacked = match layer.w_gate_up.as_slice() {
             [m] if m.chunks.len() == 1 => Some(m),
             _ => None,
         };
         match stacked {
             Some(m) if self.fused(Fusion::Silu) => {
-                let io = GemvBuffers {
-                    norm_weight: ffn_norm,
-                    ..GemvBuffers::new(ffn_in, ffn_in, &a.hidden)
-                };
+                let io = input.buffers(&a.hidden);
                 let (n, up_row) = (c.ffn_dim, up_row);
                 let epilogue = match c.arch.activation {
                     Activation::Silu => GemvEpilogue::SiluMul { n, up_row },
@@ -470,7 +550,7 @@ impl<'a> Builder<'a> {
                     m.gemv_fused(
                         gpu,
                         self.plan,
-                        self.norm_eps(),
+                        input.folded,
                         epilogue,
                         io,
                         self.extra("ffn_gate_up"),
@@ -484,11 +564,11 @@ impl<'a> Builder<'a> {
                     );
                     self.skipped.entry("silu").or_insert(why);
                 }
-                self.gate_up_unfused(l, layer, ffn_in, ffn_norm)?;
+                self.gate_up_unfused(l, layer, &input)?;
             }
         }
         let post = layer.extra.post_ffn_norm.as_ref();
-        self.residual_gemv(l, "ffn_down", &layer.w_down, &a.hidden, post)
+        self.residual_gemv(l, "ffn_down", &layer.w_down, &a.hidden, post, next_qkv)
     }
 
     /// gate/up into their buffer, then the activation (`silu_mul` or `gelu_mul`).
@@ -496,22 +576,17 @@ impl<'a> Builder<'a> {
         &self,
         l: &mut Layer,
         layer: &GpuLayer,
-        ffn_in: &GpuBuffer,
-        ffn_norm: Option<&GpuBuffer>,
+        input: &GemvInput,
     ) -> Result<(), ModelError> {
         let (gpu, c, a) = (self.gpu, self.c, self.a);
         let mut gu = Vec::new();
         for part in &layer.w_gate_up {
-            let io = GemvBuffers {
-                norm_weight: ffn_norm,
-                ..GemvBuffers::new(ffn_in, ffn_in, &a.gate_up)
-            };
             gu.extend(part.gemv_fused(
                 gpu,
                 self.plan,
-                self.norm_eps(),
+                input.folded,
                 GemvEpilogue::Store,
-                io,
+                input.buffers(&a.gate_up),
                 self.extra("ffn_gate_up"),
             )?);
         }
@@ -532,24 +607,25 @@ impl<'a> Builder<'a> {
 
     /// The `head` section: the output norm (unless folded into the output gemv), the
     /// logits and the argmax.
-    fn head(&self, w: &GpuWeights) -> Result<Section, ModelError> {
+    fn head(&mut self, w: &'a GpuWeights) -> Result<Section, ModelError> {
         let (gpu, a) = (self.gpu, self.a);
         let mut head = Vec::new();
         if !self.fused(Fusion::Norm) {
             head.push(
                 self.rms
-                    .dispatch(gpu, &a.x, &w.output_norm, &a.xn)?
+                    .dispatch(gpu, self.residual(), &w.output_norm, &a.xn)?
                     .labelled("output_norm", None),
             );
         }
-        let (head_in, head_norm) = self.input(&w.output_norm);
+        // No post norm folds into the head (the last layer's is a dispatch of its own).
+        let input = self.take_input(&w.output_norm);
         head.extend(output_and_argmax(
             gpu,
             self.plan,
             w,
             a,
-            head_in,
-            self.norm_eps().zip(head_norm),
+            input.x,
+            input.folded.norm.zip(input.norm_weight),
             self.c.vocab,
         )?);
         Ok(Section::new("head", None, head))
@@ -589,20 +665,24 @@ impl<'a> Builder<'a> {
     }
 
     /// x += W·input: the residual add in the gemv's epilogue, or a gemv into `delta` and
-    /// an `add` dispatch; with a post norm (Gemma 3), x += rms_norm(W·input)·w: the add in
-    /// the norm's kernel (`rms_norm+add`), or unfused a norm into `xn` and an `add`.
+    /// an `add` dispatch; with a post norm (Gemma 3), x += rms_norm(W·input)·w: folded
+    /// into the gemvs of `next` (the matrices that read the residual next) where they can
+    /// take it ([`Self::post_folds_into`]), else the add in the norm's kernel
+    /// (`rms_norm+add`), or unfused a norm into `xn` and an `add`.
     fn residual_gemv(
         &mut self,
         l: &mut Layer,
         name: &str,
         m: &GpuMatrix,
         input: &GpuBuffer,
-        post_norm: Option<&GpuBuffer>,
+        post_norm: Option<&'a GpuBuffer>,
+        next: Option<&[GpuMatrix]>,
     ) -> Result<(), ModelError> {
         let (gpu, a) = (self.gpu, self.a);
+        let x = self.residual();
         let fused = self.fused(Fusion::Residual);
         if fused && post_norm.is_none() {
-            let ds = m.gemv(gpu, self.plan, input, &a.x, true, self.extra(name))?;
+            let ds = m.gemv(gpu, self.plan, input, x, true, self.extra(name))?;
             l.push(name, ds);
             return Ok(());
         }
@@ -611,10 +691,7 @@ impl<'a> Builder<'a> {
         l.push(name, ds);
         let add = Add { n: self.c.dim };
         let Some(w) = post_norm else {
-            l.push(
-                &format!("{name}_add"),
-                vec![add.dispatch(gpu, &a.x, delta)?],
-            );
+            l.push(&format!("{name}_add"), vec![add.dispatch(gpu, x, delta)?]);
             return Ok(());
         };
         let post = if name == "attn_output" {
@@ -622,15 +699,16 @@ impl<'a> Builder<'a> {
         } else {
             "post_ffw_norm"
         };
+        if fused && self.post_folds_into(next) {
+            self.pending_post = Some(w);
+            return Ok(());
+        }
         if fused {
-            l.push(post, vec![self.rms.dispatch_add(gpu, delta, w, &a.x)?]);
+            l.push(post, vec![self.rms.dispatch_add(gpu, delta, w, x)?]);
             return Ok(());
         }
         l.push(post, vec![self.rms.dispatch(gpu, delta, w, &a.xn)?]);
-        l.push(
-            &format!("{name}_add"),
-            vec![add.dispatch(gpu, &a.x, &a.xn)?],
-        );
+        l.push(&format!("{name}_add"), vec![add.dispatch(gpu, x, &a.xn)?]);
         Ok(())
     }
 }

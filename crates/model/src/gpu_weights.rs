@@ -25,6 +25,14 @@ pub(crate) struct RowChunk {
     pub(crate) rows: u32,
 }
 
+/// What a gemv folds into its input ([`GemvFused`]'s `norm` and `post_norm`): rms_norm
+/// (its eps) and, before it, a post norm with its residual add (its eps).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Folded {
+    pub(crate) norm: Option<f32>,
+    pub(crate) post_norm: Option<f32>,
+}
+
 /// A weight matrix on the GPU, split in row chunks when larger than one binding.
 pub(crate) struct GpuMatrix {
     pub(crate) chunks: Vec<RowChunk>,
@@ -100,15 +108,15 @@ impl GpuMatrix {
         })
     }
 
-    /// One [`GemvFused`] dispatch per row chunk: `norm` folds rms_norm (its eps) into the
-    /// input, `epilogue` says where rows go. Buffers other than the weights in `io`
+    /// One [`GemvFused`] dispatch per row chunk: `folded` says what its input folds in,
+    /// `epilogue` where rows go. Buffers other than the weights in `io`
     /// (its `w` is replaced per chunk). `extra_passes` plants a slowdown (see
     /// [`crate::PlantedSlowdown`]), 0 for none.
     pub(crate) fn gemv_fused(
         &self,
         gpu: &Gpu,
         plan: &KernelPlan,
-        norm: Option<f32>,
+        folded: Folded,
         epilogue: GemvEpilogue,
         io: GemvBuffers,
         extra_passes: u32,
@@ -117,7 +125,8 @@ impl GpuMatrix {
             .map(|(buf, gemv)| {
                 let op = GemvFused {
                     gemv,
-                    norm,
+                    norm: folded.norm,
+                    post_norm: folded.post_norm,
                     epilogue,
                 };
                 let variant =
@@ -148,11 +157,18 @@ impl GpuMatrix {
         self.gemv_fused(
             gpu,
             plan,
-            None,
+            Folded::default(),
             epilogue,
             GemvBuffers::new(x, x, y),
             extra_passes,
         )
+    }
+
+    /// Whether every row chunk runs the `dp4a` frame under `plan` (what a folded post norm
+    /// needs).
+    pub(crate) fn runs_dp4a(&self, gpu: &Gpu, plan: &KernelPlan) -> bool {
+        plan.gemv_for(gpu, self.tensor_format, self.layout, self.rows(), self.cols)
+            == gpuscope_ops::gemv::GemvVariant::Dp4a
     }
 
     /// Whether every row chunk starts on an even row and holds whole row pairs (what the

@@ -27,15 +27,21 @@ pub enum Fusion {
     Residual,
     /// Scores, softmax and values of attention in one kernel.
     Attention,
+    /// A post norm (Gemma 3) and its residual add in the next gemv's input, where that
+    /// gemv runs the dp4a frame with its own norm folded in (with `norm` and `residual`;
+    /// else the post norm is an `rms_norm+add` dispatch). The gemv's first workgroup
+    /// writes the new residual stream to the other of two residual buffers.
+    PostNorm,
 }
 
 impl Fusion {
-    pub const ALL: [Fusion; 5] = [
+    pub const ALL: [Fusion; 6] = [
         Self::Norm,
         Self::Rope,
         Self::Silu,
         Self::Residual,
         Self::Attention,
+        Self::PostNorm,
     ];
 
     pub fn name(self) -> &'static str {
@@ -45,6 +51,7 @@ impl Fusion {
             Self::Silu => "silu",
             Self::Residual => "residual",
             Self::Attention => "attention",
+            Self::PostNorm => "post_norm",
         }
     }
 }

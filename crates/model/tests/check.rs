@@ -534,30 +534,50 @@ fn split_attention_decoder_matches_its_executors() {
 /// the fused dispatch that does its work.
 #[test]
 fn every_unfused_label_names_a_dispatch_of_the_fused_graph() {
-    use gpuscope_model::check::select::find_label;
-    use gpuscope_model::{Fusions, GpuDecoder};
+    use gpuscope_model::check::select::{find_label, FOLDED_POST_OP};
+    use gpuscope_model::{Fusions, GpuDecoder, KernelPlan};
+    use gpuscope_ops::gemv::GemvVariant;
     let Some(gpu) = common::gpu() else { return };
     let opts = DecoderOptions {
         max_ctx: 8,
         read_logits: false,
     };
+    // The default plan, and every gemv in the dp4a frame (where Gemma 3's post norms fold
+    // into the next gemv, of the next layer for the post-FFN norm).
+    let dp4a = |plan: KernelPlan| KernelPlan {
+        gemv: GemvVariant::Dp4a,
+        gemv_large: Some(GemvVariant::Dp4a),
+        ..plan
+    };
+    let mut folded = 0;
     for preset in Preset::ALL.iter().filter(|p| p.name().starts_with("tiny")) {
         let w = common::weights(*preset, WeightFormat::Q8_0);
-        let fused = GpuDecoder::new(gpu, &w, opts.clone()).unwrap();
-        let mut plan = *fused.plan();
-        plan.fusions = Fusions::none();
-        let unfused = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
-        let graph: Vec<_> = fused.graph().dispatches().cloned().collect();
-        assert!(
-            graph.len() < unfused.graph().dispatches().count(),
-            "{preset:?}"
-        );
-        for d in unfused.graph().dispatches() {
-            let (i, host) = find_label(&graph, &d.label)
-                .unwrap_or_else(|| panic!("{preset:?}: {} is in no fused dispatch", d.label));
-            // The host is of the same layer, and named only when it is another dispatch.
-            assert_eq!(graph[i].layer, d.layer, "{preset:?} {}", d.label);
-            assert_eq!(host.is_some(), graph[i].label != d.label);
+        for int8 in [false, true] {
+            let mut plan = KernelPlan::for_adapter(gpu);
+            if int8 {
+                plan = dp4a(plan);
+            }
+            let fused = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
+            plan.fusions = Fusions::none();
+            let unfused = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
+            let graph: Vec<_> = fused.graph().dispatches().cloned().collect();
+            assert!(
+                graph.len() < unfused.graph().dispatches().count(),
+                "{preset:?}"
+            );
+            for d in unfused.graph().dispatches() {
+                let (i, host) = find_label(&graph, &d.label)
+                    .unwrap_or_else(|| panic!("{preset:?}: {} is in no fused dispatch", d.label));
+                // The host is of the same layer (the next one for a post-FFN norm folded
+                // into the q/k/v gemv), and named only when it is another dispatch.
+                let folded_on = graph[i].op.starts_with(FOLDED_POST_OP)
+                    && (d.label.ends_with(".post_ffw_norm") || d.label.ends_with(".ffn_down_add"));
+                let layer = d.layer.map(|l| l + u32::from(folded_on));
+                assert_eq!(graph[i].layer, layer, "{preset:?} {}", d.label);
+                assert_eq!(host.is_some(), graph[i].label != d.label);
+                folded += usize::from(graph[i].op.starts_with(FOLDED_POST_OP));
+            }
         }
     }
+    assert!(folded > 0, "no post norm folded into a gemv in any graph");
 }

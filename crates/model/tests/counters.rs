@@ -122,3 +122,54 @@ fn each_fusion_saves_its_dispatches_and_barriers() {
     let (none_d, _) = build(Fusions::none());
     assert_eq!(none_d, 13 * layers + 4);
 }
+
+/// Gemma 3's post norms fold into the next gemv where it runs the dp4a frame: two
+/// `rms_norm+add` dispatches a layer fewer, but the last layer's (the head takes no fold),
+/// and the logits stay those of the graph without the fold (the int8 rounding of x may
+/// differ in a step where the two residuals differ in their last bits: NMSE, not bits).
+#[test]
+fn post_norms_fold_into_the_next_dp4a_gemv() {
+    use gpuscope_model::{Fusion, Fusions, KernelPlan};
+    use gpuscope_ops::gemv::GemvVariant;
+    let Some(gpu) = gpu() else { return };
+    GemvVariant::Dp4a
+        .supported(gpu)
+        .expect("the post-norm fold needs the dp4a frame");
+    let w = weights(Preset::TinyGemma3, WeightFormat::Q8_0);
+    let layers = w.config.n_layers as usize;
+    let decode = |fusions: Fusions| {
+        let plan = KernelPlan {
+            fusions,
+            gemv: GemvVariant::Dp4a,
+            gemv_large: Some(GemvVariant::Dp4a),
+            ..KernelPlan::for_adapter(gpu)
+        };
+        let opts = DecoderOptions {
+            max_ctx: 8,
+            read_logits: true,
+        };
+        let mut d = GpuDecoder::with_plan(gpu, &w, opts, plan).unwrap();
+        let folded = d
+            .graph()
+            .dispatches()
+            .filter(|x| x.op.starts_with("rms_norm+add+rms_norm+gemv_"))
+            .count();
+        let count = d.graph().dispatch_count();
+        let logits: Vec<f32> = (1..=6)
+            .flat_map(|token| d.step(gpu, Some(token)).unwrap().logits.unwrap())
+            .collect();
+        (count, folded, logits)
+    };
+    let (with, folded, logits) = decode(Fusions::all());
+    let (without, none, want) = decode(Fusions::all().without(Fusion::PostNorm));
+    assert_eq!(folded, 2 * layers - 1);
+    assert_eq!(none, 0);
+    assert_eq!(without, with + 2 * layers - 1);
+    let err: f64 = logits
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| f64::from(a - b).powi(2))
+        .sum();
+    let norm: f64 = want.iter().map(|b| f64::from(*b).powi(2)).sum();
+    assert!(err / norm < 1e-4, "logits NMSE {:e}", err / norm);
+}

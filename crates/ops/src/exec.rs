@@ -373,43 +373,65 @@ fn formats(f: fn(crate::WeightFormat) -> &'static str) -> Vec<&'static str> {
 pub static EXECUTORS: &[Executor] = &[
     // The composed gemv shaders, one entry per binding set (norm weight; step and caches).
     entry!(
-        || crate::gemv::exec::fused_shaders(false, EpilogueKind::Store),
+        || crate::gemv::exec::fused_shaders(false, false, EpilogueKind::Store),
         &[Bytes, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, EpilogueKind::Store),
+        || crate::gemv::exec::fused_shaders(true, false, EpilogueKind::Store),
         &[Bytes, F32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(false, EpilogueKind::Silu),
+        || crate::gemv::exec::fused_shaders(false, false, EpilogueKind::Silu),
         &[Bytes, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, EpilogueKind::Silu),
+        || crate::gemv::exec::fused_shaders(true, false, EpilogueKind::Silu),
         &[Bytes, F32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(false, EpilogueKind::Gelu),
+        || crate::gemv::exec::fused_shaders(false, false, EpilogueKind::Gelu),
         &[Bytes, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, EpilogueKind::Gelu),
+        || crate::gemv::exec::fused_shaders(true, false, EpilogueKind::Gelu),
         &[Bytes, F32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(false, EpilogueKind::Rope),
+        || crate::gemv::exec::fused_shaders(false, false, EpilogueKind::Rope),
         &[Bytes, F32, F32, U32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, EpilogueKind::Rope),
+        || crate::gemv::exec::fused_shaders(true, false, EpilogueKind::Rope),
         &[Bytes, F32, F32, F32, U32, F32, F32],
+        crate::gemv::exec::run
+    ),
+    // With a post norm folded in (the dp4a frame): d, its weight and x_out after the norm
+    // weight.
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, true, EpilogueKind::Store),
+        &[Bytes, F32, F32, F32, F32, F32, F32],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, true, EpilogueKind::Silu),
+        &[Bytes, F32, F32, F32, F32, F32, F32],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, true, EpilogueKind::Gelu),
+        &[Bytes, F32, F32, F32, F32, F32, F32],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, true, EpilogueKind::Rope),
+        &[Bytes, F32, F32, F32, F32, F32, F32, U32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(

@@ -4,7 +4,7 @@
 //! partly past the end, widths of one block and odd widths where the format allows.
 
 use gpuscope_ops::gemv::{
-    Gemv, GemvBuffers, GemvEpilogue, GemvFused, GemvTuning, GemvVariant, WeightLayout,
+    Gemv, GemvBuffers, GemvEpilogue, GemvFused, GemvTuning, GemvVariant, PostNorm, WeightLayout,
     MAX_ROWS_PER_THREAD,
 };
 use gpuscope_ops::quant::WeightFormat;
@@ -155,6 +155,7 @@ fn packed_fused_ops(format: WeightFormat, cols: u32) -> [(GemvFused, usize); 3] 
             GemvFused {
                 gemv: packed(21, 2),
                 norm: Some(1e-5),
+                post_norm: None,
                 epilogue: GemvEpilogue::Accumulate,
             },
             26,
@@ -163,6 +164,7 @@ fn packed_fused_ops(format: WeightFormat, cols: u32) -> [(GemvFused, usize); 3] 
             GemvFused {
                 gemv: packed(40, 0),
                 norm: Some(1e-5),
+                post_norm: None,
                 epilogue: GemvEpilogue::RopeKv(ROPE_3X1),
             },
             24,
@@ -171,6 +173,7 @@ fn packed_fused_ops(format: WeightFormat, cols: u32) -> [(GemvFused, usize); 3] 
             GemvFused {
                 gemv: packed(29, 0),
                 norm: None,
+                post_norm: None,
                 epilogue: GemvEpilogue::SiluMul { n: 13, up_row: 16 },
             },
             16,
@@ -299,6 +302,118 @@ fn packed_layout_fused_forms_match_the_oracle() {
     }
 }
 
+/// A post norm folded into the dp4a frame (Gemma 3's post-attention and post-FFN norms
+/// before the next gemv): x_out = x + rms_norm(d) ∘ pw, and the gemv with its own norm on
+/// x_out, for every dp4a format, with the store, gelu·mul and rope epilogues, at 640
+/// columns (Gemma 3 270M: x not a whole number of phase-1 steps; 768 for the K-quants)
+/// and 4096 (the wide workgroups, rows split over two row groups).
+#[test]
+fn post_norm_folded_into_dp4a_matches_rms_norm_add_then_the_gemv() {
+    let Some(gpu) = common::gpu() else { return };
+    if GemvVariant::Dp4a.supported(gpu).is_err() {
+        panic!("this adapter has no dp4a frame: the folded post norm is untested");
+    }
+    let mut rng = common::rng(316);
+    let rope = Rope {
+        n_heads: 2,
+        n_kv_heads: 1,
+        head_dim: 8,
+        rope_dims: 8,
+        base: 10000.0,
+        max_ctx: 4,
+        neox: false,
+        ring: false,
+    };
+    let epilogues = [
+        (GemvEpilogue::Store, 40u32, 44usize),
+        (GemvEpilogue::GeluMul { n: 13, up_row: 16 }, 29, 16),
+        (GemvEpilogue::RopeKv(rope), 32, 16),
+    ];
+    let formats: Vec<WeightFormat> = WeightFormat::ALL
+        .into_iter()
+        .filter(|&f| GemvVariant::Dp4a.layout_for(f).is_some() && f.block_elems() == 32)
+        .chain([WeightFormat::Q4_K, WeightFormat::Q5_K])
+        .collect();
+    for (i, format) in formats.into_iter().enumerate() {
+        let layout = GemvVariant::Dp4a.layout_for(format).unwrap();
+        // K-quant rows are whole 256-element super-blocks (Gemma's 640-wide matrices
+        // are q5_0 or q8_0 in its files).
+        let first = if format.block_elems() == 256 {
+            768
+        } else {
+            640
+        };
+        for cols in [first, 4096] {
+            let (epilogue, rows, y_len) = epilogues[i % epilogues.len()];
+            let op = GemvFused {
+                gemv: Gemv {
+                    layout,
+                    ..matrix(format, rows, cols, 0)
+                },
+                norm: Some(1e-6),
+                post_norm: Some(1e-6),
+                epilogue,
+            };
+            FusedCase::new(&mut rng, op).check(gpu, GemvVariant::Dp4a, y_len, 2);
+        }
+    }
+}
+
+/// The fold is refused where its kernel does not exist: another frame, no norm, or x_out
+/// on x's own buffer.
+#[test]
+fn post_norm_fold_needs_dp4a_a_norm_and_its_own_output() {
+    let Some(gpu) = common::gpu() else { return };
+    let g = Gemv {
+        layout: WeightLayout::Packed,
+        ..matrix(WeightFormat::Q4_0, 4, 64, 0)
+    };
+    let b = |label| gpu.create_buffer(label, 4096).unwrap();
+    let (w, x, y, nw, d, pw, out) = (b("w"), b("x"), b("y"), b("nw"), b("d"), b("pw"), b("out"));
+    let buffers = |x_out| GemvBuffers {
+        norm_weight: Some(&nw),
+        post: Some(PostNorm {
+            d: &d,
+            weight: &pw,
+            x_out,
+        }),
+        ..GemvBuffers::new(&w, &x, &y)
+    };
+    let op = GemvFused {
+        gemv: g,
+        norm: Some(1e-6),
+        post_norm: Some(1e-6),
+        epilogue: GemvEpilogue::Store,
+    };
+    assert_eq!(op.op_name(), "rms_norm+add+rms_norm+gemv_q4_0");
+    let dp4a = op.fit_tuning(g.tuning(GemvVariant::Dp4a, gpu));
+    let err = op
+        .dispatch(
+            gpu,
+            GemvTuning {
+                variant: GemvVariant::Subgroup,
+                ..dp4a
+            },
+            &buffers(&out),
+        )
+        .expect_err("the fold runs in the dp4a frame only");
+    assert!(
+        err.to_string()
+            .contains("post norm folds into the dp4a frame"),
+        "{err}"
+    );
+    let err = GemvFused { norm: None, ..op }
+        .dispatch(gpu, dp4a, &buffers(&out))
+        .expect_err("the fold needs the gemv's own norm");
+    assert!(err.to_string().contains("without a norm"), "{err}");
+    let err = op
+        .dispatch(gpu, dp4a, &buffers(&x))
+        .expect_err("x_out must not be x");
+    assert!(err.to_string().contains("x's own buffer"), "{err}");
+    op.dispatch(gpu, dp4a, &buffers(&out))
+        .expect("a valid fold");
+}
+
 #[test]
 fn packing_is_a_byte_permutation_and_rejects_other_formats() {
     let Some(gpu) = common::gpu() else { return };
@@ -362,6 +477,7 @@ fn variant_tunings_out_of_range_are_errors() {
     let silu = GemvFused {
         gemv: Gemv { rows: 4, ..g },
         norm: None,
+        post_norm: None,
         epilogue: GemvEpilogue::SiluMul { n: 2, up_row: 2 },
     };
     let odd = GemvTuning {
@@ -387,6 +503,8 @@ struct FusedCase {
     w: Vec<u8>,
     x: Vec<f32>,
     nw: Vec<f32>,
+    /// The folded post norm's d and weight (with `op.post_norm`).
+    post: Option<(Vec<f32>, Vec<f32>)>,
 }
 
 impl FusedCase {
@@ -404,19 +522,38 @@ impl FusedCase {
             .into_iter()
             .map(|v| 1.0 + 0.1 * v)
             .collect();
-        FusedCase { op, w, x, nw }
+        // A projection's output of another scale than x, and Gemma-like (1 + w) weights.
+        let post = op.post_norm.map(|_| {
+            let d: Vec<f32> = activations(rng, g.cols as usize)
+                .into_iter()
+                .map(|v| 0.2 * v)
+                .collect();
+            let pw: Vec<f32> = activations(rng, g.cols as usize)
+                .into_iter()
+                .map(|v| 1.0 + 0.5 * v)
+                .collect();
+            (d, pw)
+        });
+        FusedCase { op, w, x, nw, post }
     }
 
-    /// The input the weights see (x, or x rms-normed).
+    /// The residual the gemv starts from: x, or x after the folded post norm.
+    fn residual(&self) -> Vec<f32> {
+        let post = self.post.as_ref().map(|(d, pw)| (&d[..], &pw[..]));
+        self.op.post_input(&self.x, post)
+    }
+
+    /// The input the weights see (the residual, or the residual rms-normed).
     fn input(&self) -> Vec<f32> {
         let g = self.op.gemv;
+        let x = self.residual();
         match self.op.norm {
             Some(eps) => {
                 let mut out = vec![0f32; g.cols as usize];
-                RmsNorm { n: g.cols, eps }.cpu(&self.x, &self.nw, &mut out);
+                RmsNorm { n: g.cols, eps }.cpu(&x, &self.nw, &mut out);
                 out
             }
-            None => self.x.clone(),
+            None => x,
         }
     }
 
@@ -489,12 +626,24 @@ impl FusedCase {
         let step = gpu
             .create_buffer_init("step", bytemuck::cast_slice(&[pos, pos + 1, 0, 0]))
             .unwrap();
+        let post_bufs = self.post.as_ref().map(|(d, pw)| {
+            let cols = d.len();
+            (
+                gpu.create_buffer_init("d", &f32_bytes(d)).unwrap(),
+                gpu.create_buffer_init("post_w", &f32_bytes(pw)).unwrap(),
+                gpu.create_buffer_init("x_out", &f32_bytes(&vec![f32::NAN; cols]))
+                    .unwrap(),
+            )
+        });
         let buffers = GemvBuffers {
             w: &wb,
             x: &xb,
             y: &yb,
             norm_weight: self.op.norm.map(|_| &nwb),
             kv: rope.map(|_| (&step, &kb, &vb)),
+            post: post_bufs
+                .as_ref()
+                .map(|(d, weight, x_out)| PostNorm { d, weight, x_out }),
         };
         let d = self
             .op
@@ -521,10 +670,21 @@ impl FusedCase {
         }
         run(gpu, vec![d]);
         let (mut want, mut want_k, mut want_v) = (y0.clone(), cache0.clone(), cache0.clone());
+        let residual = self.residual();
+        if let Some((_, _, x_out)) = &post_bufs {
+            // x + (d · s) ∘ pw: one rounding from the oracle's, at most (s's sum order).
+            compare(
+                &format!("{what} x_out"),
+                &read_f32(gpu, x_out),
+                &residual,
+                |_| 1.0,
+                1e-5,
+            );
+        }
         self.op.cpu_variant(
             gpuscope_ops::gemv::XRounding::of(variant),
             &stored,
-            &self.x,
+            &residual,
             Some(&self.nw),
             &mut want,
             rope.map(|_| (pos, &mut want_k[..], &mut want_v[..])),
@@ -670,6 +830,7 @@ fn norm_folded_into_gemv_matches_rms_norm_then_gemv() {
                     let op = GemvFused {
                         gemv: matrix(format, rows, cols, 2),
                         norm: Some(1e-5),
+                        post_norm: None,
                         epilogue,
                     };
                     FusedCase::new(&mut rng, op).check(gpu, variant, rows as usize + 5, 0);
@@ -713,6 +874,7 @@ fn rope_epilogue_matches_gemv_then_rope_and_cache_stores() {
             let op = GemvFused {
                 gemv: matrix(format, rows, cols, out_offset),
                 norm,
+                post_norm: None,
                 epilogue: GemvEpilogue::RopeKv(rope),
             };
             FusedCase::new(&mut rng, op).check(gpu, variant, q as usize, pos);
@@ -738,6 +900,7 @@ fn rope_epilogue_outside_the_cache_stores_nothing() {
     let op = GemvFused {
         gemv: matrix(WeightFormat::Q8_0, 24, 64, 0),
         norm: None,
+        post_norm: None,
         epilogue: GemvEpilogue::RopeKv(rope),
     };
     for variant in variants(gpu) {
@@ -759,6 +922,7 @@ fn gated_epilogues_match_gemv_then_the_activation() {
             let op = GemvFused {
                 gemv: matrix(format, up_row + n, fused_width(format), 0),
                 norm,
+                post_norm: None,
                 epilogue: GemvEpilogue::SiluMul { n, up_row },
             };
             FusedCase::new(&mut rng, op).check(gpu, variant, n as usize + 3, 0);
@@ -769,6 +933,7 @@ fn gated_epilogues_match_gemv_then_the_activation() {
             let op = GemvFused {
                 gemv: matrix(format, 29, fused_width(format), 0),
                 norm: Some(1e-5),
+                post_norm: None,
                 epilogue: GemvEpilogue::GeluMul { n: 13, up_row: 16 },
             };
             FusedCase::new(&mut rng, op).check(gpu, variant, 16, 0);
@@ -792,6 +957,7 @@ fn fused_op_names_and_costs() {
     let plain = GemvFused::plain(g);
     let normed = GemvFused {
         norm: Some(1e-5),
+        post_norm: None,
         ..plain
     };
     let roped = GemvFused {
@@ -829,6 +995,7 @@ fn fused_forms_check_their_buffers() {
     let t = g.tuning(GemvVariant::Shared, gpu);
     let normed = GemvFused {
         norm: Some(1e-5),
+        post_norm: None,
         ..GemvFused::plain(g)
     };
     let err = normed

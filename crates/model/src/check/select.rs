@@ -57,6 +57,32 @@ const FUSED_INTO: &[(&str, &[&str])] = &[
     ("output_norm", &["output"]),
 ];
 
+/// Where a post norm and its residual add run when they fold into the next gemv (the
+/// `post_norm` fusion, decode_graph.rs): the part of the label → (layers on, the host's
+/// part). Such a host's op starts with [`FOLDED_POST_OP`].
+const FOLDED_POST: &[(&str, u32, &str)] = &[
+    ("post_attention_norm", 0, "ffn_gate_up"),
+    ("attn_output_add", 0, "ffn_gate_up"),
+    ("post_ffw_norm", 1, "attn_qkv"),
+    ("ffn_down_add", 1, "attn_qkv"),
+];
+
+/// The op-name prefix of a gemv with a post norm folded in.
+pub const FOLDED_POST_OP: &str = "rms_norm+add+";
+
+/// The dispatch that took in `label`'s post norm or residual add, where it folded into
+/// the next gemv (of this layer or the next: `L3.post_ffw_norm` → `L4.attn_qkv`).
+fn folded_post_host(dispatches: &[Dispatch], label: &str) -> Option<(usize, String)> {
+    let (layer, part) = label.split_once('.')?;
+    let n: u32 = layer.strip_prefix('L')?.parse().ok()?;
+    let (_, on, host) = FOLDED_POST.iter().find(|(p, ..)| *p == part)?;
+    let host = format!("L{}.{host}", n + on);
+    let i = dispatches
+        .iter()
+        .position(|d| d.label == host && d.op.starts_with(FOLDED_POST_OP))?;
+    Some((i, host))
+}
+
 /// The labels of the dispatches that may do `label`'s work in a fused graph (`L3.rope`
 /// → `L3.attn_qk_norm`, `L3.attn_qkv`), whether or not the graph has them.
 fn fused_hosts(label: &str) -> Vec<String> {
@@ -78,6 +104,9 @@ fn fused_hosts(label: &str) -> Vec<String> {
 pub fn find_label(dispatches: &[Dispatch], label: &str) -> Option<(usize, Option<String>)> {
     if let Some(i) = dispatches.iter().position(|d| d.label == label) {
         return Some((i, None));
+    }
+    if let Some((i, host)) = folded_post_host(dispatches, label) {
+        return Some((i, Some(host)));
     }
     fused_hosts(label).into_iter().find_map(|host| {
         let i = dispatches.iter().position(|d| d.label == host)?;

@@ -29,7 +29,8 @@ impl GemvFused {
     /// norm weight (read once per element and x squared: 3 FLOPs per element beside the
     /// product), and what the epilogue writes: rows, rows read and written (accumulate),
     /// rotated q and KV-cache rows (6 FLOPs per rotated pair, the step's 4 bytes), or one
-    /// value per gate/up pair (about 4 FLOPs: exp, add, divide, multiply).
+    /// value per gate/up pair (about 4 FLOPs: exp, add, divide, multiply); a folded post
+    /// norm as below.
     pub fn cost(&self) -> Cost {
         let g = &self.gemv;
         let cols = u64::from(g.cols);
@@ -40,6 +41,12 @@ impl GemvFused {
         if self.norm.is_some() {
             bytes += cols * 4;
             flops += 3 * cols;
+        }
+        // A folded post norm reads d and its weight and writes the new residual once:
+        // d² summed (2 FLOPs an element), then x + (d · s) · w (3).
+        if self.post_norm.is_some() {
+            bytes += cols * 12;
+            flops += 5 * cols;
         }
         match self.epilogue {
             GemvEpilogue::Store => bytes += rows * 4,

@@ -64,6 +64,8 @@ impl super::GemvFused {
     /// land in `y` (rotated), k and v rows in the caches at row `pos` (nothing is cached
     /// when `pos` is outside them, as on the GPU).
     ///
+    /// With a post norm folded in, `x` is its output ([`Self::post_input`]).
+    ///
     /// # Panics
     /// If a slice is shorter than the shape needs, or `norm_weight` / `kv` is missing for
     /// a form that uses it.
@@ -76,6 +78,23 @@ impl super::GemvFused {
         kv: Option<(u32, &mut [T], &mut [T])>,
     ) {
         self.cpu_variant(super::XRounding::Exact, w, x, norm_weight, y, kv)
+    }
+
+    /// The input of a folded post norm ([`Self::post_norm`]): x + d / sqrt(mean(d²) +
+    /// eps) ∘ weight, as [`crate::rms_norm::RmsNorm::cpu_add`] computes it. The kernel
+    /// writes it out as the next residual stream, and the gemv (its own norm and all)
+    /// runs on it; `x` itself when no post norm is folded in.
+    ///
+    /// # Panics
+    /// If a post norm is folded in and `d` or `weight` is missing or short.
+    pub fn post_input<T: Real>(&self, x: &[T], post: Option<(&[T], &[T])>) -> Vec<T> {
+        let cols = self.gemv.cols;
+        let mut out = x[..cols as usize].to_vec();
+        if let Some(eps) = self.post_norm {
+            let (d, weight) = post.expect("the folded post norm needs d and its weight");
+            crate::rms_norm::RmsNorm { n: cols, eps }.cpu_add(d, weight, &mut out);
+        }
+        out
     }
 
     /// [`Self::cpu`] with x rounded as `rounding` says ([`super::XRounding`]; the `dp4a`

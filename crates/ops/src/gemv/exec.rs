@@ -18,9 +18,9 @@ use crate::{Real, WeightFormat};
 fn keys() -> &'static HashMap<String, ShaderKey> {
     static KEYS: OnceLock<HashMap<String, ShaderKey>> = OnceLock::new();
     KEYS.get_or_init(|| {
-        [false, true]
+        [(false, false), (true, false), (true, true)]
             .into_iter()
-            .flat_map(|norm| {
+            .flat_map(|(norm, post)| {
                 [
                     EpilogueKind::Store,
                     EpilogueKind::Rope,
@@ -28,27 +28,28 @@ fn keys() -> &'static HashMap<String, ShaderKey> {
                     EpilogueKind::Gelu,
                 ]
                 .into_iter()
-                .flat_map(move |e| ShaderKey::all(norm, e))
+                .flat_map(move |e| ShaderKey::all(norm, post, e))
             })
             .map(|k| (k.name(), k))
             .collect()
     })
 }
 
-/// The names of the composed shaders with this input and epilogue (one executor entry
-/// each: their bindings differ).
-pub(crate) fn fused_shaders(norm: bool, epilogue: EpilogueKind) -> Vec<&'static str> {
-    static NAMES: OnceLock<Vec<(bool, EpilogueKind, &'static str)>> = OnceLock::new();
+/// The names of the composed shaders with this input (`norm`, `post`) and epilogue (one
+/// executor entry each: their bindings differ).
+pub(crate) fn fused_shaders(norm: bool, post: bool, epilogue: EpilogueKind) -> Vec<&'static str> {
+    type Named = (bool, bool, EpilogueKind, &'static str);
+    static NAMES: OnceLock<Vec<Named>> = OnceLock::new();
     NAMES
         .get_or_init(|| {
             keys()
                 .iter()
-                .map(|(name, k)| (k.norm, k.epilogue, name.as_str()))
+                .map(|(name, k)| (k.norm, k.post, k.epilogue, name.as_str()))
                 .collect()
         })
         .iter()
-        .filter(|(n, e, _)| (*n, *e) == (norm, epilogue))
-        .map(|(_, _, name)| *name)
+        .filter(|(n, p, e, _)| (*n, *p, *e) == (norm, post, epilogue))
+        .map(|(_, _, _, name)| *name)
         .collect()
 }
 
@@ -94,8 +95,9 @@ fn gemv<T: Real>(
     Ok(g)
 }
 
-/// Bindings: w, x, y, then the norm weight (with rms_norm folded in), then step, k_cache,
-/// v_cache (rope epilogue). The oracle is [`GemvFused::cpu`].
+/// Bindings: w, x, y, then the norm weight (with rms_norm folded in), then d, the post
+/// norm's weight and x_out (a post norm folded in), then step, k_cache, v_cache (rope
+/// epilogue). The oracle is [`GemvFused::post_input`], then [`GemvFused::cpu`].
 pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let key = *keys()
         .get(c.shader())
@@ -143,24 +145,46 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         } else {
             None
         },
+        post_norm: if key.post {
+            Some(c.f32_const("POST_EPS")?)
+        } else {
+            None
+        },
         epilogue,
     };
     let g = op.gemv;
     c.need_words(1, g.cols as u64)?;
-    let (norm_binding, rope_first) = super::shader::binding_numbers(key.norm);
+    let b = super::shader::binding_numbers(key.norm, key.post);
+    let rope_first = b.rope;
     let nw = if key.norm {
-        c.need_words(norm_binding, g.cols as u64)?;
-        Some(c.floats(norm_binding)?)
+        c.need_words(b.norm, g.cols as u64)?;
+        Some(c.floats(b.norm)?)
     } else {
         None
     };
-    let (w, x) = (c.bytes(0)?, c.floats(1)?);
+    let post = if key.post {
+        c.need_words(b.post, g.cols as u64)?;
+        c.need_words(b.post + 1, g.cols as u64)?;
+        c.need_words(b.post + 2, g.cols as u64)?;
+        Some((c.floats(b.post)?, c.floats(b.post + 1)?))
+    } else {
+        None
+    };
+    let w = c.bytes(0)?;
+    let x = op.post_input(
+        &c.floats(1)?,
+        post.as_ref().map(|(d, pw)| (&d[..], &pw[..])),
+    );
+    if key.post {
+        c.out(b.post + 2)?.copy_from_slice(&x);
+    }
     // The chained reference follows the GPU's int8 rounding of x where the two round to
-    // neighbouring steps (`XRounding::Int8Following`, docs/check.md).
+    // neighbouring steps (`XRounding::Int8Following`, docs/check.md): the GPU's x, after
+    // the folded post norm where there is one (formed here in f32 from the GPU's x and d).
     let subject_x = key
         .variant
         .quantizes_x()
-        .then(|| c.subject_f32s(1))
+        .then(|| subject_input(c, &op, b))
         .flatten();
     let q8x = match &subject_x {
         Some(theirs) if theirs.len() >= g.cols as usize => XRounding::Int8Following(theirs),
@@ -337,4 +361,23 @@ pub(crate) fn run_quantize_x<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> 
         c.set_u32(1, i, word)?;
     }
     Ok(())
+}
+
+/// The x the tested GPU quantized (`Call::following`): its binding 1, with a folded post
+/// norm applied in f32 to its own d and weight.
+fn subject_input<T: Real>(
+    c: &Call<T>,
+    op: &GemvFused,
+    b: super::shader::Bindings,
+) -> Option<Vec<f32>> {
+    let x = c.subject_f32s(1)?;
+    if op.post_norm.is_none() {
+        return Some(x);
+    }
+    let (d, pw) = (c.subject_f32s(b.post)?, c.subject_f32s(b.post + 1)?);
+    let cols = op.gemv.cols as usize;
+    if x.len() < cols || d.len() < cols || pw.len() < cols {
+        return None;
+    }
+    Some(op.post_input(&x, Some((&d[..], &pw[..]))))
 }

@@ -55,7 +55,23 @@ pub struct GemvFused {
     /// `Some(eps)`: x is the residual stream and the kernel multiplies it by the norm
     /// weight and 1 / sqrt(mean(x²) + eps) first (rms_norm folded in).
     pub norm: Option<f32>,
+    /// `Some(eps)`: a post norm (Gemma 3) and its residual add come first, x + d /
+    /// sqrt(mean(d²) + eps) ∘ pw with d the previous projection's output, and the sum is
+    /// both the input (to `norm`) and written out as the next residual stream
+    /// ([`PostNorm`]). The `dp4a` frame only, with `norm`.
+    pub post_norm: Option<f32>,
     pub epilogue: GemvEpilogue,
+}
+
+/// The buffers of a folded post norm ([`GemvFused::post_norm`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PostNorm<'a> {
+    /// The previous projection's output (`cols` f32).
+    pub d: &'a GpuBuffer,
+    /// The post norm's weight (`cols` f32).
+    pub weight: &'a GpuBuffer,
+    /// Where x + the normed d goes (`cols` f32; not x: other workgroups still read x).
+    pub x_out: &'a GpuBuffer,
 }
 
 /// The buffers a [`GemvFused`] dispatch binds.
@@ -68,6 +84,8 @@ pub struct GemvBuffers<'a> {
     pub norm_weight: Option<&'a GpuBuffer>,
     /// The step buffer (`[pos, ..]`), K cache and V cache, with [`GemvEpilogue::RopeKv`].
     pub kv: Option<(&'a GpuBuffer, &'a GpuBuffer, &'a GpuBuffer)>,
+    /// With `post_norm`.
+    pub post: Option<PostNorm<'a>>,
 }
 
 impl<'a> GemvBuffers<'a> {
@@ -78,6 +96,7 @@ impl<'a> GemvBuffers<'a> {
             y,
             norm_weight: None,
             kv: None,
+            post: None,
         }
     }
 }
@@ -87,13 +106,19 @@ impl GemvFused {
         GemvFused {
             gemv,
             norm: None,
+            post_norm: None,
             epilogue: GemvEpilogue::Store,
         }
     }
 
     /// The kernel family: `gemv_q4_1`, `rms_norm+gemv_q4_1+rope`, ...
     pub fn op_name(&self) -> String {
-        shader::op_name(self.gemv.format, self.norm.is_some(), self.epilogue_kind())
+        shader::op_name(
+            self.gemv.format,
+            self.norm.is_some(),
+            self.post_norm.is_some(),
+            self.epilogue_kind(),
+        )
     }
 
     pub(crate) fn epilogue_kind(&self) -> EpilogueKind {
@@ -145,6 +170,7 @@ impl GemvFused {
             layout: self.gemv.layout,
             format: self.gemv.format,
             norm: self.norm.is_some(),
+            post: self.post_norm.is_some(),
             epilogue: self.epilogue_kind(),
             x_shared,
             wide,
@@ -177,9 +203,22 @@ impl GemvFused {
                 g.layout.name()
             )));
         }
+        if self.post_norm.is_some() && (variant != GemvVariant::Dp4a || self.norm.is_none()) {
+            return Err(self.invalid(format!(
+                "a post norm folds into the dp4a frame with rms_norm folded in, not `{}`{}",
+                variant.name(),
+                if self.norm.is_none() {
+                    " without a norm"
+                } else {
+                    ""
+                }
+            )));
+        }
         if variant == GemvVariant::Dp4a {
             let split = g.dp4a_split(gpu);
-            let bytes = g.dp4a_workgroup_bytes(gpu, t);
+            // The folded post norm's sums of its subgroups: 128 more f32s.
+            let post_bytes = if self.post_norm.is_some() { 512 } else { 0 };
+            let bytes = g.dp4a_workgroup_bytes(gpu, t) + post_bytes;
             if split.workgroup < tpr * split.k_split {
                 return Err(self.invalid(format!(
                     "{tpr} lanes per row: the dp4a frame splits each row set over {} row groups of a {}-thread workgroup",
@@ -261,6 +300,22 @@ impl GemvFused {
             (Some(_), Some(nw)) => need(nw, u64::from(g.cols) * 4, "norm weight")?,
             (Some(_), None) => {
                 return Err(self.invalid("rms_norm folded in but no norm weight bound"))
+            }
+            (None, _) => {}
+        }
+        match (self.post_norm, b.post) {
+            (Some(_), Some(p)) => {
+                need(p.d, u64::from(g.cols) * 4, "post norm input")?;
+                need(p.weight, u64::from(g.cols) * 4, "post norm weight")?;
+                need(p.x_out, u64::from(g.cols) * 4, "x_out")?;
+                if p.x_out.id() == b.x.id() {
+                    return Err(self.invalid(
+                        "the folded post norm writes the residual stream to x's own buffer (other workgroups still read it)",
+                    ));
+                }
+            }
+            (Some(_), None) => {
+                return Err(self.invalid("a post norm folded in but its buffers not bound"))
             }
             (None, _) => {}
         }
@@ -373,6 +428,9 @@ impl GemvFused {
         if let Some(eps) = self.norm {
             constants.push(("EPS", f64::from(eps)));
         }
+        if let Some(eps) = self.post_norm {
+            constants.push(("POST_EPS", f64::from(eps)));
+        }
         if variant == GemvVariant::Dp4a {
             constants.push(("XQ_VEC4S", f64::from(g.cols / 16)));
             constants.push(("X_BLOCKS", f64::from(g.cols / 32)));
@@ -393,6 +451,11 @@ impl GemvFused {
         if let (Some(_), Some(nw)) = (self.norm, b.norm_weight) {
             buffers.push(nw);
             reads.push(nw);
+        }
+        if let (Some(_), Some(p)) = (self.post_norm, b.post) {
+            buffers.extend([p.d, p.weight, p.x_out]);
+            reads.extend([p.d, p.weight]);
+            writes.push(p.x_out);
         }
         match self.epilogue {
             GemvEpilogue::Store => constants.push(("ACCUMULATE", 0.0)),

@@ -17,6 +17,12 @@
 // with two: see BENCHMARKS.md run 12.) With rms_norm folded in, x ∘ norm weight is what
 // is quantized (the norm's scale is one scalar, applied to each row's sum) and sum x² is
 // reduced once (subgroupAdd, then the subgroups' sums).
+// With a post norm folded in as well (POST, Gemma 3's post-attention and post-FFN norms),
+// the input is the residual stream after that norm's add: x + d / rms(d) ∘ pw, where d is
+// the previous projection's output. Its one scalar, 1 / rms(d), comes from a pre-pass
+// over d (one more barrier); phase 1 then forms x + (d · s) ∘ pw as it loads x, and
+// workgroup 0 writes it to x_out, the other of the two residual buffers (other workgroups
+// still read x). One dispatch of rms_norm+add less per post norm.
 // Phase 2: the lanes frame of kernel.wgsl with a whole block per lane step: TPR lanes per
 // row group, NR rows per lane, each block's x words read once from workgroup memory for
 // the NR rows. With KSPLIT > 1 that many row groups share each NR rows, each over every
@@ -47,9 +53,13 @@ override KSUMS: u32;
 // group_sum adds no sum of squares here: phase 1 reduces it.
 const HAS_NORM: bool = false;
 const NORM: bool = NORM_ON;
+const POST: bool = POST_ON;
 
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 NORM_DECL
+POST_DECL
+// 1 / rms(d) of the folded post norm (POST), set before phase 1.
+var<private> post_scale: f32;
 
 var<workgroup> xq: array<vec4<u32>, XQ_VEC4S>;
 var<workgroup> xm: array<vec2<f32>, X_BLOCKS>;
@@ -60,8 +70,43 @@ var<workgroup> ksum: array<vec4<f32>, KSUMS>;
 
 // Vec4 k (0..7) of block b of x (zeros past the last block; the load is clamped so it
 // stays in bounds without a branch).
+// With POST, the residual after the folded post norm: x + (d · s) ∘ pw, in the order
+// rms_norm+add computes it.
 fn x_part(b: u32, k: u32) -> vec4<f32> {
-    return select(vec4<f32>(0.0), x[min(b, X_BLOCKS - 1u) * 8u + k], b < X_BLOCKS);
+    let i = min(b, X_BLOCKS - 1u) * 8u + k;
+    var v = x[i];
+    if POST {
+        v += (post_d[i] * post_scale) * post_w[i];
+    }
+    return select(vec4<f32>(0.0), v, b < X_BLOCKS);
+}
+
+// Workgroup 0 keeps the residual it formed (POST): x_out is the next residual stream.
+fn keep(b: u32, k: u32, v: vec4<f32>) {
+    if b < X_BLOCKS {
+        x_out[b * 8u + k] = v;
+    }
+}
+
+// 1 / sqrt(mean(d²) + POST_EPS) of the previous projection's output d, every thread's
+// share summed per subgroup and then over the subgroups (its own array: ss_part is
+// written again at the end of phase 1, while slower subgroups may still read this sum).
+fn post_norm_scale(lid: u32, sg_lane: u32, sg_size: u32) -> f32 {
+    var dd = 0.0;
+    for (var i = lid; i < COLS / 4u; i += WG_SIZE) {
+        let v = post_d[i];
+        dd += dot(v, v);
+    }
+    let s = subgroupAdd(dd);
+    if sg_lane == 0u {
+        post_part[lid / sg_size] = s;
+    }
+    workgroupBarrier();
+    var total = 0.0;
+    for (var i = 0u; i < WG_SIZE / sg_size; i++) {
+        total += post_part[i];
+    }
+    return inverseSqrt(total / f32(COLS) + POST_EPS);
 }
 
 // x4, vec4 k of block b, times the norm weight where rms_norm is folded in.
@@ -183,6 +228,9 @@ fn main(
     let blocks = COLS / 32u;
     var cur = load_rows(rows, min(klane, blocks - 1u));
     let pre = epilogue_prefetch(lane, row0);
+    if POST {
+        post_scale = post_norm_scale(lid, sg_lane, sg_size);
+    }
 
     // Phase 1. Every lane runs every step (the bound is a constant), so the shuffles run
     // in uniform control flow; lanes past the last block quantize zeros and store
@@ -201,6 +249,16 @@ fn main(
         let e1 = x_part(b + 2u * per_step, k + 1u);
         let f0 = x_part(b + 3u * per_step, k);
         let f1 = x_part(b + 3u * per_step, k + 1u);
+        if POST && wg_lin == 0u {
+            keep(b, k, a0);
+            keep(b, k + 1u, a1);
+            keep(b + per_step, k, c0);
+            keep(b + per_step, k + 1u, c1);
+            keep(b + 2u * per_step, k, e0);
+            keep(b + 2u * per_step, k + 1u, e1);
+            keep(b + 3u * per_step, k, f0);
+            keep(b + 3u * per_step, k + 1u, f1);
+        }
         if NORM {
             ss += ((dot(a0, a0) + dot(a1, a1)) + (dot(c0, c0) + dot(c1, c1)))
                 + ((dot(e0, e0) + dot(e1, e1)) + (dot(f0, f0) + dot(f1, f1)));

@@ -54,7 +54,7 @@ pub use batched::{
     batched_shader, batched_wide_shader, gemm_shader, gemm_shaders, GemmKind, GemvBatched,
     BATCH_CHUNK, COOPMAT_TILES, COOPMAT_WIDE_ROWS, GEMM_TILE,
 };
-pub use fused::{GemvBuffers, GemvEpilogue, GemvFused};
+pub use fused::{GemvBuffers, GemvEpilogue, GemvFused, PostNorm};
 pub use layout::WeightLayout;
 pub use quantize_x::{QuantizeX, QUANTIZED_BLOCK_BYTES, QUANTIZE_X_SHADER};
 pub(crate) use shader::{x_shared, EpilogueKind};
@@ -642,6 +642,7 @@ impl Gemv {
         GemvFused {
             gemv: *self,
             norm: None,
+            post_norm: None,
             epilogue: GemvEpilogue::Accumulate,
         }
         .dispatch(gpu, self.default_tuning(), &GemvBuffers::new(w, x, y))

@@ -32,6 +32,9 @@ pub(crate) struct ShaderKey {
     pub layout: WeightLayout,
     pub format: WeightFormat,
     pub norm: bool,
+    /// A post norm and its residual add folded in before the norm (`dp4a` with `norm`
+    /// only; `kernel_dp4a.wgsl`'s POST).
+    pub post: bool,
     pub epilogue: EpilogueKind,
     /// x shared through subgroup shuffles (`input_shared.wgsl`; `rows` frame only).
     pub x_shared: bool,
@@ -40,8 +43,14 @@ pub(crate) struct ShaderKey {
     pub wide: bool,
 }
 
-/// The kernel family of a fused form: `gemv_q4_1`, `rms_norm+gemv_q4_1+rope`, ...
-pub(crate) fn op_name(format: WeightFormat, norm: bool, epilogue: EpilogueKind) -> String {
+/// The kernel family of a fused form: `gemv_q4_1`, `rms_norm+gemv_q4_1+rope`,
+/// `rms_norm+add+rms_norm+gemv_q5_0+gelu_mul` (a post norm folded in), ...
+pub(crate) fn op_name(
+    format: WeightFormat,
+    norm: bool,
+    post: bool,
+    epilogue: EpilogueKind,
+) -> String {
     let gemv = super::Gemv {
         rows: 1,
         cols: format.block_elems(),
@@ -50,6 +59,9 @@ pub(crate) fn op_name(format: WeightFormat, norm: bool, epilogue: EpilogueKind) 
         layout: WeightLayout::Gguf,
     };
     let mut name = String::new();
+    if post {
+        name.push_str("rms_norm+add+");
+    }
     if norm {
         name.push_str("rms_norm+");
     }
@@ -70,7 +82,7 @@ impl ShaderKey {
     pub(crate) fn name(&self) -> String {
         let mut name = format!(
             "{}.{}",
-            op_name(self.format, self.norm, self.epilogue),
+            op_name(self.format, self.norm, self.post, self.epilogue),
             self.variant.name()
         );
         if self.layout != WeightLayout::Gguf {
@@ -92,8 +104,12 @@ impl ShaderKey {
         name
     }
 
-    /// Every key a dispatch can use with this input and epilogue.
-    pub(crate) fn all(norm: bool, epilogue: EpilogueKind) -> Vec<ShaderKey> {
+    /// Every key a dispatch can use with this input and epilogue (`post`: the `dp4a`
+    /// frame with `norm` only).
+    pub(crate) fn all(norm: bool, post: bool, epilogue: EpilogueKind) -> Vec<ShaderKey> {
+        if post && !norm {
+            return Vec::new();
+        }
         let mut keys = Vec::new();
         for variant in GemvVariant::ALL {
             for format in WeightFormat::ALL {
@@ -105,6 +121,7 @@ impl ShaderKey {
                         (true, false, true),
                     ] {
                         let possible = variant.runs(format, layout)
+                            && (!post || variant == GemvVariant::Dp4a)
                             && match variant {
                                 GemvVariant::Shared => !subgroup_reduce && !x_shared,
                                 GemvVariant::Subgroup | GemvVariant::Dp4a => subgroup_reduce,
@@ -120,6 +137,7 @@ impl ShaderKey {
                                 layout,
                                 format,
                                 norm,
+                                post,
                                 epilogue,
                                 x_shared,
                                 wide,
@@ -183,22 +201,52 @@ pub(crate) fn x_helpers(format: WeightFormat) -> &'static str {
     }
 }
 
-/// Binding numbers past w (0), x (1) and y (2): the norm weight, then step, k_cache and
-/// v_cache. Bind groups take buffers in binding order, so the numbers are consecutive.
-pub(crate) fn binding_numbers(norm: bool) -> (u32, u32) {
-    let norm_binding = 3;
-    let rope_first = if norm { 4 } else { 3 };
-    (norm_binding, rope_first)
+/// Binding numbers past w (0), x (1) and y (2).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bindings {
+    /// The norm weight (with `norm`).
+    pub norm: u32,
+    /// The folded post norm's d, weight and x_out, from here (with `post`).
+    pub post: u32,
+    /// The rope epilogue's step, k_cache and v_cache, from here.
+    pub rope: u32,
+}
+
+/// The binding numbers for a key's input: the norm weight, then the post norm's three,
+/// then step, k_cache and v_cache. Bind groups take buffers in binding order, so the
+/// numbers are consecutive.
+pub(crate) fn binding_numbers(norm: bool, post: bool) -> Bindings {
+    let post_first = if norm { 4 } else { 3 };
+    let rope = post_first + if post { 3 } else { 0 };
+    Bindings {
+        norm: 3,
+        post: post_first,
+        rope,
+    }
 }
 
 /// The `dp4a` frame with its format's `block_idot` and its input (x, and the norm weight
 /// when rms_norm is folded in).
 fn compose_dp4a(key: ShaderKey, name: &str) -> String {
-    let (norm_binding, rope_first) = binding_numbers(key.norm);
+    let b = binding_numbers(key.norm, key.post);
     let norm_decl = if key.norm {
-        format!("@group(0) @binding({norm_binding}) var<storage, read> nw: array<vec4<f32>>;\noverride EPS: f32;")
+        format!(
+            "@group(0) @binding({}) var<storage, read> nw: array<vec4<f32>>;\noverride EPS: f32;",
+            b.norm
+        )
     } else {
         "const EPS: f32 = 0.0;".to_string()
+    };
+    // Never read unless POST, but named by the frame's code either way.
+    let post_decl = if key.post {
+        format!(
+            "@group(0) @binding({}) var<storage, read> post_d: array<vec4<f32>>;\n@group(0) @binding({}) var<storage, read> post_w: array<vec4<f32>>;\n@group(0) @binding({}) var<storage, read_write> x_out: array<vec4<f32>>;\noverride POST_EPS: f32;\nvar<workgroup> post_part: array<f32, 128>;",
+            b.post,
+            b.post + 1,
+            b.post + 2
+        )
+    } else {
+        "const POST_EPS: f32 = 0.0;\nvar<private> post_d: array<vec4<f32>, 1>;\nvar<private> post_w: array<vec4<f32>, 1>;\nvar<private> x_out: array<vec4<f32>, 1>;\nvar<private> post_part: array<f32, 1>;".to_string()
     };
     let frame = concat!(
         include_str!("lanes_common.wgsl"),
@@ -207,6 +255,8 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
     )
     .replace("NORM_ON", &key.norm.to_string())
     .replace("NORM_DECL", &norm_decl)
+    .replace("POST_ON", &key.post.to_string())
+    .replace("POST_DECL", &post_decl)
     .replace(
         "NORM_WEIGHT",
         if key.norm {
@@ -240,7 +290,7 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
         "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{idot}\n{}\n{}\n{}",
         include_str!("idot_common.wgsl"),
         include_str!("reduce_subgroup.wgsl"),
-        epilogue_part(key.epilogue, rope_first),
+        epilogue_part(key.epilogue, b.rope),
         match key.epilogue {
             EpilogueKind::Store => include_str!("epilogue_dp4a_store.wgsl"),
             EpilogueKind::Rope => include_str!("epilogue_dp4a_rope.wgsl"),
@@ -277,7 +327,11 @@ fn epilogue_part(epilogue: EpilogueKind, rope_first: u32) -> String {
 /// The wide `rows` frame with its format's `pair_load` / `pair_dot` and the wide shared
 /// input (x, and the norm weight when rms_norm is folded in).
 fn compose_rows_wide(key: ShaderKey, name: &str) -> String {
-    let (norm_binding, rope_first) = binding_numbers(key.norm);
+    let Bindings {
+        norm: norm_binding,
+        rope: rope_first,
+        ..
+    } = binding_numbers(key.norm, false);
     let norm_decl = if key.norm {
         format!(
             "@group(0) @binding({norm_binding}) var<storage, read> nw: array<vec4<u64>>;\noverride EPS: f32;\nfn norm_words(i: u32) -> vec4<u64> {{\n    return nw[i];\n}}"
@@ -350,7 +404,11 @@ fn compose(key: ShaderKey, name: &str) -> String {
         (WeightLayout::Gguf, WeightFormat::Q6_K) => include_str!("block_q6_k.wgsl"),
         (WeightLayout::Gguf, _) => include_str!("block_generic.wgsl"),
     };
-    let (norm_binding, rope_first) = binding_numbers(key.norm);
+    let Bindings {
+        norm: norm_binding,
+        rope: rope_first,
+        ..
+    } = binding_numbers(key.norm, false);
     let input = match (key.x_shared, key.norm) {
         (true, true) => include_str!("input_shared.wgsl")
             .replace(

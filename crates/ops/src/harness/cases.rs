@@ -898,6 +898,7 @@ fn dp4a_op(f: WeightFormat, rows: u32, cols: u32, accumulate: bool) -> GemvFused
                 .expect("dp4a cases are of its formats"),
         },
         norm: None,
+        post_norm: None,
         epilogue: if accumulate {
             GemvEpilogue::Accumulate
         } else {

@@ -278,6 +278,7 @@ impl SweepPoint {
                     GemvFused {
                         gemv,
                         norm: Some(EPS),
+                        post_norm: None,
                         epilogue: GemvEpilogue::Store,
                     }
                     .dispatch(gpu, tuning, &buffers)?
