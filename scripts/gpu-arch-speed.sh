@@ -13,7 +13,7 @@
 #    and one gpuscope round on each (and the `before` build's), marked as run beside
 #    the build.
 # 2. Per file: llama-bench CUDA `-p 512 -n 128 -r 3` and `gpuscope bench -p 512 -n 128
-#    -r 3`, alternated ROUNDS times (default 2).
+#    -r 3` (and the `before` build's), alternated ROUNDS times (default 2).
 # OUTDIR/summary.txt has the figures.
 set -uo pipefail
 DEV=${1:?dev dir}; OUT=${2:?outdir}; ROUNDS=${3:-2}
@@ -64,8 +64,12 @@ for i in $(seq 1 "$ROUNDS"); do
     m=${m%%:*}; f=$W/$m.gguf
     step "$m-cuda-$i" 180 "$CB" -m "$f" -p 512 -n 128 -r 3 -ngl 99
     grep -E "pp512|tg128" "$OUT/$m-cuda-$i.txt" | sed "s/^/$m-cuda-$i /" >> "$S"
-    step "$m-gpuscope-$i" 180 "$G" bench -m "$f" -p 512 -n 128 -r 3
-    grep -E "pp512|tg128" "$OUT/$m-gpuscope-$i.txt" | sed "s/^/$m-gpuscope-$i /" >> "$S"
+    for which in before gpuscope; do
+      bin=$G; [ "$which" = before ] && bin=$BEFORE
+      [ -n "$bin" ] || continue
+      step "$m-$which-$i" 180 "$bin" bench -m "$f" -p 512 -n 128 -r 3
+      grep -E "pp512|tg128" "$OUT/$m-$which-$i.txt" | sed "s/^/$m-$which-$i /" >> "$S"
+    done
   done
 done
 echo "total $((SECONDS - T0)) s" >> "$S"

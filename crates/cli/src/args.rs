@@ -246,7 +246,7 @@ pub struct KernelArgs {
     /// profile records it).
     #[arg(long = "kernel", value_name = "OP=VARIANT")]
     pub kernels: Vec<String>,
-    /// Fusions: all, none, or a list of norm, rope, silu, residual, attention. Default:
+    /// Fusions: all, none, or a list of norm, rope, silu, residual, attention, post_norm. Default:
     /// all (the profile records it).
     #[arg(long, value_name = "all|none|LIST")]
     pub fuse: Option<String>,
