@@ -104,80 +104,12 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         .ok_or_else(|| ExecError::NoExecutor {
             shader: c.shader().to_string(),
         })?;
-    let logical_rows = c.u32_const("ROWS")?;
-    let (epilogue, rows) = match key.epilogue {
-        EpilogueKind::Store => {
-            let e = if c.flag_const("ACCUMULATE")? {
-                GemvEpilogue::Accumulate
-            } else {
-                GemvEpilogue::Store
-            };
-            (e, logical_rows)
-        }
-        EpilogueKind::Silu | EpilogueKind::Gelu => {
-            let (n, up_row) = (logical_rows / 2, c.u32_const("UP_ROW")?);
-            let e = if key.epilogue == EpilogueKind::Silu {
-                GemvEpilogue::SiluMul { n, up_row }
-            } else {
-                GemvEpilogue::GeluMul { n, up_row }
-            };
-            (e, up_row + n)
-        }
-        EpilogueKind::Rope => {
-            let head_dim = c.u32_const("HEAD_DIM")?.max(1);
-            let rope = Rope {
-                n_heads: c.u32_const("Q_DIM")? / head_dim,
-                n_kv_heads: c.u32_const("KV_DIM")? / head_dim,
-                head_dim,
-                rope_dims: c.u32_const("ROPE_DIMS")?,
-                base: c.f32_const("BASE")?,
-                max_ctx: c.u32_const("MAX_CTX")?,
-                neox: false,
-                ring: false,
-            };
-            (GemvEpilogue::RopeKv(rope), logical_rows)
-        }
-    };
-    let op = GemvFused {
-        gemv: gemv(c, key.format, key.layout, rows)?,
-        norm: if key.norm {
-            Some(c.f32_const("EPS")?)
-        } else {
-            None
-        },
-        post_norm: if key.post {
-            Some(c.f32_const("POST_EPS")?)
-        } else {
-            None
-        },
-        epilogue,
-    };
+    let op = fused_op(c, key)?;
     let g = op.gemv;
-    c.need_words(1, g.cols as u64)?;
     let b = super::shader::binding_numbers(key.norm, key.post);
     let rope_first = b.rope;
-    let nw = if key.norm {
-        c.need_words(b.norm, g.cols as u64)?;
-        Some(c.floats(b.norm)?)
-    } else {
-        None
-    };
-    let post = if key.post {
-        c.need_words(b.post, g.cols as u64)?;
-        c.need_words(b.post + 1, g.cols as u64)?;
-        c.need_words(b.post + 2, g.cols as u64)?;
-        Some((c.floats(b.post)?, c.floats(b.post + 1)?))
-    } else {
-        None
-    };
+    let (x, nw) = input(c, &op, b)?;
     let w = c.bytes(0)?;
-    let x = op.post_input(
-        &c.floats(1)?,
-        post.as_ref().map(|(d, pw)| (&d[..], &pw[..])),
-    );
-    if key.post {
-        c.out(b.post + 2)?.copy_from_slice(&x);
-    }
     // The chained reference follows the GPU's int8 rounding of x where the two round to
     // neighbouring steps (`XRounding::Int8Following`, docs/check.md): the GPU's x, after
     // the folded post norm where there is one (formed here in f32 from the GPU's x and d).
@@ -221,6 +153,87 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         }
     }
     Ok(())
+}
+
+/// The op a composed gemv shader's call runs: its key's form, the constants' shape.
+fn fused_op<T: Real>(c: &Call<T>, key: ShaderKey) -> Result<GemvFused, ExecError> {
+    let logical_rows = c.u32_const("ROWS")?;
+    let (epilogue, rows) = match key.epilogue {
+        EpilogueKind::Store => {
+            let e = if c.flag_const("ACCUMULATE")? {
+                GemvEpilogue::Accumulate
+            } else {
+                GemvEpilogue::Store
+            };
+            (e, logical_rows)
+        }
+        EpilogueKind::Silu | EpilogueKind::Gelu => {
+            let (n, up_row) = (logical_rows / 2, c.u32_const("UP_ROW")?);
+            let e = if key.epilogue == EpilogueKind::Silu {
+                GemvEpilogue::SiluMul { n, up_row }
+            } else {
+                GemvEpilogue::GeluMul { n, up_row }
+            };
+            (e, up_row + n)
+        }
+        EpilogueKind::Rope => {
+            let head_dim = c.u32_const("HEAD_DIM")?.max(1);
+            let rope = Rope {
+                n_heads: c.u32_const("Q_DIM")? / head_dim,
+                n_kv_heads: c.u32_const("KV_DIM")? / head_dim,
+                head_dim,
+                rope_dims: c.u32_const("ROPE_DIMS")?,
+                base: c.f32_const("BASE")?,
+                max_ctx: c.u32_const("MAX_CTX")?,
+                neox: false,
+                ring: false,
+            };
+            (GemvEpilogue::RopeKv(rope), logical_rows)
+        }
+    };
+    Ok(GemvFused {
+        gemv: gemv(c, key.format, key.layout, rows)?,
+        norm: if key.norm {
+            Some(c.f32_const("EPS")?)
+        } else {
+            None
+        },
+        post_norm: if key.post {
+            Some(c.f32_const("POST_EPS")?)
+        } else {
+            None
+        },
+        epilogue,
+    })
+}
+
+/// The gemv's input and its norm weight: x, or with a post norm folded in x after it
+/// ([`GemvFused::post_input`]), which also goes to x_out, as the kernel writes it.
+fn input<T: Real>(
+    c: &mut Call<T>,
+    op: &GemvFused,
+    b: super::shader::Bindings,
+) -> Result<(Vec<T>, Option<Vec<T>>), ExecError> {
+    let cols = op.gemv.cols as u64;
+    c.need_words(1, cols)?;
+    let nw = match op.norm {
+        Some(_) => {
+            c.need_words(b.norm, cols)?;
+            Some(c.floats(b.norm)?)
+        }
+        None => None,
+    };
+    let x = c.floats(1)?;
+    if op.post_norm.is_none() {
+        return Ok((x, nw));
+    }
+    for i in 0..3 {
+        c.need_words(b.post + i, cols)?;
+    }
+    let (d, pw) = (c.floats(b.post)?, c.floats(b.post + 1)?);
+    let x = op.post_input(&x, Some((&d, &pw)));
+    c.out(b.post + 2)?.copy_from_slice(&x);
+    Ok((x, nw))
 }
 
 /// Every batched gemv frame shader, by name (the lanes frame's and the wide rows

@@ -74,6 +74,13 @@ pub struct PostNorm<'a> {
     pub x_out: &'a GpuBuffer,
 }
 
+/// A dispatch's buffers in binding order, and those it reads and writes.
+struct Bound<'b> {
+    buffers: Vec<&'b GpuBuffer>,
+    reads: Vec<&'b GpuBuffer>,
+    writes: Vec<&'b GpuBuffer>,
+}
+
 /// The buffers a [`GemvFused`] dispatch binds.
 #[derive(Debug, Clone, Copy)]
 pub struct GemvBuffers<'a> {
@@ -445,42 +452,8 @@ impl GemvFused {
         if extra_passes > 0 {
             constants.push(("EXTRA_PASSES", f64::from(extra_passes)));
         }
-        let mut buffers: Vec<&GpuBuffer> = vec![b.w, b.x, b.y];
-        let mut reads: Vec<&GpuBuffer> = vec![b.w, b.x];
-        let mut writes: Vec<&GpuBuffer> = vec![b.y];
-        if let (Some(_), Some(nw)) = (self.norm, b.norm_weight) {
-            buffers.push(nw);
-            reads.push(nw);
-        }
-        if let (Some(_), Some(p)) = (self.post_norm, b.post) {
-            buffers.extend([p.d, p.weight, p.x_out]);
-            reads.extend([p.d, p.weight]);
-            writes.push(p.x_out);
-        }
-        match self.epilogue {
-            GemvEpilogue::Store => constants.push(("ACCUMULATE", 0.0)),
-            GemvEpilogue::Accumulate => {
-                constants.push(("ACCUMULATE", 1.0));
-                reads.push(b.y);
-            }
-            GemvEpilogue::SiluMul { up_row, .. } | GemvEpilogue::GeluMul { up_row, .. } => {
-                constants.push(("UP_ROW", f64::from(up_row)))
-            }
-            GemvEpilogue::RopeKv(rope) => {
-                constants.extend([
-                    ("Q_DIM", f64::from(rope.n_heads * rope.head_dim)),
-                    ("KV_DIM", f64::from(rope.n_kv_heads * rope.head_dim)),
-                    ("HEAD_DIM", f64::from(rope.head_dim)),
-                    ("ROPE_DIMS", f64::from(rope.rope_dims)),
-                    ("BASE", f64::from(rope.base)),
-                    ("MAX_CTX", f64::from(rope.max_ctx)),
-                ]);
-                let (step, kc, vc) = b.kv.expect("checked");
-                buffers.extend([step, kc, vc]);
-                reads.push(step);
-                writes.extend([kc, vc]);
-            }
-        }
+        constants.extend(self.epilogue_constants());
+        let bound = self.bound(b);
         let x_shared = shader::x_shared(gpu, variant, g.format);
         let wide = shader::wide(gpu, variant, g);
         // Built without naga's runtime checks (no loop counters in the unit loops, no
@@ -502,15 +475,65 @@ impl GemvFused {
             "main",
             &constants,
         )?;
-        let bind_group = gpu.bind_group(&pipeline, &buffers)?;
+        let bind_group = gpu.bind_group(&pipeline, &bound.buffers)?;
         Ok(Dispatch::new(
             self.op_name(),
             pipeline,
             bind_group,
             grid_2d(rows.div_ceil(rows_per_wg)),
             self.cost(),
-            &reads,
-            &writes,
+            &bound.reads,
+            &bound.writes,
         ))
+    }
+
+    /// The epilogue's override constants.
+    fn epilogue_constants(&self) -> Vec<(&'static str, f64)> {
+        match self.epilogue {
+            GemvEpilogue::Store => vec![("ACCUMULATE", 0.0)],
+            GemvEpilogue::Accumulate => vec![("ACCUMULATE", 1.0)],
+            GemvEpilogue::SiluMul { up_row, .. } | GemvEpilogue::GeluMul { up_row, .. } => {
+                vec![("UP_ROW", f64::from(up_row))]
+            }
+            GemvEpilogue::RopeKv(rope) => vec![
+                ("Q_DIM", f64::from(rope.n_heads * rope.head_dim)),
+                ("KV_DIM", f64::from(rope.n_kv_heads * rope.head_dim)),
+                ("HEAD_DIM", f64::from(rope.head_dim)),
+                ("ROPE_DIMS", f64::from(rope.rope_dims)),
+                ("BASE", f64::from(rope.base)),
+                ("MAX_CTX", f64::from(rope.max_ctx)),
+            ],
+        }
+    }
+
+    /// The buffers in binding order (w, x, y, the norm weight, the post norm's three,
+    /// rope's three), and which of them the kernel reads and writes (`check` verified
+    /// that each form has its buffers).
+    fn bound<'b>(&self, b: &GemvBuffers<'b>) -> Bound<'b> {
+        let mut out = Bound {
+            buffers: vec![b.w, b.x, b.y],
+            reads: vec![b.w, b.x],
+            writes: vec![b.y],
+        };
+        if let (Some(_), Some(nw)) = (self.norm, b.norm_weight) {
+            out.buffers.push(nw);
+            out.reads.push(nw);
+        }
+        if let (Some(_), Some(p)) = (self.post_norm, b.post) {
+            out.buffers.extend([p.d, p.weight, p.x_out]);
+            out.reads.extend([p.d, p.weight]);
+            out.writes.push(p.x_out);
+        }
+        match self.epilogue {
+            GemvEpilogue::Accumulate => out.reads.push(b.y),
+            GemvEpilogue::RopeKv(_) => {
+                let (step, kc, vc) = b.kv.expect("checked");
+                out.buffers.extend([step, kc, vc]);
+                out.reads.push(step);
+                out.writes.extend([kc, vc]);
+            }
+            _ => {}
+        }
+        out
     }
 }
