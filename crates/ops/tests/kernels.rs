@@ -889,3 +889,108 @@ fn fused_attention_variants_match_the_three_op_oracle() {
         }
     }
 }
+
+/// The q/k/v projection and attention in one dispatch (`AttnQkv`) against the gemv's,
+/// rope's and attention's oracles in sequence: formats in both weight layouts, rope in
+/// normal and NeoX mode over part of the head, the current position's cache row stale
+/// (NaN: the kernel must use its own copy), at the first and last cache rows, and past
+/// the cache (nothing stored).
+#[test]
+fn attention_with_its_qkv_projection_matches_the_oracles() {
+    use gpuscope_ops::attention::{AttnFused, AttnQkv, QkvBuffers};
+    use gpuscope_ops::gemv::{Gemv, WeightLayout};
+    use gpuscope_ops::WeightFormat;
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(33);
+    // head_dim 32: a key row in 8 lanes, as lavapipe's subgroups allow (`groups`).
+    let (n_heads, n_kv_heads, head_dim, max_ctx) = (4u32, 2u32, 32u32, 40u32);
+    let cases = [
+        (WeightFormat::Q4_1, WeightLayout::Packed, 96u32, false, 6u32),
+        (WeightFormat::Q4_0, WeightLayout::Gguf, 64, true, 0),
+        (WeightFormat::Q8_0, WeightLayout::Packed, 96, false, 39),
+        (WeightFormat::Q5_0, WeightLayout::Gguf, 64, true, 17),
+        (WeightFormat::Q4_K, WeightLayout::Gguf, 256, false, 45),
+    ];
+    for (format, layout, cols, neox, pos) in cases {
+        let attn = AttnFused {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            max_ctx,
+        };
+        let rope = Rope {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            rope_dims: 24,
+            base: 10000.0,
+            max_ctx,
+            neox,
+            ring: false,
+        };
+        let rows = (n_heads + 2 * n_kv_heads) * head_dim;
+        let gemv = Gemv {
+            rows,
+            cols,
+            format,
+            out_offset: 0,
+            layout,
+        };
+        let op = AttnQkv {
+            attn,
+            rope,
+            gemv,
+            eps: 1e-5,
+        };
+        let what = format!("{} pos {pos}", op.op_name());
+        op.supported(gpu)
+            .unwrap_or_else(|why| panic!("{what}: not run here: {why}"));
+        let gguf = format.quantize_row(&randn(&mut rng, (rows * cols) as usize, 0.0, 0.3));
+        let w = layout.pack(format, &gguf);
+        let x = randn(&mut rng, cols as usize, 0.0, 3.0);
+        let nw = randn(&mut rng, cols as usize, 1.0, 0.1);
+        let row = (n_kv_heads * head_dim) as usize;
+        let filled = pos.min(max_ctx) as usize;
+        let kc = cache(&mut rng, row, max_ctx as usize, filled);
+        let vc = cache(&mut rng, row, max_ctx as usize, filled);
+        let out_len = (n_heads * head_dim) as usize;
+        let bufs = (
+            gpu.create_buffer_init("w", &w).unwrap(),
+            upload(gpu, "x", &x),
+            upload(gpu, "nw", &nw),
+            step_buffer(gpu, pos),
+            upload(gpu, "k_cache", &kc),
+            upload(gpu, "v_cache", &vc),
+            upload(gpu, "out", &vec![f32::NAN; out_len]),
+        );
+        let b = QkvBuffers {
+            w: &bufs.0,
+            x: &bufs.1,
+            norm_weight: &bufs.2,
+            step: &bufs.3,
+            k_cache: &bufs.4,
+            v_cache: &bufs.5,
+            out: &bufs.6,
+        };
+        let d = op.dispatch(gpu, &b).unwrap();
+        assert_eq!(d.op, op.op_name());
+        run(gpu, d);
+        let (mut k, mut v, mut want) = (kc.clone(), vc.clone(), vec![0f32; out_len]);
+        let n_ctx = (pos + 1).min(max_ctx);
+        op.cpu(&w, &x, &nw, pos, n_ctx, &mut k, &mut v, &mut want);
+        assert_close(&what, &download(gpu, &bufs.6), &want, 1e-4, 1e-3);
+        let written = row * n_ctx as usize;
+        for (name, buf, want) in [("k_cache", &bufs.4, &k), ("v_cache", &bufs.5, &v)] {
+            let got = download(gpu, buf);
+            assert_close(
+                &format!("{what} {name}"),
+                &got[..written],
+                &want[..written],
+                1e-5,
+                1e-4,
+            );
+            // Past the cache nothing is stored: the stale rows stay NaN.
+            assert!(got[written..].iter().all(|v| v.is_nan()), "{what} {name}");
+        }
+    }
+}

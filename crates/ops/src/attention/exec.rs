@@ -170,3 +170,68 @@ pub(crate) fn run_values<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     op.cpu(n, &p, &v, c.out(3)?);
     Ok(())
 }
+
+/// Every `attention_qkv_*` shader (the fused q/k/v projection and attention).
+pub(crate) fn qkv_shaders() -> Vec<&'static str> {
+    super::qkv::shaders()
+        .iter()
+        .map(|(name, ..)| name.as_str())
+        .collect()
+}
+
+/// Bindings: w, x, the norm weight, step, k_cache, v_cache, out. The oracle is
+/// [`super::AttnQkv::cpu`].
+pub(crate) fn run_qkv<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (_, format, layout) = super::qkv::shaders()
+        .iter()
+        .find(|(name, ..)| name == c.shader())
+        .ok_or_else(|| ExecError::NoExecutor {
+            shader: c.shader().to_string(),
+        })?;
+    let (n_heads, n_kv_heads, head_dim, max_ctx) = shape(c)?;
+    let attn = AttnFused {
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        max_ctx,
+    };
+    let rows = (n_heads + 2 * n_kv_heads) * head_dim;
+    let gemv = crate::gemv::Gemv {
+        rows,
+        cols: c.u32_const("COLS")?,
+        format: *format,
+        out_offset: 0,
+        layout: *layout,
+    };
+    let op = super::AttnQkv {
+        attn,
+        rope: crate::rope::Rope {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            rope_dims: c.u32_const("ROPE_DIMS")?,
+            base: c.f32_const("BASE")?,
+            max_ctx,
+            neox: c.shader().contains(".neox"),
+            ring: false,
+        },
+        gemv,
+        eps: c.f32_const("EPS")?,
+    };
+    let cols = u64::from(gemv.cols);
+    let cache = u64::from(n_kv_heads * head_dim) * u64::from(max_ctx);
+    c.need_bytes(0, gemv.buffer_bytes(), "matrix")?;
+    c.need_words(1, cols)?;
+    c.need_words(2, cols)?;
+    c.need_words(4, cache)?;
+    c.need_words(5, cache)?;
+    c.need_words(6, u64::from(n_heads * head_dim))?;
+    let (pos, n) = (c.u32_at(3, 0)?, c.u32_at(3, 1)?.min(max_ctx));
+    let (w, x, nw) = (c.bytes(0)?, c.floats(1)?, c.floats(2)?);
+    let (mut k, mut v, mut out) = (c.floats(4)?, c.floats(5)?, c.floats(6)?);
+    op.cpu(w, &x, &nw, pos, n, &mut k, &mut v, &mut out);
+    c.out(4)?.copy_from_slice(&k);
+    c.out(5)?.copy_from_slice(&v);
+    c.out(6)?.copy_from_slice(&out);
+    Ok(())
+}
