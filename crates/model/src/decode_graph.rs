@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 use gpuscope_ops::add::Add;
 use gpuscope_ops::argmax::Argmax;
-use gpuscope_ops::attention::{AttnFused, AttnQkv, AttnVariant, QkvBuffers};
+use gpuscope_ops::attention::{AttnFused, AttnVariant};
 use gpuscope_ops::gelu_mul::GeluMul;
 use gpuscope_ops::gemv::{GemvBuffers, GemvEpilogue, PostNorm};
 use gpuscope_ops::head_norm::HeadNorm;
@@ -38,16 +38,13 @@ use crate::arch::Activation;
 use crate::config::LlamaConfig;
 use crate::error::ModelError;
 use crate::gpu_weights::{Folded, GpuLayer, GpuMatrix, GpuWeights};
-use crate::plan::{Fusion, KernelPlan, QKV_ATTENTION_MAX_BYTES};
+use crate::plan::{Fusion, KernelPlan};
 use crate::PlantedSlowdown;
 
 /// A dispatch whose declared cost depends on the context length, and how.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum AttnCost {
     Fused,
-    /// Attention with the q/k/v projection before it (`qkv_attention`): the projection's
-    /// part, which the context does not change, plus attention's.
-    Qkv(Cost),
     Split,
     Combine,
     Scores,
@@ -78,13 +75,6 @@ impl AttnCost {
     pub(crate) fn at(self, op: &AttnFused, n_ctx: u32) -> Cost {
         match self {
             AttnCost::Fused => op.cost_at(n_ctx),
-            AttnCost::Qkv(projection) => {
-                let a = op.cost_at(n_ctx);
-                Cost {
-                    bytes: projection.bytes + a.bytes,
-                    flops: projection.flops + a.flops,
-                }
-            }
             AttnCost::Split => op.cost_split_at(n_ctx),
             AttnCost::Combine => op.cost_combine_at(n_ctx),
             AttnCost::Scores => op.parts().0.cost_at(n_ctx),
@@ -414,23 +404,6 @@ impl<'a> Builder<'a> {
         let (gpu, c, a, li) = (self.gpu, self.c, self.a, l.index);
         let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
         let rope = c.rope_at(li, self.max_ctx);
-        let post = layer.extra.post_attn_norm.as_ref();
-        let next = Some(&layer.w_gate_up[..]);
-        if let Some((op, w)) = self.qkv_attention(layer, li) {
-            let input = self.take_input(&layer.attn_norm);
-            let b = QkvBuffers {
-                w,
-                x: input.x,
-                norm_weight: &layer.attn_norm,
-                step: &a.step,
-                k_cache: kc,
-                v_cache: vc,
-                out: &a.attn,
-            };
-            let d = op.dispatch(gpu, &b)?;
-            l.push_attention("attention", d, AttnCost::Qkv(op.projection_cost()));
-            return self.residual_gemv(l, "attn_output", &layer.wo, &a.attn, post, next);
-        }
         if !self.fused(Fusion::Norm) {
             l.push(
                 "attn_norm",
@@ -473,78 +446,9 @@ impl<'a> Builder<'a> {
             self.rope_after_gemv(l, layer, i)?;
         }
         self.attention(l, kc, vc)?;
+        let post = layer.extra.post_attn_norm.as_ref();
+        let next = Some(&layer.w_gate_up[..]);
         self.residual_gemv(l, "attn_output", &layer.wo, &a.attn, post, next)
-    }
-
-    /// The fused q/k/v projection and attention of layer `li` with its weights, where
-    /// the plan takes it ([`Fusion::QkvAttention`]); else `None`, and why in the settings.
-    fn qkv_attention<'l>(
-        &mut self,
-        layer: &'l GpuLayer,
-        li: u32,
-    ) -> Option<(AttnQkv, &'l GpuBuffer)> {
-        if !self.fused(Fusion::QkvAttention) {
-            return None;
-        }
-        match self.qkv_attention_op(layer, li) {
-            Ok(found) => Some(found),
-            Err(why) => {
-                self.skipped.entry("qkv_attention").or_insert(why);
-                None
-            }
-        }
-    }
-
-    /// [`Self::qkv_attention`]'s conditions: the norm, rope and attention fusions, the
-    /// `groups` attention, nothing of the architecture's between the projection and rope,
-    /// no window ring, one small q/k/v matrix, and what the kernel needs of the adapter.
-    fn qkv_attention_op<'l>(
-        &self,
-        layer: &'l GpuLayer,
-        li: u32,
-    ) -> Result<(AttnQkv, &'l GpuBuffer), String> {
-        let c = self.c;
-        if let Some(f) = [Fusion::Norm, Fusion::Rope, Fusion::Attention]
-            .into_iter()
-            .find(|f| !self.fused(*f))
-        {
-            return Err(format!("needs the `{}` fusion", f.name()));
-        }
-        if self.attention_variant != Some(AttnVariant::Groups) {
-            return Err("attention does not run `groups` with this plan".into());
-        }
-        let e = &layer.extra;
-        if e.qkv_bias.is_some() || e.q_norm.is_some() || self.pending_post.is_some() {
-            return Err(format!(
-                "{}: biases, head norms or a post norm come between the residual and rope",
-                c.arch.architecture.name()
-            ));
-        }
-        if c.window_at(li, self.max_ctx).is_some() {
-            return Err(format!("layer {li}: a sliding window's ring cache"));
-        }
-        let [m] = layer.wqkv.as_slice() else {
-            return Err(format!("layer {li}: q, k and v are not one matrix"));
-        };
-        let mut chunks = m.chunk_gemvs();
-        let (Some((w, gemv)), None) = (chunks.next(), chunks.next()) else {
-            return Err(format!("layer {li}: the q/k/v matrix spans row chunks"));
-        };
-        if gemv.weight_bytes() > QKV_ATTENTION_MAX_BYTES {
-            return Err(format!(
-                "the q/k/v matrix has {:.1} MB, over the {} MB the fused kernel takes (it reads a KV head's rows once per query head)",
-                gemv.weight_bytes() as f64 / 1e6,
-                QKV_ATTENTION_MAX_BYTES >> 20
-            ));
-        }
-        let op = AttnQkv {
-            attn: c.attention_at(li, self.max_ctx),
-            rope: c.rope_at(li, self.max_ctx),
-            gemv,
-            eps: c.rms_eps,
-        };
-        op.supported(self.gpu)?;
-        Ok((op, w))
     }
 
     /// Rope and the KV store after the q/k/v gemv, with what comes between them: the

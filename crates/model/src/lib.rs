@@ -55,9 +55,7 @@ pub use decoder::{DecoderOptions, GpuDecoder, PendingPrefill};
 pub use error::ModelError;
 pub use generate::{Ended, Flow, GenerateOptions, Generator, PromptDone, Step};
 pub use load::{load_gguf, load_model, LoadError, LoadedModel, ModelInfo};
-pub use plan::{
-    Fusion, Fusions, GemvTuning, KernelPlan, LARGE_GEMV_WEIGHTS, QKV_ATTENTION_MAX_BYTES,
-};
+pub use plan::{Fusion, Fusions, GemvTuning, KernelPlan, LARGE_GEMV_WEIGHTS};
 pub use planted::PlantedSlowdown;
 pub use presets::Preset;
 pub use session::{

@@ -32,22 +32,16 @@ pub enum Fusion {
     /// else the post norm is an `rms_norm+add` dispatch). The gemv's first workgroup
     /// writes the new residual stream to the other of two residual buffers.
     PostNorm,
-    /// The q/k/v projection (its norm folded in), rope and the KV-cache append inside the
-    /// attention kernel, a workgroup per query head (`AttnQkv`), where attention runs
-    /// `groups` and the q/k/v matrix is small ([`QKV_ATTENTION_MAX_BYTES`]): one
-    /// dispatch a layer fewer where dispatches, not bytes, bound the layer.
-    QkvAttention,
 }
 
 impl Fusion {
-    pub const ALL: [Fusion; 7] = [
+    pub const ALL: [Fusion; 6] = [
         Self::Norm,
         Self::Rope,
         Self::Silu,
         Self::Residual,
         Self::Attention,
         Self::PostNorm,
-        Self::QkvAttention,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,7 +52,6 @@ impl Fusion {
             Self::Residual => "residual",
             Self::Attention => "attention",
             Self::PostNorm => "post_norm",
-            Self::QkvAttention => "qkv_attention",
         }
     }
 }
@@ -133,12 +126,6 @@ impl FromIterator<Fusion> for Fusions {
         iter.into_iter().fold(Fusions::none(), Fusions::with)
     }
 }
-
-/// The largest q/k/v matrix (its weight bytes) the `qkv_attention` fusion takes: the
-/// fused kernel reads a KV head's k and v rows once per query head, and only as many
-/// workgroups as heads share the projection's weights, which costs more than a dispatch
-/// saves once the matrix is large. SmolLM2-135M's is 0.35 MB, Llama-8B's 14 MB.
-pub const QKV_ATTENTION_MAX_BYTES: u64 = 2 << 20;
 
 /// Weights from which a matrix counts as large for [`KernelPlan::gemv_large`]: 2^18,
 /// every matrix of SmolLM2-135M (576×576 and up) and of larger models; the tiny test

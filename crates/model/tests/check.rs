@@ -536,34 +536,27 @@ fn split_attention_decoder_matches_its_executors() {
 fn every_unfused_label_names_a_dispatch_of_the_fused_graph() {
     use gpuscope_model::check::select::{find_label, FOLDED_POST_OP};
     use gpuscope_model::{Fusions, GpuDecoder, KernelPlan};
-    use gpuscope_ops::attention::AttnVariant;
     use gpuscope_ops::gemv::GemvVariant;
     let Some(gpu) = common::gpu() else { return };
     let opts = DecoderOptions {
         max_ctx: 8,
         read_logits: false,
     };
-    // The default plan; every gemv in the dp4a frame (where Gemma 3's post norms fold
-    // into the next gemv, of the next layer for the post-FFN norm); attention `groups`
-    // (where the q/k/v projection goes into attention's kernel).
+    // The default plan, and every gemv in the dp4a frame (where Gemma 3's post norms fold
+    // into the next gemv, of the next layer for the post-FFN norm).
     let dp4a = |plan: KernelPlan| KernelPlan {
         gemv: GemvVariant::Dp4a,
         gemv_large: Some(GemvVariant::Dp4a),
         ..plan
     };
-    let groups = |plan: KernelPlan| KernelPlan {
-        attention: Some(AttnVariant::Groups),
-        ..plan
-    };
-    let (mut folded, mut qkv_in_attention) = (0, 0);
+    let mut folded = 0;
     for preset in Preset::ALL.iter().filter(|p| p.name().starts_with("tiny")) {
         let w = common::weights(*preset, WeightFormat::Q8_0);
-        for plan in [
-            KernelPlan::for_adapter(gpu),
-            dp4a(KernelPlan::for_adapter(gpu)),
-            groups(KernelPlan::for_adapter(gpu)),
-        ] {
-            let mut plan = plan;
+        for int8 in [false, true] {
+            let mut plan = KernelPlan::for_adapter(gpu);
+            if int8 {
+                plan = dp4a(plan);
+            }
             let fused = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
             plan.fusions = Fusions::none();
             let unfused = GpuDecoder::with_plan(gpu, &w, opts.clone(), plan).unwrap();
@@ -583,56 +576,8 @@ fn every_unfused_label_names_a_dispatch_of_the_fused_graph() {
                 assert_eq!(graph[i].layer, layer, "{preset:?} {}", d.label);
                 assert_eq!(host.is_some(), graph[i].label != d.label);
                 folded += usize::from(graph[i].op.starts_with(FOLDED_POST_OP));
-                qkv_in_attention += usize::from(
-                    d.label.ends_with(".attn_qkv") && graph[i].op.ends_with("+attention"),
-                );
             }
         }
     }
     assert!(folded > 0, "no post norm folded into a gemv in any graph");
-    assert!(
-        qkv_in_attention > 0,
-        "no q/k/v projection inside attention in any graph"
-    );
-}
-
-/// The q/k/v projection inside attention's kernel (`qkv_attention`, where attention runs
-/// `groups`) passes `check` in float64 on the Llama and Phi-3 (NeoX rope, a fused qkv
-/// tensor) tiny presets: one dispatch a layer does both, and no q/k/v gemv is left.
-#[test]
-fn qkv_projection_inside_attention_passes_check_in_f64() {
-    use gpuscope_model::KernelPlan;
-    use gpuscope_ops::attention::AttnVariant;
-    let Some(gpu) = common::gpu() else { return };
-    for preset in [Preset::Tiny, Preset::TinyPhi3] {
-        let w = common::weights(preset, WeightFormat::Q8_0);
-        let plan = KernelPlan {
-            attention: Some(AttnVariant::Groups),
-            ..KernelPlan::for_adapter(gpu)
-        };
-        let o = CheckOptions {
-            max_ctx: 16,
-            precision: Precision::F64,
-            plan: Some(plan),
-            ..CheckOptions::new(preset.name(), vec![3, 5], 7)
-        };
-        let run = check(gpu, &w, &o).unwrap();
-        let v = verdict(&run.report);
-        assert!(v.passed(), "{}: {:?}", preset.name(), v.first());
-        let ops = |end: &str| {
-            run.report
-                .dispatches
-                .iter()
-                .filter(|d| d.op.ends_with(end))
-                .count()
-        };
-        let fused = ops("+rope+attention");
-        assert!(fused > 0, "{}: no fused q/k/v and attention", preset.name());
-        assert_eq!(fused % w.config.n_layers as usize, 0, "{}", preset.name());
-        assert!(
-            !run.report.dispatches.iter().any(|d| d.label.ends_with(".attn_qkv")),
-            "{}: a q/k/v gemv left",
-            preset.name()
-        );
-    }
 }

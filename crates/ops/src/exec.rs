@@ -516,11 +516,6 @@ pub static EXECUTORS: &[Executor] = &[
         crate::attention::exec::run_combine
     ),
     entry!(
-        crate::attention::exec::qkv_shaders,
-        &[Bytes, F32, F32, U32, F32, F32, F32],
-        crate::attention::exec::run_qkv
-    ),
-    entry!(
         crate::attention::exec::batched_shaders,
         &[U32, F32, F32, F32, F32],
         crate::attention::exec::run_batched

@@ -44,10 +44,8 @@ fn range(key: &str, v: &str) -> Result<RangeInclusive<u32>, String> {
 /// The names are the graph builders' (decode_graph.rs); a test checks every preset's
 /// unfused labels against its default graph.
 const FUSED_INTO: &[(&str, &[&str])] = &[
-    ("attn_norm", &["attn_qkv", "attention"]),
-    // The q/k/v projection inside attention's kernel (`qkv_attention`).
-    ("attn_qkv", &["attention"]),
-    ("rope", &["attn_qk_norm", "attn_qkv", "attention"]),
+    ("attn_norm", &["attn_qkv"]),
+    ("rope", &["attn_qk_norm", "attn_qkv"]),
     ("attn_scores", &["attention"]),
     ("attn_softmax", &["attention"]),
     ("attn_values", &["attention"]),

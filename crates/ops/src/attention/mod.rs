@@ -23,10 +23,8 @@ mod cost;
 mod cpu;
 pub(crate) mod exec;
 mod fused;
-mod qkv;
 
 pub use batched::AttnBatched;
-pub use qkv::{AttnQkv, QkvBuffers};
 
 pub use fused::{
     fused_sg_shader, groups_shader, groups_shaders, AttnFused, AttnVariant, COMBINE_SHADER,

@@ -48,7 +48,7 @@ pub(crate) mod exec;
 mod fused;
 mod layout;
 mod quantize_x;
-pub(crate) mod shader;
+mod shader;
 
 pub use batched::{
     batched_shader, batched_wide_shader, gemm_shader, gemm_shaders, GemmKind, GemvBatched,

@@ -187,40 +187,6 @@ pub(crate) fn format_part(format: WeightFormat, layout: WeightLayout) -> &'stati
     }
 }
 
-/// block_dot for the GGUF-byte layout: a file per block format, or four unit_dots (the
-/// packed format files have their own).
-fn block_file(format: WeightFormat, layout: WeightLayout) -> &'static str {
-    match (layout, format) {
-        (WeightLayout::Packed, _) => "",
-        (WeightLayout::Gguf, WeightFormat::Q4_0) => include_str!("block_q4_0.wgsl"),
-        (WeightLayout::Gguf, WeightFormat::Q4_1) => include_str!("block_q4_1.wgsl"),
-        (WeightLayout::Gguf, WeightFormat::Q8_0) => include_str!("block_q8_0.wgsl"),
-        (WeightLayout::Gguf, WeightFormat::Q5_0) => {
-            concat!(
-                include_str!("q5_0_words.wgsl"),
-                include_str!("block_q5_0.wgsl")
-            )
-        }
-        (WeightLayout::Gguf, WeightFormat::Q5_1) => include_str!("block_q5_1.wgsl"),
-        (WeightLayout::Gguf, WeightFormat::Q4_K) => include_str!("block_q4_k.wgsl"),
-        (WeightLayout::Gguf, WeightFormat::Q5_K) => include_str!("block_q5_k.wgsl"),
-        (WeightLayout::Gguf, WeightFormat::Q6_K) => include_str!("block_q6_k.wgsl"),
-        (WeightLayout::Gguf, _) => include_str!("block_generic.wgsl"),
-    }
-}
-
-/// A quantized format's weight binding (0, `w`), `unit_dot` and `block_dot(row, b)` (a
-/// whole 32-element block of row `row`), reading x through `xv(i)`, which the shader
-/// that includes them defines; for kernels outside the gemv frames
-/// (`attention/qkv.wgsl`).
-pub(crate) fn block_dot_part(format: WeightFormat, layout: WeightLayout) -> String {
-    format!(
-        "{}\n{}",
-        format_part(format, layout),
-        block_file(format, layout)
-    )
-}
-
 /// Whether the format's kernel reads x as `vec4<f32>` (the block formats) or `f32`.
 pub(crate) fn x_is_vec4(format: WeightFormat) -> bool {
     format.is_quantized()
@@ -419,7 +385,25 @@ fn compose(key: ShaderKey, name: &str) -> String {
             )
         }
     };
-    let block = block_file(key.format, key.layout);
+    // block_dot: in the packed format files; for GGUF bytes a file per block format, or
+    // four unit_dots.
+    let block = match (key.layout, key.format) {
+        (WeightLayout::Packed, _) => "",
+        (WeightLayout::Gguf, WeightFormat::Q4_0) => include_str!("block_q4_0.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q4_1) => include_str!("block_q4_1.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q8_0) => include_str!("block_q8_0.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q5_0) => {
+            concat!(
+                include_str!("q5_0_words.wgsl"),
+                include_str!("block_q5_0.wgsl")
+            )
+        }
+        (WeightLayout::Gguf, WeightFormat::Q5_1) => include_str!("block_q5_1.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q4_K) => include_str!("block_q4_k.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q5_K) => include_str!("block_q5_k.wgsl"),
+        (WeightLayout::Gguf, WeightFormat::Q6_K) => include_str!("block_q6_k.wgsl"),
+        (WeightLayout::Gguf, _) => include_str!("block_generic.wgsl"),
+    };
     let Bindings {
         norm: norm_binding,
         rope: rope_first,
