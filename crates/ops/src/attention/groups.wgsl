@@ -36,12 +36,18 @@ const NEG: f32 = -3.0e38;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-fn k_at(r: u32, t: u32) -> vec4<f32> {
-    return k_cache[r];
-}
+// Per group: (m, l), and every lane's accumulator.
+var<workgroup> group_ml: array<vec2<f32>, WG>;
+var<workgroup> group_acc: array<vec4<f32>, WG>;
 
-fn v_at(r: u32, t: u32) -> vec4<f32> {
-    return v_cache[r];
+// The sum of v over the group's LP lanes (a butterfly within the group: groups are
+// LP-aligned and LP divides the subgroup size, so a group never spans two subgroups).
+fn group_sum(v: f32) -> f32 {
+    var s = v;
+    for (var o = HEAD_DIM / 8u; o > 0u; o = o >> 1u) {
+        s += subgroupShuffleXor(s, o);
+    }
+    return s;
 }
 
 @compute @workgroup_size(WG)
@@ -58,11 +64,88 @@ fn main(
     let start = select(0u, min(wg.y * CHUNK, n_ctx), CHUNK > 0u);
     let n = select(n_ctx, min(n_ctx - start, CHUNK), CHUNK > 0u);
     let lp = HEAD_DIM / 4u;
+    let groups = WG / lp;
+    let g = lid / lp;
+    let d4 = lid % lp;
+    let kv_head = h / (N_HEADS / N_KV_HEADS);
+    let row4 = N_KV_HEADS * lp;
+    let kb = kv_head * lp + d4;
+    // The scale goes into q once rather than into every score.
+    let q4 = q[h * lp + d4] * SCALE;
+    let last = start + max(n, 1u) - 1u;
     // Groups in use: at least four positions each (one step), so that a short context
     // is not spread thin over groups that the merge then has to walk.
-    let used = clamp((n + 3u) / 4u, 1u, WG / lp);
-    // The scale goes into q once rather than into every score.
-    let q4 = q[h * lp + lid % lp] * SCALE;
-    let part = attend(h, start, n, lid / lp, lid % lp, used, q4);
-    merge_emit(h, h * nwg.y + wg.y, lid, sg_lane, sg_size, used, part);
+    let used = clamp((n + 3u) / 4u, 1u, groups);
+    var m = NEG;
+    var l = 0.0;
+    var acc = vec4<f32>(0.0);
+    if g < used {
+        // The same number of steps for every group in use (a group's lanes stay together
+        // for the shuffles); positions past n_ctx load the last row (valid: rows past
+        // n_ctx may hold anything, NaN included) and weigh 0.
+        let stride = 4u * used;
+        let steps = (n + stride - 1u) / stride;
+        for (var i = 0u; i < steps; i++) {
+            let t0 = g + stride * i;
+            let t = vec4<u32>(t0, t0 + used, t0 + 2u * used, t0 + 3u * used);
+            let valid = t < vec4<u32>(n);
+            let r = min(vec4<u32>(start) + t, vec4<u32>(last)) * row4 + vec4<u32>(kb);
+            let k0 = k_cache[r.x];
+            let k1 = k_cache[r.y];
+            let k2 = k_cache[r.z];
+            let k3 = k_cache[r.w];
+            let v0 = v_cache[r.x];
+            let v1 = v_cache[r.y];
+            let v2 = v_cache[r.z];
+            let v3 = v_cache[r.w];
+            let s = select(
+                vec4<f32>(NEG),
+                vec4<f32>(
+                    group_sum(dot(q4, k0)),
+                    group_sum(dot(q4, k1)),
+                    group_sum(dot(q4, k2)),
+                    group_sum(dot(q4, k3)),
+                ),
+                valid,
+            );
+            let new_m = max(m, max(max(s.x, s.y), max(s.z, s.w)));
+            let correction = exp(m - new_m);
+            let p = select(vec4<f32>(0.0), exp(s - vec4<f32>(new_m)), valid);
+            l = l * correction + ((p.x + p.y) + (p.z + p.w));
+            acc = acc * correction + ((p.x * v0 + p.y * v1) + (p.z * v2 + p.w * v3));
+            m = new_m;
+        }
+    }
+    if d4 == 0u {
+        group_ml[g] = vec2<f32>(m, l);
+    }
+    group_acc[lid] = acc;
+    workgroupBarrier();
+    // The merge, in one level after that one barrier: subgroup e (stepping by the number
+    // of subgroups) merges element e (a vec4) of every group's accumulator, lane i taking
+    // groups i, i + sg_size, ..., then a subgroupMax and two subgroupAdds. Every group in
+    // use saw at least one position (but for an empty split, whose l stays 0), so the
+    // top is finite. (It replaced a two-level merge through loops and a second barrier:
+    // simpler, the same speed on an H100, BENCHMARKS.md run 14. What the merge costs is
+    // the wait for the slowest group, not its arithmetic.)
+    for (var e = lid / sg_size; e < lp; e += max(WG / sg_size, 1u)) {
+        var top = NEG;
+        for (var k = sg_lane; k < used; k += sg_size) {
+            top = max(top, group_ml[k].x);
+        }
+        top = subgroupMax(top);
+        var den = 0.0;
+        var num = vec4<f32>(0.0);
+        for (var k = sg_lane; k < used; k += sg_size) {
+            let ml = group_ml[k];
+            let w = exp(ml.x - top);
+            den += w * ml.y;
+            num += w * group_acc[k * lp + e];
+        }
+        den = subgroupAdd(den);
+        num = subgroupAdd(num);
+        if sg_lane == 0u {
+            emit_head(h * HEAD_DIM, h * nwg.y + wg.y, e, num, top, den);
+        }
+    }
 }
