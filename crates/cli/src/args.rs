@@ -864,8 +864,13 @@ pub struct BenchArgs {
     #[arg(short = 'o', long = "output", value_enum, default_value = "md")]
     pub output: BenchFormat,
     /// Skip the warm-up run before each test.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "full_warmup")]
     pub no_warmup: bool,
+    /// Warm up each test with one untimed run of the whole test instead of llama-bench's
+    /// prompt and one token: for GPUs whose first repetition runs slow after that (bench
+    /// names such a repetition; docs/bench.md).
+    #[arg(long)]
+    pub full_warmup: bool,
     /// Seed of the synthetic weights and of the prompt tokens.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -139,10 +139,44 @@ fn nothing_to_run_and_bad_lists_are_errors() {
     let out = gpuscope(&["bench", "-p", "12x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("`12x`"), "{}", text(&out.stderr));
+    let out = gpuscope(&["bench", "--full-warmup", "--no-warmup"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot be used with"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = gpuscope(&["bench", "-pg", "512"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("expected PP,TG"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `--full-warmup` warms up with the whole test, and bench says which warm-up ran.
+#[test]
+fn a_full_warmup_runs_the_test_first() {
+    if !have_gpu() {
+        return;
+    }
+    let args = ["bench", "--preset", "tiny", "-r", "2", "-p", "0", "-n", "8"];
+    let out = gpuscope(&[&args[..], &["--full-warmup", "-o", "csv"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("each after a warm-up run of the whole test"),
+        "{}",
+        text(&out.stderr)
+    );
+    let stdout = text(&out.stdout);
+    let rows: Vec<&str> = stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{stdout}");
+    assert!(rows[0].contains(r#""0","8","0""#), "{stdout}");
+    // Without it, llama-bench's warm-up, said so.
+    let out = gpuscope(&args);
+    assert!(
+        text(&out.stderr).contains("the prompt and one token (as llama-bench)"),
         "{}",
         text(&out.stderr)
     );

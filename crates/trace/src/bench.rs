@@ -108,6 +108,11 @@ pub struct BenchContext {
     pub load_mode: String,
 }
 
+/// How much slower than the others' median a first repetition must run for
+/// [`BenchRecord::slow_first`] to name it: 10%, well above a settled run's spread
+/// (gpuscope's tg128 varies by under 1% between repetitions on an H100, BENCHMARKS.md).
+pub const SLOW_FIRST: f64 = 0.10;
+
 /// One test (pp, tg or pg) repeated: its shape and the time of every repetition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchRecord {
@@ -135,6 +140,27 @@ impl BenchRecord {
             .iter()
             .map(|&ns| 1e9 * tokens / ns.max(1) as f64)
             .collect()
+    }
+
+    /// Where the first repetition ran slower than the others: its rate and the others'
+    /// median, when it is below `1 - SLOW_FIRST` of that median and at least two others
+    /// ran. A GPU that ramps its clocks over the first repetition does this after
+    /// llama-bench's warm-up of one token (docs/bench.md); the mean includes it.
+    pub fn slow_first(&self) -> Option<(f64, f64)> {
+        let ts = self.samples_ts();
+        let (first, rest) = ts.split_first()?;
+        if rest.len() < 2 {
+            return None;
+        }
+        let mut rest = rest.to_vec();
+        rest.sort_by(f64::total_cmp);
+        let mid = rest.len() / 2;
+        let median = if rest.len() % 2 == 1 {
+            rest[mid]
+        } else {
+            (rest[mid - 1] + rest[mid]) / 2.0
+        };
+        (*first < (1.0 - SLOW_FIRST) * median).then_some((*first, median))
     }
 
     /// Mean time per repetition (integer ns, as llama-bench).
@@ -235,4 +261,46 @@ fn stddev(v: &[f64]) -> f64 {
     let m = mean(v);
     let ss: f64 = v.iter().map(|x| (x - m) * (x - m)).sum();
     (ss / (v.len() - 1) as f64).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BenchRecord;
+
+    fn record(samples_ns: &[u64]) -> BenchRecord {
+        BenchRecord {
+            n_prompt: 0,
+            n_gen: 128,
+            test_time: String::new(),
+            samples_ns: samples_ns.to_vec(),
+        }
+    }
+
+    /// Llama-8B on an H100 after a one-token warm-up (session 18's call 4): 292 tok/s,
+    /// then 431-451.
+    #[test]
+    fn a_first_repetition_below_the_others_is_named() {
+        let ts = [292.3, 450.6, 451.3, 450.7, 442.7, 431.7];
+        let ns: Vec<u64> = ts.iter().map(|t| (128e9 / t) as u64).collect();
+        let (first, median) = record(&ns).slow_first().expect("a slow first repetition");
+        assert!((first - 292.3).abs() < 0.1, "{first}");
+        assert!((median - 450.6).abs() < 0.1, "{median}");
+    }
+
+    #[test]
+    fn a_settled_run_or_too_few_repetitions_name_nothing() {
+        let settled: Vec<u64> = [448.0, 450.6, 451.3, 446.0]
+            .iter()
+            .map(|t| (128e9 / t) as u64)
+            .collect();
+        assert_eq!(record(&settled).slow_first(), None);
+        // A slow repetition later is noise, not warm-up.
+        let late: Vec<u64> = [450.0, 450.6, 300.0, 451.0]
+            .iter()
+            .map(|t| (128e9 / t) as u64)
+            .collect();
+        assert_eq!(record(&late).slow_first(), None);
+        let two = [(128e9 / 300.0) as u64, (128e9 / 450.0) as u64];
+        assert_eq!(record(&two).slow_first(), None);
+    }
 }

@@ -160,13 +160,20 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
     ctx.backends = format!("wgpu-{}", adapter.backend);
     ctx.devices = args.device.adapter.clone().unwrap_or_else(|| "auto".into());
     eprintln!(
-        "gpuscope: bench {} on {} ({}), GPU timing {}; {} tests x {} repetitions",
+        "gpuscope: bench {} on {} ({}), GPU timing {}; {} tests x {} repetitions, {}",
         ctx.model_type,
         adapter.name,
         adapter.backend,
         gpu.timing(),
         tests.len(),
-        args.repetitions
+        args.repetitions,
+        if args.no_warmup {
+            "no warm-up"
+        } else if args.full_warmup {
+            "each after a warm-up run of the whole test"
+        } else {
+            "each after a warm-up of the prompt and one token (as llama-bench)"
+        }
     );
     let plan = args.kernels.plan(&gpu)?;
     let mut decoder = bench_decoder(&gpu, &weights, &tests, plan)?;
@@ -196,11 +203,16 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
             samples_ns: Vec::new(),
         };
         progress.set_message(record.name());
-        // llama-bench warms up with the whole prompt and one generated token.
+        // llama-bench warms up with the whole prompt and one generated token;
+        // `--full-warmup` with the whole test.
         if warmups > 0 {
             let warm = BenchTest {
                 n_prompt: test.n_prompt,
-                n_gen: test.n_gen.min(1),
+                n_gen: if args.full_warmup {
+                    test.n_gen
+                } else {
+                    test.n_gen.min(1)
+                },
             };
             run_bench_test(&mut decoder, warm, first_token, args.seed)?;
             progress.inc(1);
@@ -219,6 +231,19 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         records.push(record);
     }
     progress.finish_and_clear();
+    for r in &records {
+        if let Some((first, median)) = r.slow_first() {
+            eprintln!(
+                "gpuscope: note: {}: repetition 1 ran at {first:.1} tok/s, the others at {median:.1} (median); the mean includes it. The GPU was not yet at its steady speed after {}: --full-warmup warms up with a whole run",
+                r.name(),
+                if args.full_warmup || args.no_warmup {
+                    "the warm-up asked for"
+                } else {
+                    "llama-bench's warm-up (the prompt and one token)"
+                }
+            );
+        }
+    }
     let out = match args.output {
         BenchFormat::Md => render_bench_md(&ctx, &records),
         BenchFormat::Csv => render_bench_csv(&ctx, &records),
