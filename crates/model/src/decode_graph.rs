@@ -253,6 +253,7 @@ struct Builder<'a> {
 }
 
 /// What a gemv after an rms_norm reads ([`Builder::take_input`]).
+#[derive(Clone, Copy)]
 struct GemvInput<'b> {
     x: &'b GpuBuffer,
     norm_weight: Option<&'b GpuBuffer>,
@@ -261,6 +262,24 @@ struct GemvInput<'b> {
 }
 
 impl<'b> GemvInput<'b> {
+    /// The input of one of the matrices that read it: the one that `takes_fold` runs the
+    /// folded post norm (and writes the new residual); the others, run after it, read
+    /// that residual with their own norm folded in.
+    fn for_part(&self, takes_fold: bool) -> GemvInput<'b> {
+        match self.post {
+            Some(p) if !takes_fold => GemvInput {
+                x: p.x_out,
+                post: None,
+                folded: Folded {
+                    post_norm: None,
+                    ..self.folded
+                },
+                ..*self
+            },
+            _ => *self,
+        }
+    }
+
     fn buffers(&self, y: &'b GpuBuffer) -> GemvBuffers<'b> {
         GemvBuffers {
             norm_weight: self.norm_weight,
@@ -347,9 +366,9 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Whether a post norm folds into the gemvs of `next` (all in the dp4a frame, the
-    /// fusions on and the second residual buffer there); else why not, once, in the
-    /// settings.
+    /// Whether a post norm folds into the gemvs of `next` (one of them in the dp4a
+    /// frame, which takes it: [`Self::fold_order`]; the fusions on and the second
+    /// residual buffer there); else why not, once, in the settings.
     fn post_folds_into(&mut self, next: Option<&[GpuMatrix]>) -> bool {
         let wanted = [Fusion::PostNorm, Fusion::Norm, Fusion::Residual]
             .into_iter()
@@ -358,7 +377,7 @@ impl<'a> Builder<'a> {
         let Some(next) = next.filter(|_| wanted) else {
             return false;
         };
-        if next.iter().all(|m| m.runs_dp4a(self.gpu, self.plan)) {
+        if next.iter().any(|m| m.runs_dp4a(self.gpu, self.plan)) {
             return true;
         }
         self.skipped.entry("post_norm").or_insert_with(|| {
@@ -366,6 +385,22 @@ impl<'a> Builder<'a> {
                 .to_string()
         });
         false
+    }
+
+    /// The matrices reading one norm's input in the order they run, each with whether it
+    /// takes the folded post norm (`folding`): the first in the dp4a frame goes first and
+    /// takes it, writing the new residual that the others then read (Gemma 3's q/k/v in
+    /// two formats: q and k in q5_0 on dp4a, a small v in q8_0 on the float frame).
+    fn fold_order<'m>(&self, parts: &'m [GpuMatrix], folding: bool) -> Vec<(&'m GpuMatrix, bool)> {
+        let first = parts
+            .iter()
+            .position(|m| folding && m.runs_dp4a(self.gpu, self.plan));
+        let mut order: Vec<(&GpuMatrix, bool)> = parts.iter().map(|m| (m, false)).collect();
+        if let Some(i) = first {
+            let (m, _) = order.remove(i);
+            order.insert(0, (m, true));
+        }
+        order
     }
 
     /// The rope of layer `li` fused into the q/k/v gemv where every part holds whole
@@ -424,7 +459,8 @@ impl<'a> Builder<'a> {
                 }
             };
         let mut qkv = Vec::new();
-        for part in &layer.wqkv {
+        for (part, takes_fold) in self.fold_order(&layer.wqkv, input.post.is_some()) {
+            let input = input.for_part(takes_fold);
             let mut io = input.buffers(&a.qkv);
             let epilogue = if rope_fused {
                 io.kv = Some((&a.step, kc, vc));
@@ -580,7 +616,8 @@ impl<'a> Builder<'a> {
     ) -> Result<(), ModelError> {
         let (gpu, c, a) = (self.gpu, self.c, self.a);
         let mut gu = Vec::new();
-        for part in &layer.w_gate_up {
+        for (part, takes_fold) in self.fold_order(&layer.w_gate_up, input.post.is_some()) {
+            let input = input.for_part(takes_fold);
             gu.extend(part.gemv_fused(
                 gpu,
                 self.plan,
