@@ -227,33 +227,51 @@ impl GpuMatrix {
     }
 }
 
-/// Matrices that write one output vector at the given rows (q/k/v, gate/up): stacked
-/// into one matrix — one dispatch — when they share a format, else uploaded apart, each
-/// writing its rows through `out_offset` (quantized files often keep `attn_v` in a
-/// different format from `attn_q`).
+/// Matrices that write one output vector at the given rows (q/k/v, gate/up): each run
+/// of consecutive parts sharing a format and width stacked into one matrix — one
+/// dispatch — the others uploaded apart, each writing its rows through `out_offset`
+/// (quantized files often keep `attn_v` in a different format from `attn_q` and `attn_k`:
+/// Gemma 3 270M's Q4_K_M file has q and k in q5_0 and v in q8_0 in half its layers, two
+/// dispatches there, not three).
 fn upload_stacked(
     gpu: &Gpu,
     name: &str,
     parts: &[(&Tensor, u32)],
     plan: &KernelPlan,
 ) -> Result<Vec<GpuMatrix>, ModelError> {
-    let first = parts[0].0;
-    if parts
-        .iter()
-        .all(|(t, _)| t.format == first.format && t.cols == first.cols)
-    {
-        return Ok(vec![upload_matrix(gpu, &concat_rows(name, parts), plan)?]);
+    let mut matrices = Vec::new();
+    let mut rest = parts;
+    while let Some(&(first, start)) = rest.first() {
+        let run = rest
+            .iter()
+            .take_while(|(t, _)| t.format == first.format && t.cols == first.cols)
+            .count();
+        let mut m = if run == 1 {
+            upload_matrix(gpu, first, plan)?
+        } else {
+            let group: Vec<(&Tensor, u32)> =
+                rest[..run].iter().map(|&(t, s)| (t, s - start)).collect();
+            let label = if run == parts.len() {
+                name.to_string()
+            } else {
+                format!(
+                    "{name}[{}]",
+                    group
+                        .iter()
+                        .map(|(t, _)| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join("+")
+                )
+            };
+            upload_matrix(gpu, &concat_rows(&label, &group), plan)?
+        };
+        for chunk in &mut m.chunks {
+            chunk.first_row += start;
+        }
+        matrices.push(m);
+        rest = &rest[run..];
     }
-    parts
-        .iter()
-        .map(|(t, start)| {
-            let mut m = upload_matrix(gpu, t, plan)?;
-            for chunk in &mut m.chunks {
-                chunk.first_row += start;
-            }
-            Ok(m)
-        })
-        .collect()
+    Ok(matrices)
 }
 
 /// Stacks matrices of one width and format into one, each part starting at the given row; rows

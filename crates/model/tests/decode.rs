@@ -183,7 +183,7 @@ fn two_tokens_in_flight_give_the_same_tokens_as_one_at_a_time() {
 #[test]
 fn mixed_formats_in_one_layer_still_match_cpu() {
     // Real quantized files keep attn_v (and sometimes ffn_down) in another format than
-    // attn_q: the q/k/v gemv must not be stacked then, only written side by side.
+    // attn_q: q and k are stacked then, v written beside them (two q/k/v gemvs).
     let Some(gpu) = gpu() else { return };
     let mut w = weights(Preset::Tiny, WeightFormat::Q4_0);
     let c = w.config.clone();
@@ -214,6 +214,12 @@ fn mixed_formats_in_one_layer_still_match_cpu() {
         },
     )
     .unwrap();
+    let qkv = g
+        .graph()
+        .dispatches()
+        .filter(|d| d.label == "L0.attn_qkv")
+        .count();
+    assert_eq!(qkv, 2, "q and k stacked, v apart");
     let mut cpu = CpuDecoder::new(&w, 6).unwrap();
     for t in [3u32, 40, 7, 300, 1, 2] {
         let gl = g.step(gpu, Some(t)).unwrap().logits.unwrap();
