@@ -138,6 +138,35 @@ fn cpu_info() -> String {
         .unwrap_or_default()
 }
 
+/// The warm-up each test gets, in words.
+fn warmup_said(args: &BenchArgs) -> &'static str {
+    if args.no_warmup {
+        "no warm-up"
+    } else if args.full_warmup {
+        "each after a warm-up run of the whole test"
+    } else {
+        "each after a warm-up of the prompt and one token (as llama-bench)"
+    }
+}
+
+/// A note on stderr for each test whose first repetition ran slower than the others
+/// ([`BenchRecord::slow_first`]): its mean includes a GPU not yet at its steady speed.
+fn note_slow_first(records: &[BenchRecord], args: &BenchArgs) {
+    for r in records {
+        if let Some((first, median)) = r.slow_first() {
+            eprintln!(
+                "gpuscope: note: {}: repetition 1 ran at {first:.1} tok/s, the others at {median:.1} (median); the mean includes it. The GPU was not yet at its steady speed after {}: --full-warmup warms up with a whole run",
+                r.name(),
+                if args.full_warmup || args.no_warmup {
+                    "the warm-up asked for"
+                } else {
+                    "llama-bench's warm-up (the prompt and one token)"
+                }
+            );
+        }
+    }
+}
+
 pub fn run(args: &BenchArgs) -> Result<(), Exit> {
     if !args.sweep.is_empty() || !args.experiment.is_empty() {
         return super::sweep::run(args);
@@ -167,13 +196,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         gpu.timing(),
         tests.len(),
         args.repetitions,
-        if args.no_warmup {
-            "no warm-up"
-        } else if args.full_warmup {
-            "each after a warm-up run of the whole test"
-        } else {
-            "each after a warm-up of the prompt and one token (as llama-bench)"
-        }
+        warmup_said(args)
     );
     let plan = args.kernels.plan(&gpu)?;
     let mut decoder = bench_decoder(&gpu, &weights, &tests, plan)?;
@@ -231,19 +254,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         records.push(record);
     }
     progress.finish_and_clear();
-    for r in &records {
-        if let Some((first, median)) = r.slow_first() {
-            eprintln!(
-                "gpuscope: note: {}: repetition 1 ran at {first:.1} tok/s, the others at {median:.1} (median); the mean includes it. The GPU was not yet at its steady speed after {}: --full-warmup warms up with a whole run",
-                r.name(),
-                if args.full_warmup || args.no_warmup {
-                    "the warm-up asked for"
-                } else {
-                    "llama-bench's warm-up (the prompt and one token)"
-                }
-            );
-        }
-    }
+    note_slow_first(&records, args);
     let out = match args.output {
         BenchFormat::Md => render_bench_md(&ctx, &records),
         BenchFormat::Csv => render_bench_csv(&ctx, &records),
