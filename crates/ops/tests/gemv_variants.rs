@@ -513,27 +513,19 @@ impl FusedCase {
         let w = g
             .format
             .quantize_row(&weights(rng, (g.rows * g.cols) as usize));
+        let n = g.cols as usize;
+        // `offset + scale · v` for unit-scale activations v.
+        let mut around = |offset: f32, scale: f32| -> Vec<f32> {
+            activations(rng, n)
+                .into_iter()
+                .map(|v| offset + scale * v)
+                .collect()
+        };
         // A residual stream a few times larger than unit scale, and norm weights near 1.
-        let x: Vec<f32> = activations(rng, g.cols as usize)
-            .into_iter()
-            .map(|v| 3.0 * v)
-            .collect();
-        let nw: Vec<f32> = activations(rng, g.cols as usize)
-            .into_iter()
-            .map(|v| 1.0 + 0.1 * v)
-            .collect();
+        let x = around(0.0, 3.0);
+        let nw = around(1.0, 0.1);
         // A projection's output of another scale than x, and Gemma-like (1 + w) weights.
-        let post = op.post_norm.map(|_| {
-            let d: Vec<f32> = activations(rng, g.cols as usize)
-                .into_iter()
-                .map(|v| 0.2 * v)
-                .collect();
-            let pw: Vec<f32> = activations(rng, g.cols as usize)
-                .into_iter()
-                .map(|v| 1.0 + 0.5 * v)
-                .collect();
-            (d, pw)
-        });
+        let post = op.post_norm.map(|_| (around(0.0, 0.2), around(1.0, 0.5)));
         FusedCase { op, w, x, nw, post }
     }
 
