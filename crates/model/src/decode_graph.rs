@@ -150,10 +150,35 @@ pub(crate) fn build_decode(
     }
     sections.push(b.head(w)?);
     let gemv_detail = gemv_detail(gpu, plan);
+    let mut settings = crate::plan::settings(plan, &gemv_detail, attention_variant, &b.skipped);
+    let widened: Vec<String> = w
+        .layers
+        .iter()
+        .enumerate()
+        .flat_map(|(i, l)| {
+            let stacks = [("attn_qkv", &l.wqkv), ("ffn_gate_up", &l.w_gate_up)];
+            stacks.into_iter().filter_map(move |(name, parts)| {
+                parts
+                    .iter()
+                    .any(|m| m.widened)
+                    .then(|| format!("L{i}.{name}"))
+            })
+        })
+        .collect();
+    if !widened.is_empty() {
+        settings.insert(
+            "weights.widened".into(),
+            format!(
+                "{} ({} matrices): parts in q4_0 / q5_0 / q8_0 stacked as one q8_0 matrix, every weight unchanged",
+                widened.join(", "),
+                widened.len()
+            ),
+        );
+    }
     Ok(DecodeGraph {
         graph: Graph { sections },
         attention,
-        settings: crate::plan::settings(plan, &gemv_detail, attention_variant, &b.skipped),
+        settings,
     })
 }
 

@@ -40,6 +40,8 @@ pub(crate) struct GpuMatrix {
     pub(crate) cols: u32,
     /// How the chunks hold the weights (every chunk alike).
     pub(crate) layout: WeightLayout,
+    /// Stacked from q4_0 / q5_0 / q8_0 parts widened to q8_0 ([`upload_stacked`]).
+    pub(crate) widened: bool,
 }
 
 /// Uploads `t` in the layout the plan gives a matrix of its format and size
@@ -82,6 +84,7 @@ fn upload_matrix_as(gpu: &Gpu, t: &Tensor, layout: WeightLayout) -> Result<GpuMa
         tensor_format: t.format,
         cols: t.cols,
         layout,
+        widened: false,
     })
 }
 
@@ -239,6 +242,22 @@ fn upload_stacked(
     parts: &[(&Tensor, u32)],
     plan: &KernelPlan,
 ) -> Result<Vec<GpuMatrix>, ModelError> {
+    // Formats that differ but each widen to q8_0 exactly go up as one q8_0 matrix: one
+    // dispatch, a few more weight bytes for the narrower parts.
+    let first = parts[0].0;
+    let widen = parts.len() > 1
+        && parts.iter().any(|(t, _)| t.format != first.format)
+        && parts
+            .iter()
+            .all(|(t, _)| t.cols == first.cols && t.format.widens_to_q8_0());
+    if widen {
+        let wide: Vec<Tensor> = parts.iter().map(|(t, _)| widened_to_q8_0(t)).collect();
+        let group: Vec<(&Tensor, u32)> =
+            wide.iter().zip(parts).map(|(t, (_, s))| (t, *s)).collect();
+        let mut m = upload_matrix(gpu, &concat_rows(name, &group), plan)?;
+        m.widened = true;
+        return Ok(vec![m]);
+    }
     let mut matrices = Vec::new();
     let mut rest = parts;
     while let Some(&(first, start)) = rest.first() {
@@ -272,6 +291,17 @@ fn upload_stacked(
         rest = &rest[run..];
     }
     Ok(matrices)
+}
+
+/// `t` as q8_0 blocks, every weight unchanged ([`gpuscope_ops::WeightFormat::widen_to_q8_0`]).
+fn widened_to_q8_0(t: &Tensor) -> Tensor {
+    Tensor {
+        name: t.name.clone(),
+        format: gpuscope_ops::WeightFormat::Q8_0,
+        rows: t.rows,
+        cols: t.cols,
+        data: t.format.widen_to_q8_0(&t.data).into(),
+    }
 }
 
 /// Stacks matrices of one width and format into one, each part starting at the given row; rows
@@ -402,6 +432,7 @@ impl GpuWeights {
                 tensor_format: token_embd.tensor_format,
                 cols: token_embd.cols,
                 layout: token_embd.layout,
+                widened: false,
             },
         };
         let norm = |name: &str, w: &[f32]| {

@@ -1,5 +1,7 @@
 //! Greedy decoding on the GPU gives the CPU reference's tokens and logits.
 
+use std::collections::BTreeMap;
+
 use gpuscope_model::{CpuDecoder, DecoderOptions, GpuDecoder, Preset};
 use gpuscope_ops::WeightFormat;
 
@@ -180,12 +182,12 @@ fn two_tokens_in_flight_give_the_same_tokens_as_one_at_a_time() {
     assert!(a.is_err(), "context is full at 12");
 }
 
-#[test]
-fn mixed_formats_in_one_layer_still_match_cpu() {
-    // Real quantized files keep attn_v (and sometimes ffn_down) in another format than
-    // attn_q: q and k are stacked then, v written beside them (two q/k/v gemvs).
-    let Some(gpu) = gpu() else { return };
-    let mut w = weights(Preset::Tiny, WeightFormat::Q4_0);
+/// The tiny preset in `base` with every layer's attn_v in q8_0 and ffn_up in f16, as real
+/// quantized files mix formats within a layer: its GPU decoder (with the q/k/v gemvs it
+/// built) and the CPU reference's logits over six tokens.
+fn mixed_formats_decode(base: WeightFormat) -> (usize, BTreeMap<String, String>) {
+    let gpu = gpu().expect("checked by the caller");
+    let mut w = weights(Preset::Tiny, base);
     let c = w.config.clone();
     for (i, layer) in w.layers.iter_mut().enumerate() {
         layer.wv = gpuscope_model::synthetic::random_tensor(
@@ -219,13 +221,42 @@ fn mixed_formats_in_one_layer_still_match_cpu() {
         .dispatches()
         .filter(|d| d.label == "L0.attn_qkv")
         .count();
-    assert_eq!(qkv, 2, "q and k stacked, v apart");
     let mut cpu = CpuDecoder::new(&w, 6).unwrap();
     for t in [3u32, 40, 7, 300, 1, 2] {
         let gl = g.step(gpu, Some(t)).unwrap().logits.unwrap();
         let cl = cpu.step(t).unwrap().logits;
-        assert_logits_close(&format!("token {t}"), &gl, &cl);
+        assert_logits_close(&format!("{base} token {t}"), &gl, &cl);
     }
+    (qkv, g.settings().clone())
+}
+
+/// q and k in q4_1 (no exact q8_0 form), v in q8_0: q and k stacked, v beside them.
+#[test]
+fn mixed_formats_in_one_layer_still_match_cpu() {
+    if gpu().is_none() {
+        return;
+    }
+    let (qkv, settings) = mixed_formats_decode(WeightFormat::Q4_1);
+    assert_eq!(qkv, 2, "q and k stacked, v apart");
+    assert!(!settings.contains_key("weights.widened"), "{settings:?}");
+}
+
+/// q and k in q4_0, v in q8_0: q4_0 widens to q8_0 exactly, so the three are one q8_0
+/// matrix, one gemv, and the settings name the widened stacks.
+#[test]
+fn q4_0_and_q8_0_parts_stack_as_one_q8_0_matrix() {
+    if gpu().is_none() {
+        return;
+    }
+    let (qkv, settings) = mixed_formats_decode(WeightFormat::Q4_0);
+    assert_eq!(qkv, 1, "q, k and v as one q8_0 matrix");
+    let widened = settings
+        .get("weights.widened")
+        .expect("named in the settings");
+    assert!(
+        widened.starts_with("L0.attn_qkv, L1.attn_qkv (2 matrices)"),
+        "{widened}"
+    );
 }
 
 /// Every gemv and attention variant this adapter runs, with every fusion and with none,

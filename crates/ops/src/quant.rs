@@ -234,6 +234,61 @@ impl WeightFormat {
     ///
     /// # Panics
     /// If `bytes.len()` is not exactly the size of `out.len()` elements in this format.
+    /// Whether [`Self::widen_to_q8_0`] takes this format: q4_0 and q5_0, whose blocks
+    /// are a scale and signed quants of at most 5 bits with no offset, so a q8_0 block
+    /// with the same scale holds them exactly (and q8_0 itself).
+    pub fn widens_to_q8_0(self) -> bool {
+        matches!(self, Self::Q4_0 | Self::Q5_0 | Self::Q8_0)
+    }
+
+    /// The same weights as q8_0 blocks: each block's f16 scale kept, each quant stored as
+    /// the int8 it stands for (`q - 8`, `q - 16`), so every weight dequantizes to the
+    /// same f32 (`d · q`). For stacking matrices of these formats into one (q/k/v where
+    /// `attn_v` has another format: `gpu_weights.rs`).
+    ///
+    /// # Panics
+    /// If the format does not widen ([`Self::widens_to_q8_0`]) or `bytes` is not whole
+    /// blocks.
+    pub fn widen_to_q8_0(self, bytes: &[u8]) -> Vec<u8> {
+        assert!(
+            self.widens_to_q8_0(),
+            "{} does not widen to q8_0",
+            self.name()
+        );
+        let bb = self.block_bytes() as usize;
+        assert_eq!(
+            bytes.len() % bb,
+            0,
+            "widen_to_q8_0: not whole {} blocks",
+            self.name()
+        );
+        let mut out = Vec::with_capacity(bytes.len() / bb * 34);
+        for b in bytes.chunks_exact(bb) {
+            out.extend_from_slice(&b[..2]);
+            let mut q = [0i8; 32];
+            match self {
+                Self::Q8_0 => q.iter_mut().zip(&b[2..]).for_each(|(q, &v)| *q = v as i8),
+                Self::Q4_0 => {
+                    for j in 0..16 {
+                        q[j] = (b[2 + j] & 0x0F) as i8 - 8;
+                        q[j + 16] = (b[2 + j] >> 4) as i8 - 8;
+                    }
+                }
+                _ => {
+                    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+                    for j in 0..16 {
+                        let lo = (b[6 + j] & 0x0F) | ((((qh >> j) & 1) as u8) << 4);
+                        let hi = (b[6 + j] >> 4) | ((((qh >> (j + 16)) & 1) as u8) << 4);
+                        q[j] = lo as i8 - 16;
+                        q[j + 16] = hi as i8 - 16;
+                    }
+                }
+            }
+            out.extend(q.iter().map(|&v| v as u8));
+        }
+        out
+    }
+
     pub fn dequantize_row(self, bytes: &[u8], out: &mut [f32]) {
         let n = self
             .row_bytes(out.len() as u64)
@@ -475,6 +530,36 @@ mod tests {
             WeightFormat::parse("q3_k"),
             Err(QuantError::UnknownFormat(_))
         ));
+    }
+
+    /// Widened to q8_0, q4_0 and q5_0 blocks dequantize to the very same f32s, for every
+    /// quant value (a ramp over all of them) and random rows.
+    #[test]
+    fn widening_to_q8_0_keeps_every_weight() {
+        let ramp: Vec<f32> = (0..256).map(|i| (i as f32 - 128.0) * 0.37).collect();
+        let mut state = 12345u32;
+        let random: Vec<f32> = (0..1024)
+            .map(|_| {
+                state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (state >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+            })
+            .collect();
+        for format in [WeightFormat::Q4_0, WeightFormat::Q5_0, WeightFormat::Q8_0] {
+            for x in [&ramp, &random] {
+                let bytes = format.quantize_row(x);
+                let wide = format.widen_to_q8_0(&bytes);
+                assert_eq!(wide.len(), x.len() / 32 * 34, "{format}");
+                let (mut a, mut b) = (vec![0f32; x.len()], vec![0f32; x.len()]);
+                format.dequantize_row(&bytes, &mut a);
+                WeightFormat::Q8_0.dequantize_row(&wide, &mut b);
+                assert!(
+                    a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{format}: a weight changed"
+                );
+            }
+        }
+        assert!(!WeightFormat::Q4_1.widens_to_q8_0());
+        assert!(!WeightFormat::Q4_K.widens_to_q8_0());
     }
 
     #[test]
