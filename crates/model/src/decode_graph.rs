@@ -157,12 +157,10 @@ pub(crate) fn build_decode(
         .enumerate()
         .flat_map(|(i, l)| {
             let stacks = [("attn_qkv", &l.wqkv), ("ffn_gate_up", &l.w_gate_up)];
-            stacks.into_iter().filter_map(move |(name, parts)| {
-                parts
-                    .iter()
-                    .any(|m| m.widened)
-                    .then(|| format!("L{i}.{name}"))
-            })
+            stacks
+                .into_iter()
+                .filter(|(_, parts)| parts.iter().any(|m| m.widened))
+                .map(move |(name, _)| format!("L{i}.{name}"))
         })
         .collect();
     if !widened.is_empty() {
