@@ -37,3 +37,22 @@ pub mod softmax;
 
 pub use quant::WeightFormat;
 pub use real::Real;
+
+/// Fails unless `buf` holds `bytes` bytes for its `role` in `op`. A short buffer is not a
+/// wgpu error (WGSL clamps out-of-bounds accesses), so the ops check their buffers here
+/// rather than have it discovered as wrong numbers.
+pub(crate) fn need(
+    buf: &gpuscope_runtime::GpuBuffer,
+    bytes: u64,
+    role: &str,
+    op: &dyn std::fmt::Debug,
+) -> Result<(), gpuscope_runtime::GpuError> {
+    if buf.size() < bytes {
+        return Err(gpuscope_runtime::GpuError::Invalid(format!(
+            "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
+            buf.label(),
+            buf.size()
+        )));
+    }
+    Ok(())
+}

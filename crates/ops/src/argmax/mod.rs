@@ -14,6 +14,8 @@ pub(crate) mod exec;
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
+use crate::need;
+
 /// The kernel for 256 threads (`argmax`) and for 1024 (`argmax.1024`).
 pub fn shaders() -> &'static [ShaderSource; 2] {
     static SHADERS: std::sync::OnceLock<[ShaderSource; 2]> = std::sync::OnceLock::new();
@@ -161,9 +163,9 @@ impl Argmax {
     ) -> Result<Dispatch, GpuError> {
         self.valid()?;
         let g = 4 * self.partials() as u64;
-        need(self, logits, "logits", 4 * self.n as u64)?;
-        need(self, parts.values, "partial values", g)?;
-        need(self, parts.indices, "partial indices", g)?;
+        need(logits, 4 * self.n as u64, "logits", self)?;
+        need(parts.values, g, "partial values", self)?;
+        need(parts.indices, g, "partial indices", self)?;
         let [partial, _] = split_shaders();
         let pipeline = gpu.pipeline(partial, "main", &[("N", self.n as f64)])?;
         let bind_group = gpu.bind_group(&pipeline, &[logits, parts.values, parts.indices])?;
@@ -187,9 +189,9 @@ impl Argmax {
     ) -> Result<Dispatch, GpuError> {
         self.valid()?;
         let g = 4 * self.partials() as u64;
-        need(self, parts.values, "partial values", g)?;
-        need(self, parts.indices, "partial indices", g)?;
-        need(self, out, "out", 4)?;
+        need(parts.values, g, "partial values", self)?;
+        need(parts.indices, g, "partial indices", self)?;
+        need(out, 4, "out", self)?;
         let [_, merge] = split_shaders();
         let pipeline = gpu.pipeline(merge, "main", &[("G", self.partials() as f64)])?;
         let bind_group = gpu.bind_group(&pipeline, &[parts.values, parts.indices, out])?;
@@ -222,8 +224,8 @@ impl Argmax {
         out: &GpuBuffer,
     ) -> Result<Dispatch, GpuError> {
         self.valid()?;
-        need(self, logits, "logits", 4 * self.n as u64)?;
-        need(self, out, "out", 4)?;
+        need(logits, 4 * self.n as u64, "logits", self)?;
+        need(out, 4, "out", self)?;
         let pipeline = gpu.pipeline(shader_for(gpu), "main", &[("N", self.n as f64)])?;
         let bind_group = gpu.bind_group(&pipeline, &[logits, out])?;
         Ok(Dispatch::new(
@@ -236,16 +238,4 @@ impl Argmax {
             &[out],
         ))
     }
-}
-
-/// Fails unless `buf` holds `bytes` bytes for its role in `op`.
-fn need(op: &Argmax, buf: &GpuBuffer, role: &str, bytes: u64) -> Result<(), GpuError> {
-    if buf.size() < bytes {
-        return Err(GpuError::Invalid(format!(
-            "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
-            buf.label(),
-            buf.size()
-        )));
-    }
-    Ok(())
 }

@@ -33,6 +33,8 @@ pub use fused::{
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
+use crate::need;
+
 pub static SCORES_SHADER: ShaderSource = ShaderSource {
     name: "attn_scores",
     wgsl: include_str!("scores.wgsl"),
@@ -96,19 +98,6 @@ fn check(
              head_dim a multiple of {head_dim_multiple}, and max_ctx > 0"
         )))
     }
-}
-
-// A short buffer is not a wgpu error (WGSL clamps out-of-bounds accesses), so it is
-// checked here rather than discovered as wrong numbers.
-fn need(buf: &GpuBuffer, bytes: u64, role: &str, op: &dyn std::fmt::Debug) -> Result<(), GpuError> {
-    if buf.size() < bytes {
-        return Err(GpuError::Invalid(format!(
-            "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
-            buf.label(),
-            buf.size()
-        )));
-    }
-    Ok(())
 }
 
 fn constants(

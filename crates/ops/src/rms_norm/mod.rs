@@ -15,6 +15,8 @@ pub use batched::RmsNormBatched;
 
 use gpuscope_runtime::{Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
+use crate::need;
+
 pub static SHADER: ShaderSource = ShaderSource {
     name: "rms_norm",
     wgsl: include_str!("kernel.wgsl"),
@@ -95,17 +97,4 @@ impl RmsNorm {
             &[out],
         ))
     }
-}
-
-// A short buffer is not a wgpu error (WGSL clamps out-of-bounds accesses), so it is
-// checked here rather than discovered as wrong numbers.
-fn need(buf: &GpuBuffer, bytes: u64, role: &str, op: &RmsNorm) -> Result<(), GpuError> {
-    if buf.size() < bytes {
-        return Err(GpuError::Invalid(format!(
-            "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
-            buf.label(),
-            buf.size()
-        )));
-    }
-    Ok(())
 }

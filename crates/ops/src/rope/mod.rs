@@ -31,6 +31,8 @@ pub use normed::{RopeNormed, NORMED_SHADER};
 
 use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
+use crate::need;
+
 pub static SHADER: ShaderSource = ShaderSource {
     name: "rope",
     wgsl: concat!(
@@ -204,22 +206,4 @@ impl Rope {
             &[qkv, k_cache, v_cache],
         ))
     }
-}
-
-// A short buffer is not a wgpu error (WGSL clamps out-of-bounds accesses), so it is
-// checked here rather than discovered as wrong numbers.
-fn need(
-    buf: &GpuBuffer,
-    bytes: u64,
-    role: &str,
-    op: &impl std::fmt::Debug,
-) -> Result<(), GpuError> {
-    if buf.size() < bytes {
-        return Err(GpuError::Invalid(format!(
-            "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
-            buf.label(),
-            buf.size()
-        )));
-    }
-    Ok(())
 }

@@ -87,7 +87,7 @@ impl RopeNormed {
             (q_weight, hd_bytes, "q_weight"),
             (k_weight, hd_bytes, "k_weight"),
         ] {
-            super::need(buf, bytes, role, r)?;
+            crate::need(buf, bytes, role, r)?;
         }
         let mut constants = r.constants_at(self.offsets);
         constants.push(("EPS", f64::from(self.eps)));

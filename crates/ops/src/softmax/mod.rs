@@ -12,6 +12,8 @@ pub(crate) mod exec;
 
 use gpuscope_runtime::{grid_2d, Dispatch, Gpu, GpuBuffer, GpuError, ShaderSource};
 
+use crate::need;
+
 pub static SHADER: ShaderSource = ShaderSource {
     name: "softmax",
     wgsl: include_str!("kernel.wgsl"),
@@ -66,17 +68,4 @@ impl Softmax {
             &[data],
         ))
     }
-}
-
-// A short buffer is not a wgpu error (WGSL clamps out-of-bounds accesses), so it is
-// checked here rather than discovered as wrong numbers.
-fn need(buf: &GpuBuffer, bytes: u64, role: &str, op: &Softmax) -> Result<(), GpuError> {
-    if buf.size() < bytes {
-        return Err(GpuError::Invalid(format!(
-            "{op:?}: buffer \"{}\" ({role}) has {} bytes, needs {bytes}",
-            buf.label(),
-            buf.size()
-        )));
-    }
-    Ok(())
 }
