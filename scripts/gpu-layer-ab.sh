@@ -7,6 +7,7 @@
 # each starting one variant later than the last, so that no variant always runs first
 # or last in a round (a GPU that warms up over a round would favour the first).
 # Each attached run's report lines on timing go to OUT/*.err.
+# AB_MODEL=smollm2 runs a synthetic SmolLM2-135M q4_1 in place of the 8B.
 # Usage (repo root, on the host): scripts/gpu-layer-ab.sh DEV OUTDIR [ROUNDS] [REPS]
 set -uo pipefail
 DEV=${1:?dev dir}; OUT=${2:?outdir}
@@ -17,6 +18,11 @@ export GGML_VK_VISIBLE_DEVICES=0
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$S"
 llama_bench_8b "$W"
 LB=("${LB8[@]}" -r "${4:-10}")
+# AB_MODEL=smollm2: a `synth` SmolLM2-135M shape with q4_1 matrices in place of 8B.
+if [ "${AB_MODEL:-}" = smollm2 ]; then
+  [ -e "$W/smol.gguf" ] || "$G" synth --preset smollm2-135m --weights q4_1 -o "$W/smol.gguf" > /dev/null 2>&1
+  LB=("$W/vk/bin/llama-bench" -m "$W/smol.gguf" -p 0 -n 128 -ngl 99 -r "${4:-10}")
+fi
 # AB_VARIANTS (space-separated) picks some of them.
 read -r -a VARIANTS <<< "${AB_VARIANTS:-plain markers auto:layer-before.so auto:libgpuscope_layer.so auto128:libgpuscope_layer.so off:libgpuscope_layer.so}"
 run_variant() { # VARIANT ROUND

@@ -11,6 +11,12 @@ pub const ENV_TIMING: &str = "GPUSCOPE_LAYER_TIMING";
 pub const ENV_STEP: &str = "GPUSCOPE_LAYER_STEP";
 /// In sampled mode, 1 in this many dispatches is timed (default 16).
 pub const ENV_STRIDE: &str = "GPUSCOPE_LAYER_STRIDE";
+/// `stop`: the program's command-buffer debug labels end at the layer, which reads them
+/// for names, and are not passed to the driver. `attach` asks for it when the labels
+/// exist only because it turned them on (`GGML_VK_DEBUG_MARKERS` and the like were not
+/// set): the driver then does no work for labels nobody below the layer asked for.
+/// Anything else (the default): labels go on to the driver as the program sent them.
+pub const ENV_LABELS: &str = "GPUSCOPE_LAYER_LABELS";
 /// Test hooks: `panic-at-dispatch=N` panics inside the layer's bookkeeping of the Nth
 /// dispatch (no panic may reach the program: the call still goes through);
 /// `fail-write` makes starting the recording fail as a full disk would.
@@ -34,6 +40,8 @@ pub struct Config {
     /// `GPUSCOPE_LAYER_STRIDE`, if set.
     pub stride: Option<u32>,
     pub step_per_submit: bool,
+    /// Command-buffer labels end at the layer (`GPUSCOPE_LAYER_LABELS=stop`).
+    pub stop_labels: bool,
     /// Panic in the bookkeeping of this dispatch (counted from 1), once.
     pub fault_at_dispatch: Option<u64>,
     /// Fail to start the recording.
@@ -67,6 +75,7 @@ impl Config {
                 .and_then(|s| s.parse().ok())
                 .filter(|&s| s >= 1),
             step_per_submit: var(ENV_STEP).as_deref() == Some("submit"),
+            stop_labels: var(ENV_LABELS).as_deref() == Some("stop"),
             fault_write: var(ENV_FAULT).as_deref() == Some("fail-write"),
             fault_at_dispatch: var(ENV_FAULT)
                 .and_then(|s| s.strip_prefix("panic-at-dispatch=").map(str::to_string))

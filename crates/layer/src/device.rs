@@ -12,7 +12,9 @@
 //! wait idle, a semaphore wait), or when the program re-records a buffer (which it may
 //! only do once the GPU is done with it).
 
+use std::cell::{Cell, UnsafeCell};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
@@ -49,8 +51,15 @@ pub struct Device {
     /// Property flags of each memory type.
     pub memory_types: Vec<vk::MemoryPropertyFlags>,
     pub step_per_submit: bool,
+    /// Command-buffer debug labels are read and not passed on (see `config::ENV_LABELS`).
+    pub stop_labels: bool,
     /// Query pools are reset from the host (`vkResetQueryPool`), not in command buffers.
     pub host_reset: bool,
+    /// Dispatches recorded so far (what sampling picks by).
+    pub dispatches_recorded: AtomicU64,
+    /// Descriptor sets updated since the last step closed on any queue of this device
+    /// (an atomic: a hook the program calls once a dispatch takes no lock).
+    pub descriptor_updates: AtomicU64,
     pub state: Mutex<DeviceState>,
 }
 
@@ -72,11 +81,9 @@ pub struct DeviceState {
     /// What each buffer is for (`storage`, `uniform`, `staging`, `other`).
     pub buffer_usage: HashMap<u64, &'static str>,
     pub queues: HashMap<u64, Queue>,
-    /// Counts of host-side work (resources created, descriptor updates) since the
-    /// last step closed on any queue of this device.
+    /// Counts of host-side work (resources created) since the last step closed on any
+    /// queue of this device.
     pub host_counters: BTreeMap<&'static str, u64>,
-    /// Dispatches recorded so far (what sampling picks by).
-    pub dispatches_recorded: u64,
 }
 
 /// A debug label: where its name lies in its recording's `label_text`. Opening a label
@@ -96,8 +103,8 @@ pub struct CommandBuffer {
     pub name: Option<String>,
     /// Query pools owned by this buffer, in slot order.
     pub query_pools: Vec<vk::QueryPool>,
-    /// The recording in progress (between begin and end).
-    pub recording: Option<Recording>,
+    /// The recording in progress (between begin and end), reached without the lock.
+    pub recording: Arc<RecordingCell>,
     /// The last finished recording, what a submit executes.
     pub last: Option<Arc<Recording>>,
 }
@@ -109,8 +116,9 @@ pub struct Recording {
     /// Timestamp slots at the buffer's start and end (`pass` timing).
     pub bounds: Option<(Slot, Slot)>,
     pub counts: Counts,
-    /// The bound compute pipeline's recorded id.
-    pub pipeline: Option<u32>,
+    /// The bound compute pipeline's handle (its recorded id is looked up when the
+    /// recording ends, under the device lock the binding itself does not take).
+    pub pipeline: Option<u64>,
     /// Open debug-utils labels, innermost last.
     pub labels: Vec<Label>,
     /// The names of the labels opened in this recording, one after the other.
@@ -176,6 +184,10 @@ impl Counts {
 
 #[derive(Clone, Copy)]
 pub struct Dispatch {
+    /// The bound pipeline's handle.
+    pub pipeline_handle: u64,
+    /// Its recorded id, found when the recording ended (see
+    /// [`Recording::resolve_pipelines`]).
     pub pipeline: u32,
     pub label: Option<Label>,
     pub scope: Option<Label>,
@@ -230,7 +242,94 @@ pub struct Execution {
     pub ticks: Option<Vec<u64>>,
 }
 
+/// The recording in progress of one command buffer.
+///
+/// Vulkan requires a program to synchronise each command buffer itself: one thread at
+/// a time records it, begins, ends, resets or frees it. The layer touches a cell only
+/// in the hooks of its own command buffer, so the program's synchronisation covers the
+/// layer's accesses too, and the hooks that run several times a dispatch (labels,
+/// bindings, barriers, dispatches) take no lock. On the H100 host, llama.cpp's 8B decode
+/// spent 3% of its thread in the layer with a lock per hook (BENCHMARKS.md, run 38).
+#[derive(Default)]
+pub struct RecordingCell(UnsafeCell<Option<Recording>>);
+
+// SAFETY: accesses are serialised by the program's synchronisation of the command
+// buffer (see the type's doc); a recording moves between threads only as a whole.
+unsafe impl Sync for RecordingCell {}
+
+impl RecordingCell {
+    /// The recording in progress.
+    ///
+    /// # Safety
+    /// Called from a hook of this cell's command buffer (which the program
+    /// synchronises), with no other reference from this function alive.
+    #[allow(clippy::mut_from_ref)] // The program's synchronisation is the exclusion.
+    pub unsafe fn get(&self) -> &mut Option<Recording> {
+        &mut *self.0.get()
+    }
+}
+
+/// Bumped whenever a command buffer's record goes (freed, its pool or device
+/// destroyed): a cached cell of an older generation is not used, as its handle may now
+/// name another buffer.
+pub static CELL_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// A cell this thread looked up: (command buffer handle, generation, cell). The
+/// pointer is the `Arc` held by the buffer's entry in [`DeviceState`], alive until the
+/// buffer is freed; freeing it bumps the generation first, and a program may not free
+/// a buffer while another thread records it.
+type CachedCell = (u64, u64, *const RecordingCell);
+
+thread_local! {
+    static LAST_CELL: Cell<CachedCell> = const { Cell::new((0, u64::MAX, std::ptr::null())) };
+}
+
+impl Device {
+    /// Runs `f` on `cb`'s recording in progress, if it is being recorded. The cell is
+    /// this thread's last one when that is `cb`'s (a thread records one buffer after
+    /// another), else it is looked up under the device lock once.
+    ///
+    /// # Safety
+    /// Called from a hook of `cb`; `f` does not call this again.
+    pub unsafe fn with_recording<R>(
+        &self,
+        cb: vk::CommandBuffer,
+        f: impl FnOnce(&mut Recording) -> R,
+    ) -> Option<R> {
+        let raw = cb.as_raw();
+        let generation = CELL_GENERATION.load(Ordering::Acquire);
+        let cell = match LAST_CELL.try_with(Cell::get).ok()? {
+            (h, g, cell) if h == raw && g == generation => cell,
+            _ => {
+                let cell = Arc::as_ptr(&self.lock().command_buffers.get(&raw)?.recording);
+                let _ = LAST_CELL.try_with(|c| c.set((raw, generation, cell)));
+                cell
+            }
+        };
+        // SAFETY: see `CachedCell`; the caller is a hook of `cb`.
+        (*cell).get().as_mut().map(f)
+    }
+}
+
+/// Forgets the cells cached by every thread (a command buffer's record went).
+pub fn forget_cells() {
+    CELL_GENERATION.fetch_add(1, Ordering::Release);
+}
+
 impl Recording {
+    /// Gives each dispatch its pipeline's recorded id, dropping those whose pipeline
+    /// the layer never saw created.
+    pub fn resolve_pipelines(&mut self, ids: &HashMap<u64, u32>) {
+        self.dispatches
+            .retain_mut(|d| match ids.get(&d.pipeline_handle) {
+                Some(&id) => {
+                    d.pipeline = id;
+                    true
+                }
+                None => false,
+            });
+    }
+
     /// Opens a label named `bytes`.
     pub fn open_label(&mut self, bytes: &[u8]) {
         let label = self.keep_name(bytes);
@@ -280,15 +379,6 @@ impl Recording {
     }
 }
 
-impl DeviceState {
-    /// The recording in progress of `cb`, if it is being recorded.
-    pub fn recording(&mut self, cb: vk::CommandBuffer) -> Option<&mut Recording> {
-        self.command_buffers
-            .get_mut(&cb.as_raw())
-            .and_then(|c| c.recording.as_mut())
-    }
-}
-
 impl Device {
     pub fn lock(&self) -> MutexGuard<'_, DeviceState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -304,7 +394,7 @@ impl Device {
         self.timing == TimingMode::Dispatch && (stride == 1 || mix(n).is_multiple_of(stride))
     }
 
-    /// Takes the next timestamp slot of `rec` for `cb`, creating a query pool when a new
+    /// Takes the next timestamp slot of `rec` (`cb`'s recording in progress), creating a query pool when a new
     /// one is first used and resetting (inside the command buffer) each chunk of
     /// [`RESET_CHUNK`] queries before its first one is written.
     ///
@@ -314,11 +404,11 @@ impl Device {
         &self,
         st: &mut DeviceState,
         cb: vk::CommandBuffer,
+        rec: &mut Recording,
     ) -> Option<(vk::QueryPool, u32, Slot)> {
         let create = self.fns.create_query_pool?;
         let spare = &mut st.spare_pools;
         let entry = st.command_buffers.get_mut(&cb.as_raw())?;
-        let rec = entry.recording.as_mut()?;
         let slot = rec.next_slot;
         let (pool_index, query) = ((slot / POOL_QUERIES) as usize, slot % POOL_QUERIES);
         if pool_index == entry.query_pools.len() {
@@ -367,13 +457,19 @@ impl Device {
         }
     }
 
-    /// Writes a timestamp into the next slot of `cb`'s recording; returns the slot.
+    /// Writes a timestamp into the next slot of `rec`, `cb`'s recording; returns the
+    /// slot.
     ///
     /// # Safety
     /// As [`Self::take_slot`].
-    pub unsafe fn timestamp(&self, st: &mut DeviceState, cb: vk::CommandBuffer) -> Option<Slot> {
+    pub unsafe fn timestamp(
+        &self,
+        st: &mut DeviceState,
+        cb: vk::CommandBuffer,
+        rec: &mut Recording,
+    ) -> Option<Slot> {
         let write = self.fns.cmd_write_timestamp?;
-        let (pool, query, slot) = self.take_slot(st, cb)?;
+        let (pool, query, slot) = self.take_slot(st, cb, rec)?;
         write(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, query);
         Some(slot)
     }
@@ -439,7 +535,6 @@ impl Device {
         wait: Option<RecordedSpan>,
     ) {
         let now = writer::now_ns();
-        let host = std::mem::take(&mut st.host_counters);
         let Some(q) = st.queues.get_mut(&queue) else {
             return;
         };
@@ -449,9 +544,9 @@ impl Device {
         }
         let upto = upto.min(q.pending.len());
         if upto == 0 {
-            st.host_counters = host;
             return;
         }
+        let mut host = std::mem::take(&mut st.host_counters);
         let mut done: Vec<Submission> = q.pending.drain(..upto).collect();
         for s in &mut done {
             for e in &mut s.executions {
@@ -463,6 +558,10 @@ impl Device {
         } else {
             vec![done]
         };
+        let updates = self.descriptor_updates.swap(0, Ordering::Relaxed);
+        if updates > 0 {
+            *host.entry("descriptor_updates").or_default() += updates;
+        }
         let mut host = Some(host);
         let n_groups = groups.len();
         for (g, group) in groups.into_iter().enumerate() {
@@ -472,19 +571,17 @@ impl Device {
             } else {
                 group[0].cpu_ns
             };
-            let mut counters: BTreeMap<String, u64> = BTreeMap::new();
-            for (k, v) in host
-                .take()
-                .into_iter()
-                .flatten()
-                .chain(std::mem::take(&mut q.counters))
-            {
-                *counters.entry(k.to_string()).or_default() += v;
-            }
+            // Moved as they are: the names become text on the writer's thread, not
+            // on the program's, which is waiting to record its next token.
+            let (host, queue_counters) = (host.take(), std::mem::take(&mut q.counters));
             let spans = std::mem::take(&mut q.spans);
             q.step_start_ns = Some(end);
             let (queue, ended_by) = (q.id, ended_by.to_string());
             writer::record_step(move |index| {
+                let mut counters: BTreeMap<String, u64> = BTreeMap::new();
+                for (k, v) in host.into_iter().flatten().chain(queue_counters) {
+                    *counters.entry(k.to_string()).or_default() += v;
+                }
                 let mut step = step_record(queue, start, end, &ended_by, &group, &mut counters);
                 step.index = index;
                 step.counters = counters;
@@ -566,6 +663,7 @@ mod tests {
     fn dispatch(rec: &Recording, slots: Option<(u32, u32)>) -> Dispatch {
         let n = rec.labels.len();
         Dispatch {
+            pipeline_handle: 70,
             pipeline: 7,
             label: rec.labels.last().copied(),
             scope: n.checked_sub(2).map(|i| rec.labels[i]),

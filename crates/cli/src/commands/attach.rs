@@ -10,7 +10,8 @@
 //!
 //! `attach` also asks for names: `GGML_VK_DEBUG_MARKERS=1` (llama.cpp names its
 //! pipelines and labels each node), `GPUSCOPE_DEBUG_MARKERS=1` (gpuscope's own runtime
-//! labels each dispatch) and `WGPU_DEBUG=1` (wgpu names its objects).
+//! labels each dispatch) and `WGPU_DEBUG=1` (wgpu names its objects). Labels that exist
+//! only because `attach` asked for them end at the layer (see [`labels_end_at_layer`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -205,6 +206,10 @@ fn launch(
             layer::ENV_STRIDE,
             args.stride.map_or(String::new(), |s| s.to_string()),
         )
+        .env(
+            layer::ENV_LABELS,
+            labels_end_at_layer(|k| std::env::var_os(k).is_some()),
+        )
         .env("GGML_VK_DEBUG_MARKERS", "1")
         .env("GPUSCOPE_DEBUG_MARKERS", "1")
         .env("WGPU_DEBUG", "1");
@@ -216,6 +221,25 @@ fn launch(
         status,
         recording: temp,
     })
+}
+
+/// The environment variables with which `attach` asks programs for names.
+const NAME_SWITCHES: [&str; 3] = [
+    "GGML_VK_DEBUG_MARKERS",
+    "GPUSCOPE_DEBUG_MARKERS",
+    "WGPU_DEBUG",
+];
+
+/// `stop` when the program's debug labels will exist only because `attach` asked for
+/// them (none of [`NAME_SWITCHES`] `is_set` in attach's environment): the layer reads
+/// them and the driver does no work for them. When the user had asked for labels
+/// (for a capture tool below the layer, say), they go on to the driver.
+fn labels_end_at_layer(is_set: impl Fn(&str) -> bool) -> &'static str {
+    if NAME_SWITCHES.iter().any(|k| is_set(k)) {
+        "pass"
+    } else {
+        "stop"
+    }
 }
 
 /// Waits for the child; a SIGINT or SIGTERM sent to `attach` alone is passed on (one
@@ -304,4 +328,21 @@ fn program_name(args: &AttachArgs) -> String {
         .first()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::labels_end_at_layer;
+
+    #[test]
+    fn labels_end_at_the_layer_only_when_attach_alone_asked_for_them() {
+        assert_eq!(labels_end_at_layer(|_| false), "stop");
+        for switch in [
+            "GGML_VK_DEBUG_MARKERS",
+            "GPUSCOPE_DEBUG_MARKERS",
+            "WGPU_DEBUG",
+        ] {
+            assert_eq!(labels_end_at_layer(|k| k == switch), "pass", "{switch}");
+        }
+    }
 }

@@ -5,7 +5,8 @@ use ash::vk;
 use ash::vk::Handle;
 
 use crate::device::{
-    CommandBuffer, Count, Device, DeviceState, Dispatch, DispatchKind, Recording, Slot,
+    forget_cells, CommandBuffer, Count, Device, DeviceState, Dispatch, DispatchKind, Recording,
+    Slot,
 };
 use crate::guard;
 use crate::registry;
@@ -64,12 +65,12 @@ macro_rules! next_or {
     }};
 }
 
-/// Runs `f` on the recording in progress of `cb` (if any), under the device lock.
-fn with_recording(d: &Device, cb: vk::CommandBuffer, f: impl FnOnce(&mut Recording)) {
-    let mut st = d.lock();
-    if let Some(rec) = st.recording(cb) {
-        f(rec);
-    }
+/// Runs `f` on the recording in progress of `cb` (if any), without the device lock.
+///
+/// # Safety
+/// Called from a hook of `cb` (see [`Device::with_recording`]).
+unsafe fn with_recording(d: &Device, cb: vk::CommandBuffer, f: impl FnOnce(&mut Recording)) {
+    d.with_recording(cb, f);
 }
 
 unsafe extern "system" fn create_command_pool(
@@ -148,6 +149,8 @@ unsafe fn settle(
         }
     }
     if free {
+        // Before their cells go: no thread may use a cached one from here on.
+        forget_cells();
         for h in chosen {
             if let Some(c) = st.command_buffers.remove(&h) {
                 st.spare_pools.extend(c.query_pools);
@@ -248,14 +251,15 @@ unsafe extern "system" fn begin_command_buffer(
                 .last
                 .as_ref()
                 .map_or((0, 0), |r| (r.dispatches.len(), r.label_text.len()));
-            c.recording = Some(Recording {
+            let cell = c.recording.clone();
+            let rec = cell.get().insert(Recording {
                 dispatches: Vec::with_capacity(room),
                 label_text: Vec::with_capacity(text),
                 ..Recording::default()
             });
             if d.timing == TimingMode::Pass && timed {
-                if let Some(first) = d.timestamp(&mut st, cb) {
-                    with_bounds(&mut st, cb, first);
+                if let Some(first) = d.timestamp(&mut st, cb, rec) {
+                    rec.bounds = Some((first, first));
                 }
             }
         });
@@ -263,35 +267,30 @@ unsafe extern "system" fn begin_command_buffer(
     r
 }
 
-fn with_bounds(st: &mut DeviceState, cb: vk::CommandBuffer, first: u32) {
-    if let Some(rec) = st.recording(cb) {
-        rec.bounds = Some((first, first));
-    }
-}
-
 unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::Result {
     let (d, next) = next_or!(cb, end_command_buffer, vk::Result::ERROR_DEVICE_LOST);
     guard("vkEndCommandBuffer", || {
         let mut st = d.lock();
-        let started = st
+        let Some(cell) = st
             .command_buffers
             .get(&cb.as_raw())
-            .and_then(|c| c.recording.as_ref())
-            .and_then(|r| r.bounds)
-            .map(|(a, _)| a);
-        if let Some(first) = started {
-            if let Some(last) = d.timestamp(&mut st, cb) {
-                if let Some(rec) = st.recording(cb) {
-                    rec.bounds = Some((first, last));
-                }
+            .map(|c| c.recording.clone())
+        else {
+            return;
+        };
+        let Some(mut rec) = cell.get().take() else {
+            return;
+        };
+        if let Some((first, _)) = rec.bounds {
+            if let Some(last) = d.timestamp(&mut st, cb, &mut rec) {
+                rec.bounds = Some((first, last));
             }
         }
+        rec.resolve_pipelines(&st.pipelines);
         if let Some(c) = st.command_buffers.get_mut(&cb.as_raw()) {
-            if let Some(mut rec) = c.recording.take() {
-                rec.query_pools = c.query_pools.clone();
-                rec.labels.clear();
-                c.last = Some(std::sync::Arc::new(rec));
-            }
+            rec.query_pools = c.query_pools.clone();
+            rec.labels.clear();
+            c.last = Some(std::sync::Arc::new(rec));
         }
     });
     next(cb)
@@ -305,11 +304,7 @@ unsafe extern "system" fn cmd_bind_pipeline(
     let (d, next) = next_or!(cb, cmd_bind_pipeline);
     if bind_point == vk::PipelineBindPoint::COMPUTE {
         guard("vkCmdBindPipeline", || {
-            let mut st = d.lock();
-            let id = st.pipelines.get(&pipeline.as_raw()).copied();
-            if let Some(rec) = st.recording(cb) {
-                rec.pipeline = id;
-            }
+            with_recording(d, cb, |rec| rec.pipeline = Some(pipeline.as_raw()))
         });
     }
     next(cb, bind_point, pipeline);
@@ -326,45 +321,50 @@ unsafe fn dispatch(
     let Some(d) = registry::device(cb.as_raw()) else {
         return;
     };
-    // Untimed (most dispatches when sampling), the record is made under one lock.
+    // Untimed (most dispatches when sampling), the record is made with no lock; a
+    // timed one takes the device lock for its query pool.
     let before = guard("vkCmdDispatch", || {
-        let mut st = d.lock();
-        let n = st.dispatches_recorded;
-        st.dispatches_recorded += 1;
+        let n = d
+            .dispatches_recorded
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         crate::fault_check(n + 1);
-        let timed = d.times(n) && timestamps_in(d, &st, cb);
-        let before = timed.then(|| d.timestamp(&mut st, cb)).flatten();
-        if before.is_none() {
-            push_dispatch(&mut st, cb, kind, workgroups, None);
+        if d.times(n) {
+            let mut st = d.lock();
+            if timestamps_in(d, &st, cb) {
+                let before = d.with_recording(cb, |rec| d.timestamp(&mut st, cb, rec));
+                if let Some(slot) = before.flatten() {
+                    return Some(slot);
+                }
+            }
         }
-        before
+        with_recording(d, cb, |rec| push_dispatch(rec, kind, workgroups, None));
+        None
     })
     .flatten();
     call(d);
     if before.is_some() {
         guard("vkCmdDispatch", || {
             let mut st = d.lock();
-            let slots = before.zip(d.timestamp(&mut st, cb));
-            push_dispatch(&mut st, cb, kind, workgroups, slots);
+            d.with_recording(cb, |rec| {
+                let slots = before.zip(d.timestamp(&mut st, cb, rec));
+                push_dispatch(rec, kind, workgroups, slots);
+            });
         });
     }
 }
 
 /// The dispatch's record, named by the labels open around it.
 fn push_dispatch(
-    st: &mut DeviceState,
-    cb: vk::CommandBuffer,
+    rec: &mut Recording,
     kind: DispatchKind,
     workgroups: [u32; 3],
     slots: Option<(Slot, Slot)>,
 ) {
-    let Some(rec) = st.recording(cb) else {
-        return;
-    };
-    if let Some(pipeline) = rec.pipeline {
+    if let Some(pipeline_handle) = rec.pipeline {
         let n = rec.labels.len();
         rec.dispatches.push(Dispatch {
-            pipeline,
+            pipeline_handle,
+            pipeline: 0,
             label: rec.labels.last().copied(),
             scope: n.checked_sub(2).map(|i| rec.labels[i]),
             workgroups,
@@ -541,7 +541,7 @@ unsafe extern "system" fn cmd_execute_commands(
 ) {
     let (d, next) = next_or!(cb, cmd_execute_commands);
     guard("vkCmdExecuteCommands", || {
-        let mut st = d.lock();
+        let st = d.lock();
         let recorded: Vec<_> = (0..n as usize)
             .filter_map(|i| {
                 st.command_buffers
@@ -549,11 +549,12 @@ unsafe extern "system" fn cmd_execute_commands(
                     .and_then(|c| c.last.clone())
             })
             .collect();
-        if let Some(rec) = st.recording(cb) {
+        drop(st);
+        with_recording(d, cb, |rec| {
             for last in &recorded {
                 rec.append_untimed(last);
             }
-        }
+        });
     });
     next(cb, n, secondaries);
 }
@@ -569,11 +570,9 @@ unsafe extern "system" fn cmd_begin_label(
         let bytes = (*label)
             .label_name_as_c_str()
             .map_or(&[][..], |n| n.to_bytes());
-        if let Some(rec) = d.lock().recording(cb) {
-            rec.open_label(bytes);
-        }
+        with_recording(d, cb, |rec| rec.open_label(bytes));
     });
-    if let Some(next) = d.fns.cmd_begin_debug_utils_label {
+    if let (false, Some(next)) = (d.stop_labels, d.fns.cmd_begin_debug_utils_label) {
         next(cb, label);
     }
 }
@@ -587,7 +586,7 @@ unsafe extern "system" fn cmd_end_label(cb: vk::CommandBuffer) {
             rec.labels.pop();
         })
     });
-    if let Some(next) = d.fns.cmd_end_debug_utils_label {
+    if let (false, Some(next)) = (d.stop_labels, d.fns.cmd_end_debug_utils_label) {
         next(cb);
     }
 }

@@ -259,7 +259,10 @@ unsafe fn register_device(
         family_timestamp_mask: masks,
         memory_types: memory_types(instance, physical),
         step_per_submit: config.step_per_submit,
+        stop_labels: config.stop_labels,
         host_reset: host_reset && fns.reset_query_pool.is_some(),
+        dispatches_recorded: Default::default(),
+        descriptor_updates: Default::default(),
         state: Mutex::new(DeviceState::default()),
     });
     writer::record(Record::Device(DeviceRecord {
@@ -389,6 +392,7 @@ unsafe extern "system" fn destroy_device(
             }
         }
         // The record's shell stays (see `registry`); what it held goes.
+        crate::device::forget_cells();
         *st = DeviceState::default();
     });
     if let Some(destroy) = d.fns.destroy_device {

@@ -381,14 +381,11 @@ unsafe extern "system" fn update_descriptor_sets(
     let Some(d) = registry::device(device.as_raw()) else {
         return;
     };
-    guard("vkUpdateDescriptorSets", || {
-        let mut st = d.lock();
-        count(
-            &mut st,
-            "descriptor_updates",
-            u64::from(n_writes + n_copies),
-        );
-    });
+    // An atomic, not the device lock: llama.cpp updates a set for every dispatch.
+    d.descriptor_updates.fetch_add(
+        u64::from(n_writes) + u64::from(n_copies),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     if let Some(next) = d.fns.update_descriptor_sets {
         next(device, n_writes, writes, n_copies, copies);
     }
