@@ -8,6 +8,7 @@
 # or last in a round (a GPU that warms up over a round would favour the first).
 # Each attached run's report lines on timing go to OUT/*.err.
 # AB_MODEL=smollm2 runs a synthetic SmolLM2-135M q4_1 in place of the 8B.
+# hooks:LIB loads LIB without a recording (the hooks' cost without the writer's).
 # Usage (repo root, on the host): scripts/gpu-layer-ab.sh DEV OUTDIR [ROUNDS] [REPS]
 set -uo pipefail
 DEV=${1:?dev dir}; OUT=${2:?outdir}
@@ -30,6 +31,15 @@ run_variant() { # VARIANT ROUND
   case $v in
     plain) "${LB[@]}" 2>/dev/null ;;
     markers) GGML_VK_DEBUG_MARKERS=1 "${LB[@]}" 2>/dev/null ;;
+    hooks:*) # The layer loaded as attach loads it, recording nothing: its hooks run,
+      # its writer thread never starts (no GPUSCOPE_LAYER_OUT).
+      local m=$W/manifest-${v#*:}; mkdir -p "$m"
+      sed "s|LIB|$DEV/bin/${v#*:}|" > "$m/layer.json" <<'J'
+{"file_format_version":"1.2.0","layer":{"name":"VK_LAYER_GPUSCOPE_profile","type":"GLOBAL","library_path":"LIB","api_version":"1.3.0","implementation_version":"1","description":"gpuscope","functions":{"vkNegotiateLoaderLayerInterfaceVersion":"vkNegotiateLoaderLayerInterfaceVersion"},"instance_extensions":[{"name":"VK_EXT_debug_utils","spec_version":"2"}]}}
+J
+      VK_ADD_LAYER_PATH=$m VK_LOADER_LAYERS_ENABLE=VK_LAYER_GPUSCOPE_profile \
+        VK_INSTANCE_LAYERS=VK_LAYER_GPUSCOPE_profile GGML_VK_DEBUG_MARKERS=1 \
+        GPUSCOPE_LAYER_LABELS=stop "${LB[@]}" 2>/dev/null ;;
     *)
       local t=${v%%:*} l=${v#*:} stride=()
       [ "$t" = auto128 ] && t=auto && stride=(--stride 128)

@@ -4,16 +4,16 @@
 //! queues and command buffers, so one lookup finds the owner of any handle.
 //!
 //! Devices are looked up on every hooked command (several per dispatch), so the
-//! lookup is a thread-local cache of the last device found, checked against a
-//! generation counter that every device creation and destruction bumps: no lock and no
-//! reference count on the hot path (llama.cpp's decode records about 3,000 hooked
-//! commands per token). For that, a device's record is never freed: `vkDestroyDevice`
-//! empties it and leaves the few hundred bytes of its shell (a program makes a handful
-//! of devices).
+//! lookup is a scan of a few global slots of (dispatch key, device): two relaxed loads
+//! per slot, no lock, no reference count and no thread-local (whose every access is a
+//! `__tls_get_addr` call in a shared library) on the hot path (llama.cpp's decode
+//! records about 3,000 hooked commands per token). For that, a device's record is never
+//! freed: `vkDestroyDevice` empties it and leaves the few hundred bytes of its shell (a
+//! program makes a handful of devices). Devices past the slots are found in a map
+//! under a lock.
 
 use rustc_hash::FxHashMap as HashMap;
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use ash::vk;
@@ -31,16 +31,15 @@ pub struct Instance {
 static INSTANCES: RwLock<Option<HashMap<usize, Arc<Instance>>>> = RwLock::new(None);
 static DEVICES: RwLock<Option<HashMap<usize, &'static Device>>> = RwLock::new(None);
 
-/// Bumped by every device added or removed: a cached lookup of an older generation is
-/// not used.
-static DEVICES_GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Slots scanned before the map: a program has one or two devices.
+const SLOTS: usize = 4;
 
-/// A lookup of a device by this thread: (dispatch key, generation, device).
-type Cached = (usize, u64, Option<&'static Device>);
-
-thread_local! {
-    static LAST_DEVICE: Cell<Cached> = const { Cell::new((0, u64::MAX, None)) };
-}
+/// Each slot's dispatch key (0: free) and device. A slot's device is written before
+/// its key is published, and a device's record is never freed, so a reader that sees
+/// a key sees a live device.
+static SLOT_KEYS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+static SLOT_DEVICES: [AtomicPtr<Device>; SLOTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
 /// The dispatch key of a dispatchable handle.
 ///
@@ -95,23 +94,18 @@ pub fn device(raw: u64) -> Option<&'static Device> {
     }
     // SAFETY: the loader only calls the layer with live handles.
     let k = unsafe { key(raw) };
-    // Read before the map: a device removed after this read is not cached as current.
-    let generation = DEVICES_GENERATION.load(Ordering::Acquire);
-    let cached = LAST_DEVICE
-        .try_with(|c| match c.get() {
-            (key, g, Some(d)) if key == k && g == generation => Some(d),
-            _ => None,
-        })
-        .ok()
-        .flatten();
-    if cached.is_some() {
-        return cached;
+    for (slot_key, slot_device) in SLOT_KEYS.iter().zip(&SLOT_DEVICES) {
+        if slot_key.load(Ordering::Acquire) == k {
+            let d = slot_device.load(Ordering::Acquire);
+            // The key again: the slot was not given to another device meanwhile.
+            if slot_key.load(Ordering::Acquire) == k {
+                // SAFETY: published after its device, which is never freed (module doc).
+                return unsafe { d.as_ref() };
+            }
+        }
     }
     let guard = DEVICES.read().unwrap_or_else(|e| e.into_inner());
-    let d = guard.as_ref()?.get(&k).copied()?;
-    drop(guard);
-    let _ = LAST_DEVICE.try_with(|c| c.set((k, generation, Some(d))));
-    Some(d)
+    guard.as_ref()?.get(&k).copied()
 }
 
 /// Registers a device; its record lives as long as the process (see the module doc).
@@ -121,16 +115,26 @@ pub fn add_device(d: Device) {
     let k = unsafe { key(d.handle.as_raw()) };
     let mut guard = DEVICES.write().unwrap_or_else(|e| e.into_inner());
     guard.get_or_insert_with(HashMap::default).insert(k, d);
-    DEVICES_GENERATION.fetch_add(1, Ordering::Release);
+    // Under the map's lock: slots are claimed and freed by one thread at a time.
+    if let Some(i) = SLOT_KEYS
+        .iter()
+        .position(|s| s.load(Ordering::Relaxed) == 0)
+    {
+        SLOT_DEVICES[i].store(std::ptr::from_ref(d).cast_mut(), Ordering::Release);
+        SLOT_KEYS[i].store(k, Ordering::Release);
+    }
 }
 
 pub fn remove_device(raw: u64) -> Option<&'static Device> {
     // SAFETY: as `read`.
     let k = unsafe { key(raw) };
     let mut guard = DEVICES.write().unwrap_or_else(|e| e.into_inner());
-    let d = guard.as_mut()?.remove(&k);
-    DEVICES_GENERATION.fetch_add(1, Ordering::Release);
-    d
+    for s in &SLOT_KEYS {
+        if s.load(Ordering::Relaxed) == k {
+            s.store(0, Ordering::Release);
+        }
+    }
+    guard.as_mut()?.remove(&k)
 }
 
 /// How many devices are open.
