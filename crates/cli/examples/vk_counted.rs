@@ -8,14 +8,17 @@
 //! | command | per step |
 //! |---|---|
 //! | `vkCmdFillBuffer` (256 bytes) | 1 |
-//! | `vkCmdPipelineBarrier` with 1 buffer barrier | 3 (after the fill, between the dispatches) |
+//! | `vkCmdPipelineBarrier` with 1 buffer barrier | 3 (before each dispatch) |
 //! | `vkCmdDispatch` (4 workgroups) | 3 |
 //! | `vkCmdCopyBuffer` (256 bytes) | 1 |
 //! | `vkQueueSubmit` with a fence, then `vkWaitForFences` | 1, 1 |
 //!
 //! Options: `--steps N` (default 3), `--sleep-ms M` between steps, `--exit-code C` (exit
 //! with C after the work), `--named` (name the pipeline `counted_add` and label each
-//! dispatch `add.N` with VK_EXT_debug_utils).
+//! dispatch `add.N` with VK_EXT_debug_utils), `--dispatches K` (K barriers and
+//! dispatches a command buffer in place of 3), `--threads T` (each step records T
+//! command buffers at once, one per thread and command pool, labels `tI.add.N`, all in
+//! the step's one submit).
 
 use ash::vk;
 
@@ -38,6 +41,8 @@ struct Options {
     /// llama.cpp does (two labels, a bind, a barrier each; never submitted) and print
     /// the CPU time per dispatch: what a layer adds on the program's thread.
     record_cost: u32,
+    dispatches: u32,
+    threads: u32,
 }
 
 fn options() -> Options {
@@ -48,6 +53,8 @@ fn options() -> Options {
         named: false,
         host_query_reset: false,
         record_cost: 0,
+        dispatches: 3,
+        threads: 1,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -58,6 +65,8 @@ fn options() -> Options {
             "--sleep-ms" => o.sleep_ms = value().expect("--sleep-ms M") as u64,
             "--exit-code" => o.exit_code = value().expect("--exit-code C") as i32,
             "--record-cost" => o.record_cost = value().expect("--record-cost N") as u32,
+            "--dispatches" => o.dispatches = value().expect("--dispatches K") as u32,
+            "--threads" => o.threads = (value().expect("--threads T") as u32).max(1),
             "--named" => {
                 o.named = true;
                 i -= 1;
@@ -233,22 +242,30 @@ unsafe fn run(o: &Options) {
         &[],
     );
 
-    let command_pool = device
-        .create_command_pool(
-            &vk::CommandPoolCreateInfo::default()
-                .queue_family_index(family)
-                .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
-            None,
-        )
-        .expect("command pool");
-    let cb = device
-        .allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(command_pool)
-                .level(vk::CommandBufferLevel::PRIMARY)
-                .command_buffer_count(1),
-        )
-        .expect("command buffer")[0];
+    // One pool and command buffer per recording thread (a pool is the program's to
+    // synchronise, so threads do not share one).
+    let pools: Vec<(vk::CommandPool, vk::CommandBuffer)> = (0..o.threads)
+        .map(|_| {
+            let pool = device
+                .create_command_pool(
+                    &vk::CommandPoolCreateInfo::default()
+                        .queue_family_index(family)
+                        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                    None,
+                )
+                .expect("command pool");
+            let cb = device
+                .allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(pool)
+                        .level(vk::CommandBufferLevel::PRIMARY)
+                        .command_buffer_count(1),
+                )
+                .expect("command buffer")[0];
+            (pool, cb)
+        })
+        .collect();
+    let cb = pools[0].1;
     let fence = device
         .create_fence(&vk::FenceCreateInfo::default(), None)
         .expect("fence");
@@ -261,14 +278,16 @@ unsafe fn run(o: &Options) {
             .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
             .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)]
     };
-    for step in 0..o.steps {
+    // One step's command buffer: a fill, then per dispatch a barrier and the dispatch
+    // (labelled `{prefix}add.{k}` with --named), then a copy.
+    let record = |cb: vk::CommandBuffer, step: u32, prefix: &str| {
         device
             .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
             .expect("begin");
         device.cmd_fill_buffer(cb, buffers[0].0, 0, BYTES, step);
         device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
         device.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
-        for k in 0..3 {
+        for k in 0..o.dispatches {
             device.cmd_pipeline_barrier(
                 cb,
                 vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COMPUTE_SHADER,
@@ -278,7 +297,7 @@ unsafe fn run(o: &Options) {
                 &barrier(),
                 &[],
             );
-            let label = std::ffi::CString::new(format!("add.{k}")).unwrap();
+            let label = std::ffi::CString::new(format!("{prefix}add.{k}")).unwrap();
             if let Some(d) = &debug {
                 d.cmd_begin_debug_utils_label(
                     cb,
@@ -297,7 +316,19 @@ unsafe fn run(o: &Options) {
             &[vk::BufferCopy::default().size(BYTES)],
         );
         device.end_command_buffer(cb).expect("end");
-        let cbs = [cb];
+    };
+    for step in 0..o.steps {
+        if o.threads == 1 {
+            record(cb, step, "");
+        } else {
+            std::thread::scope(|s| {
+                for (t, &(_, cb)) in pools.iter().enumerate() {
+                    let record = &record;
+                    s.spawn(move || record(cb, step, &format!("t{t}.")));
+                }
+            });
+        }
+        let cbs: Vec<vk::CommandBuffer> = pools.iter().map(|&(_, cb)| cb).collect();
         device
             .queue_submit(
                 queue,
@@ -341,7 +372,9 @@ unsafe fn run(o: &Options) {
         );
     }
     device.destroy_fence(fence, None);
-    device.destroy_command_pool(command_pool, None);
+    for &(pool, _) in &pools {
+        device.destroy_command_pool(pool, None);
+    }
     device.destroy_descriptor_pool(pool, None);
     device.destroy_pipeline(pipeline, None);
     device.destroy_pipeline_layout(layout, None);

@@ -50,6 +50,60 @@ fn other(p: &Profile, token: usize, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The layer keeps each command buffer's recording where only its recording thread
+/// reaches it, through a per-thread cache: command buffers recorded at once on several
+/// threads keep their own dispatches, labels and counts.
+#[test]
+fn command_buffers_recorded_on_several_threads_at_once_keep_their_own_work() {
+    if !have_gpu() {
+        return;
+    }
+    let (threads, per_buffer) = (4usize, 200usize);
+    let (t, k) = (threads.to_string(), per_buffer.to_string());
+    let extra = [
+        "--steps",
+        "2",
+        "--named",
+        "--threads",
+        &t,
+        "--dispatches",
+        &k,
+    ];
+    // Timed (auto: every dispatch on lavapipe), so the timed path, which takes the
+    // device lock for its query pools, runs on the four threads at once too.
+    let (out, p, _dir) = counted(&[], &extra);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(p.tokens.len(), 2);
+    let n = (threads * per_buffer) as u64;
+    for (i, tok) in p.tokens.iter().enumerate() {
+        let c = &tok.counters;
+        assert_eq!(
+            (c.dispatches, c.passes, c.submits, c.barriers),
+            (n, threads as u64, 1, n),
+            "step {i}"
+        );
+        assert_eq!(other(&p, i, "fills"), threads as u64);
+        assert_eq!(other(&p, i, "copies"), threads as u64);
+    }
+    let mut labels: Vec<String> = p
+        .dispatches
+        .iter()
+        .filter(|d| d.token == 1)
+        .inspect(|d| assert_eq!(d.op, "counted_add"))
+        .inspect(|d| assert!(d.valid_gpu_ns().is_some(), "{} untimed", d.label))
+        .map(|d| d.label.to_string())
+        .collect();
+    labels.sort();
+    let mut expected: Vec<String> = (0..threads)
+        .flat_map(|t| (0..per_buffer).map(move |k| format!("t{t}.add.{k}")))
+        .collect();
+    expected.sort();
+    assert_eq!(
+        labels, expected,
+        "every dispatch under its own thread's label"
+    );
+}
+
 #[test]
 fn a_hand_counted_vulkan_program_gives_exactly_its_counts() {
     if !have_gpu() {
