@@ -18,7 +18,9 @@
 //! dispatch `add.N` with VK_EXT_debug_utils), `--dispatches K` (K barriers and
 //! dispatches a command buffer in place of 3), `--threads T` (each step records T
 //! command buffers at once, one per thread and command pool, labels `tI.add.N`, all in
-//! the step's one submit).
+//! the step's one submit), `--interleave` (with `--threads T`, one thread records the T
+//! command buffers a command at a time, round-robin: legal in Vulkan, and a layer
+//! that caches "the buffer this thread records" must not get lost).
 
 use ash::vk;
 
@@ -43,6 +45,7 @@ struct Options {
     record_cost: u32,
     dispatches: u32,
     threads: u32,
+    interleave: bool,
 }
 
 fn options() -> Options {
@@ -55,6 +58,7 @@ fn options() -> Options {
         record_cost: 0,
         dispatches: 3,
         threads: 1,
+        interleave: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -69,6 +73,10 @@ fn options() -> Options {
             "--threads" => o.threads = (value().expect("--threads T") as u32).max(1),
             "--named" => {
                 o.named = true;
+                i -= 1;
+            }
+            "--interleave" => {
+                o.interleave = true;
                 i -= 1;
             }
             "--host-query-reset" => {
@@ -279,15 +287,36 @@ unsafe fn run(o: &Options) {
             .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)]
     };
     // One step's command buffer: a fill, then per dispatch a barrier and the dispatch
-    // (labelled `{prefix}add.{k}` with --named), then a copy.
-    let record = |cb: vk::CommandBuffer, step: u32, prefix: &str| {
-        device
-            .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
-            .expect("begin");
-        device.cmd_fill_buffer(cb, buffers[0].0, 0, BYTES, step);
-        device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
-        device.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
-        for k in 0..o.dispatches {
+    // (labelled `{prefix}add.{k}` with --named), then a copy, as `parts` commands
+    // (`--interleave` records several buffers a part at a time): part 0 begins, fills
+    // and binds, then four a dispatch (barrier, label, dispatch, label's end), the last
+    // copies and ends.
+    let parts = 4 * o.dispatches + 2;
+    let record_part = |cb: vk::CommandBuffer, step: u32, prefix: &str, part: u32| {
+        let (k, command) = ((part.max(1) - 1) / 4, (part.max(1) - 1) % 4);
+        if part == 0 {
+            device
+                .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
+                .expect("begin");
+            device.cmd_fill_buffer(cb, buffers[0].0, 0, BYTES, step);
+            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+            device.cmd_bind_descriptor_sets(
+                cb,
+                vk::PipelineBindPoint::COMPUTE,
+                layout,
+                0,
+                &[set],
+                &[],
+            );
+        } else if part == parts - 1 {
+            device.cmd_copy_buffer(
+                cb,
+                buffers[0].0,
+                buffers[1].0,
+                &[vk::BufferCopy::default().size(BYTES)],
+            );
+            device.end_command_buffer(cb).expect("end");
+        } else if command == 0 {
             device.cmd_pipeline_barrier(
                 cb,
                 vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COMPUTE_SHADER,
@@ -297,29 +326,34 @@ unsafe fn run(o: &Options) {
                 &barrier(),
                 &[],
             );
-            let label = std::ffi::CString::new(format!("{prefix}add.{k}")).unwrap();
-            if let Some(d) = &debug {
+        } else if command == 2 {
+            device.cmd_dispatch(cb, 4, 1, 1);
+        } else if let Some(d) = &debug {
+            if command == 1 {
+                let label = std::ffi::CString::new(format!("{prefix}add.{k}")).unwrap();
                 d.cmd_begin_debug_utils_label(
                     cb,
                     &vk::DebugUtilsLabelEXT::default().label_name(&label),
                 );
-            }
-            device.cmd_dispatch(cb, 4, 1, 1);
-            if let Some(d) = &debug {
+            } else {
                 d.cmd_end_debug_utils_label(cb);
             }
         }
-        device.cmd_copy_buffer(
-            cb,
-            buffers[0].0,
-            buffers[1].0,
-            &[vk::BufferCopy::default().size(BYTES)],
-        );
-        device.end_command_buffer(cb).expect("end");
+    };
+    let record = |cb: vk::CommandBuffer, step: u32, prefix: &str| {
+        for part in 0..parts {
+            record_part(cb, step, prefix, part);
+        }
     };
     for step in 0..o.steps {
         if o.threads == 1 {
             record(cb, step, "");
+        } else if o.interleave {
+            for part in 0..parts {
+                for (t, &(_, cb)) in pools.iter().enumerate() {
+                    record_part(cb, step, &format!("t{t}."), part);
+                }
+            }
         } else {
             std::thread::scope(|s| {
                 for (t, &(_, cb)) in pools.iter().enumerate() {

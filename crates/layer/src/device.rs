@@ -285,17 +285,14 @@ thread_local! {
 }
 
 impl Device {
-    /// Runs `f` on `cb`'s recording in progress, if it is being recorded. The cell is
-    /// this thread's last one when that is `cb`'s (a thread records one buffer after
-    /// another), else it is looked up under the device lock once.
+    /// `cb`'s recording cell: this thread's last one when that is `cb`'s (a thread
+    /// mostly records one buffer after another), else looked up under the device lock,
+    /// so the caller must not hold it.
     ///
     /// # Safety
-    /// Called from a hook of `cb`; `f` does not call this again.
-    pub unsafe fn with_recording<R>(
-        &self,
-        cb: vk::CommandBuffer,
-        f: impl FnOnce(&mut Recording) -> R,
-    ) -> Option<R> {
+    /// Called from a hook of `cb`; the cell is used within that hook (see
+    /// [`CachedCell`] for how long it lives).
+    pub unsafe fn recording_cell<'a>(&self, cb: vk::CommandBuffer) -> Option<&'a RecordingCell> {
         let raw = cb.as_raw();
         let generation = CELL_GENERATION.load(Ordering::Acquire);
         let cell = match LAST_CELL.try_with(Cell::get).ok()? {
@@ -306,8 +303,21 @@ impl Device {
                 cell
             }
         };
-        // SAFETY: see `CachedCell`; the caller is a hook of `cb`.
-        (*cell).get().as_mut().map(f)
+        // SAFETY: see `CachedCell`.
+        cell.as_ref()
+    }
+
+    /// Runs `f` on `cb`'s recording in progress, if it is being recorded (see
+    /// [`Self::recording_cell`]: not with the device lock held).
+    ///
+    /// # Safety
+    /// Called from a hook of `cb`; `f` does not reach `cb`'s recording otherwise.
+    pub unsafe fn with_recording<R>(
+        &self,
+        cb: vk::CommandBuffer,
+        f: impl FnOnce(&mut Recording) -> R,
+    ) -> Option<R> {
+        self.recording_cell(cb)?.get().as_mut().map(f)
     }
 }
 

@@ -328,27 +328,28 @@ unsafe fn dispatch(
             .dispatches_recorded
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         crate::fault_check(n + 1);
+        // The cell before the lock: finding it may take the lock itself.
+        let rec = d.recording_cell(cb)?.get().as_mut()?;
         if d.times(n) {
             let mut st = d.lock();
             if timestamps_in(d, &st, cb) {
-                let before = d.with_recording(cb, |rec| d.timestamp(&mut st, cb, rec));
-                if let Some(slot) = before.flatten() {
+                if let Some(slot) = d.timestamp(&mut st, cb, rec) {
                     return Some(slot);
                 }
             }
         }
-        with_recording(d, cb, |rec| push_dispatch(rec, kind, workgroups, None));
+        push_dispatch(rec, kind, workgroups, None);
         None
     })
     .flatten();
     call(d);
     if before.is_some() {
         guard("vkCmdDispatch", || {
-            let mut st = d.lock();
-            d.with_recording(cb, |rec| {
-                let slots = before.zip(d.timestamp(&mut st, cb, rec));
-                push_dispatch(rec, kind, workgroups, slots);
-            });
+            let Some(rec) = d.recording_cell(cb).and_then(|c| c.get().as_mut()) else {
+                return;
+            };
+            let slots = before.zip(d.timestamp(&mut d.lock(), cb, rec));
+            push_dispatch(rec, kind, workgroups, slots);
         });
     }
 }
