@@ -291,6 +291,11 @@ unsafe fn run(o: &Options) {
     // (`--interleave` records several buffers a part at a time): part 0 begins, fills
     // and binds, then four a dispatch (barrier, label, dispatch, label's end), the last
     // copies and ends.
+    // The pipeline and its descriptor set, bound.
+    let bind = |cb: vk::CommandBuffer| {
+        device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+        device.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+    };
     let parts = 4 * o.dispatches + 2;
     let record_part = |cb: vk::CommandBuffer, step: u32, prefix: &str, part: u32| {
         let (k, command) = ((part.max(1) - 1) / 4, (part.max(1) - 1) % 4);
@@ -299,15 +304,7 @@ unsafe fn run(o: &Options) {
                 .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
                 .expect("begin");
             device.cmd_fill_buffer(cb, buffers[0].0, 0, BYTES, step);
-            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
-            device.cmd_bind_descriptor_sets(
-                cb,
-                vk::PipelineBindPoint::COMPUTE,
-                layout,
-                0,
-                &[set],
-                &[],
-            );
+            bind(cb);
         } else if part == parts - 1 {
             device.cmd_copy_buffer(
                 cb,
@@ -380,15 +377,7 @@ unsafe fn run(o: &Options) {
     }
     if o.record_cost > 0 {
         let ns = record_cost(&device, debug.as_ref(), cb, o.record_cost, |cb| {
-            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
-            device.cmd_bind_descriptor_sets(
-                cb,
-                vk::PipelineBindPoint::COMPUTE,
-                layout,
-                0,
-                &[set],
-                &[],
-            );
+            bind(cb);
             device.cmd_dispatch(cb, 4, 1, 1);
             device.cmd_pipeline_barrier(
                 cb,
