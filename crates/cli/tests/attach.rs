@@ -398,13 +398,18 @@ fn a_recording_that_cannot_be_written_is_reported_and_the_program_runs_on() {
 /// commands before it (on lavapipe 200 µs of the first layer's first kernel that the
 /// layer's pairs leave out). Shares are of the sites' median times (one preempted call
 /// on a loaded 2-core machine moves a sum, not a median). Measured on lavapipe, 12 runs:
-/// the gemvs and norms within 3 points; attention 4-8 points higher in gpuscope's own
-/// spans (which begin before the pipeline and bind-group commands, the layer's just
-/// before `vkCmdDispatch`). The 3 points do not hold for attention here; 10
-/// catches what the test is for (an op misnamed, dispatches lost or double-counted). The step's first two dispatches are left out: on
-/// lavapipe gpuscope's spans of them take in about 200 µs of the step's start (15-30%
-/// of the step, on one or the other), which the layer's spans, written just around
-/// `vkCmdDispatch`, do not.
+/// the shares agree within 2 points but for `gemv_q8_0`, 3.5-6 points higher in
+/// gpuscope's own spans (session 19, three runs, the first two dispatches left out by
+/// label): each of gpuscope's timed spans carries the cost of its timestamps, which
+/// `gpuscope peak` measures at 56 µs a timed dispatch on lavapipe (gpuscope's spans of
+/// the same kernels are about twice the layer's, written just around `vkCmdDispatch`),
+/// and the op with the most sites gains most. With that cost taken from each of
+/// gpuscope's spans the shares agreed within 2.5 points, but the cost itself spreads
+/// 36-76 µs between `peak` runs on this 2-core machine, too much for a test; 10 points
+/// catches what the test is for (an op misnamed, dispatches lost or double-counted).
+/// The step's first two dispatches are left out: on lavapipe gpuscope's spans of them
+/// take in about 200 µs of the step's start (15-30% of the step, on one or the other),
+/// which the layer's spans do not.
 #[test]
 fn gpuscope_under_attach_agrees_with_its_own_profile() {
     if !have_gpu() {
@@ -454,10 +459,22 @@ fn gpuscope_under_attach_agrees_with_its_own_profile() {
             d.label
         );
     }
+    // The step's first two dispatches by label: the layer's tokens need not begin at
+    // gpuscope's first dispatch (its steps end at host syncs), so an index names other
+    // work in its profile.
+    let first_two: std::collections::BTreeSet<&str> = inner
+        .dispatches
+        .iter()
+        .filter(|d| d.index <= 1)
+        .map(|d| d.label.as_str())
+        .collect();
     let shares = |p: &Profile| -> std::collections::BTreeMap<String, f64> {
         let a = gpuscope_report::analysis::analyze(p);
         let mut by_op = std::collections::BTreeMap::new();
-        for s in a.sites.sites.iter().filter(|s| s.index > 1) {
+        for s in a.sites.sites.iter() {
+            if first_two.contains(s.label.as_str()) {
+                continue;
+            }
             *by_op.entry(s.op.clone()).or_insert(0.0) += s.median_ns().unwrap() as f64;
         }
         let total: f64 = by_op.values().sum();
