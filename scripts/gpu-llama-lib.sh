@@ -1,4 +1,4 @@
-# Sourced by the GPU-host scripts that run llama.cpp beside gpuscope (gpu-attach.sh,
+# Sourced by the GPU-host scripts that run llama.cpp beside gpuscope (gpu-attach.sh, gpu-coopmat.sh,
 # gpu-models.sh, gpu-two.sh, gpu-default.sh, gpu-layer-ab.sh, gpu-layer-cost.sh), from the repository root
 # with DEV (the carried folder: bin/gpuscope or bin/gpuscope.xz,
 # bin/libgpuscope_layer.so, vkdeb/*.deb, llama.tgz) and OUT set.
