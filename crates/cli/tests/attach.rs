@@ -389,59 +389,30 @@ fn a_recording_that_cannot_be_written_is_reported_and_the_program_runs_on() {
 
 /// gpuscope's own engine under the layer: the layer sees the dispatches gpuscope
 /// declares, named by gpuscope's labels (GPUSCOPE_DEBUG_MARKERS), and its per-op shares
-/// agree with gpuscope's own timing of the same workload.
+/// agree within 3 points with gpuscope's own dispatch-timed profile of the same workload.
 ///
-/// The program runs untimed under the layer; gpuscope's own run beside it times with
-/// timestamp pairs too (`sampled`, 20 samples a site over 320 tokens: with 10 a CI run
-/// under load once put gemv_q8_0 at 24.2% against the layer's 13.9%), since its
-/// `dispatch` mode chains one timestamp per dispatch and so gives a dispatch the
-/// commands before it (on lavapipe 200 µs of the first layer's first kernel that the
-/// layer's pairs leave out). Shares are of the sites' median times (one preempted call
-/// on a loaded 2-core machine moves a sum, not a median). Measured on lavapipe, 12 runs:
-/// the shares agree within 2 points but for `gemv_q8_0`, 3.5-6 points higher in
-/// gpuscope's own spans (session 19, three runs, the first two dispatches left out by
-/// label): each of gpuscope's timed spans carries the cost of its timestamps, which
-/// `gpuscope peak` measures at 56 µs a timed dispatch on lavapipe (gpuscope's spans of
-/// the same kernels are about twice the layer's, written just around `vkCmdDispatch`),
-/// and the op with the most sites gains most. With that cost taken from each of
-/// gpuscope's spans the shares agreed within 2.5 points, but the cost itself spreads
-/// 36-76 µs between `peak` runs on this 2-core machine, too much for a test; 10 points
-/// catches what the test is for (an op misnamed, dispatches lost or double-counted).
-/// The step's first two dispatches are left out: on lavapipe gpuscope's spans of them
-/// take in about 200 µs of the step's start (15-30% of the step, on one or the other),
-/// which the layer's spans do not.
+/// The program runs untimed under the layer, which times every dispatch (auto on
+/// lavapipe); gpuscope's own run beside it times every dispatch too. Both spans begin
+/// where the previous dispatch ended (gpuscope chains one timestamp a dispatch; the
+/// layer writes its opening timestamp just after the previous dispatch), so both count
+/// the barrier and bindings before a dispatch as its own: on lavapipe they are half of
+/// a span (`gpuscope peak`: timestamps add 56 µs a timed dispatch), and the layer's
+/// spans written just around `vkCmdDispatch` had put `gemv_q8_0` 4-6 points below
+/// (session 19). Chained, three runs agreed within 0.5 points. Shares are of the
+/// sites' median times (one preempted call on a loaded 2-core machine moves a sum, not
+/// a median). The step's first two dispatches are left out: gpuscope's spans of them
+/// take in about 200 µs of the step's start (15-30% of the step), which the layer's,
+/// beginning at a host sync, do not.
 #[test]
 fn gpuscope_under_attach_agrees_with_its_own_profile() {
     if !have_gpu() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (outer, inner) = (dir.path().join("outer.json"), dir.path().join("inner.json"));
-    let profile = |timing: &str| -> Vec<String> {
-        [
-            "profile", "--preset", "tiny", "--tokens", "320", "--warmup", "2",
-        ]
-        .iter()
-        .chain(&["--timing", timing])
-        .map(|s| s.to_string())
-        .collect()
-    };
-    let program: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_gpuscope").to_string())
-        .chain(profile("off"))
-        .collect();
-    let program: Vec<&str> = program.iter().map(String::as_str).collect();
-    let out = attach(
-        &["--json", outer.to_str().unwrap(), "--timing", "dispatch"],
-        &program,
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let own = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(profile("sampled"))
-        .args(["--json", inner.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(own.status.success(), "{}", text(&own.stderr));
-    let (outer, inner) = (load_profile(&outer).unwrap(), load_profile(&inner).unwrap());
+    // Three pairs, alternated: one run slowed by the tests beside it (a 2-core machine
+    // under load moved attention's share by 4-5 points once in four) is outvoted.
+    let pairs: Vec<(Profile, Profile)> = (0..3).map(|k| attached_and_own(dir.path(), k)).collect();
+    let (outer, inner) = &pairs[0];
     assert_eq!(
         outer.workload.graph_dispatches_per_token, inner.workload.graph_dispatches_per_token,
         "the layer sees the dispatches gpuscope declares per token"
@@ -462,33 +433,86 @@ fn gpuscope_under_attach_agrees_with_its_own_profile() {
     // The step's first two dispatches by label: the layer's tokens need not begin at
     // gpuscope's first dispatch (its steps end at host syncs), so an index names other
     // work in its profile.
-    let first_two: std::collections::BTreeSet<&str> = inner
+    let first_two: std::collections::BTreeSet<String> = inner
         .dispatches
         .iter()
         .filter(|d| d.index <= 1)
-        .map(|d| d.label.as_str())
+        .map(|d| d.label.to_string())
         .collect();
-    let shares = |p: &Profile| -> std::collections::BTreeMap<String, f64> {
-        let a = gpuscope_report::analysis::analyze(p);
-        let mut by_op = std::collections::BTreeMap::new();
-        for s in a.sites.sites.iter() {
-            if first_two.contains(s.label.as_str()) {
-                continue;
-            }
-            *by_op.entry(s.op.clone()).or_insert(0.0) += s.median_ns().unwrap() as f64;
-        }
-        let total: f64 = by_op.values().sum();
-        by_op.values_mut().for_each(|v| *v *= 100.0 / total);
-        by_op
+    let median_share = |of: &dyn Fn(&(Profile, Profile)) -> &Profile, op: &str| -> Option<f64> {
+        let mut v: Vec<f64> = pairs
+            .iter()
+            .map(|pair| op_shares(of(pair), &first_two).get(op).copied())
+            .collect::<Option<_>>()?;
+        v.sort_by(f64::total_cmp);
+        Some(v[v.len() / 2])
     };
-    let (o, i) = (shares(&outer), shares(&inner));
-    for (op, inside) in &i {
-        let seen = *o
-            .get(op)
-            .unwrap_or_else(|| panic!("{op} not seen by the layer: {o:?}"));
+    for op in op_shares(inner, &first_two).keys() {
+        let inside = median_share(&|pair| &pair.1, op).unwrap();
+        let seen = median_share(&|pair| &pair.0, op)
+            .unwrap_or_else(|| panic!("{op} not seen by the layer in every run"));
         assert!(
-            (inside - seen).abs() <= 10.0,
-            "{op}: {inside:.1}% by gpuscope, {seen:.1}% by the layer"
+            (inside - seen).abs() <= 3.0,
+            "{op}: {inside:.1}% by gpuscope, {seen:.1}% by the layer (medians of 3 runs)"
         );
     }
+}
+
+/// Run `k` of the tiny preset, 320 tokens: untimed under the layer (which times every
+/// dispatch), then dispatch-timed by gpuscope itself.
+fn attached_and_own(dir: &Path, k: usize) -> (Profile, Profile) {
+    let (outer, inner) = (
+        dir.join(format!("outer{k}.json")),
+        dir.join(format!("inner{k}.json")),
+    );
+    let profile = |timing: &str| -> Vec<String> {
+        [
+            "profile", "--preset", "tiny", "--tokens", "320", "--warmup", "2",
+        ]
+        .iter()
+        .chain(&["--timing", timing])
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let program: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_gpuscope").to_string())
+        .chain(profile("off"))
+        .collect();
+    let program: Vec<&str> = program.iter().map(String::as_str).collect();
+    let out = attach(
+        &["--json", outer.to_str().unwrap(), "--timing", "dispatch"],
+        &program,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let own = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(profile("dispatch"))
+        .args(["--json", inner.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(own.status.success(), "{}", text(&own.stderr));
+    (load_profile(&outer).unwrap(), load_profile(&inner).unwrap())
+}
+
+/// Each op's share (%) of the summed median spans of its dispatch sites, a site being a
+/// label (not an index: see above); labels in `skip` left out.
+fn op_shares(
+    p: &Profile,
+    skip: &std::collections::BTreeSet<String>,
+) -> std::collections::BTreeMap<String, f64> {
+    let mut spans: std::collections::BTreeMap<(&str, &str), Vec<u64>> = Default::default();
+    for d in &p.dispatches {
+        if let (false, Some(ns)) = (skip.contains(d.label.as_str()), d.valid_gpu_ns()) {
+            spans
+                .entry((d.op.as_str(), d.label.as_str()))
+                .or_default()
+                .push(ns);
+        }
+    }
+    let mut by_op = std::collections::BTreeMap::new();
+    for ((op, _), mut v) in spans {
+        v.sort_unstable();
+        *by_op.entry(op.to_string()).or_insert(0.0) += v[v.len() / 2] as f64;
+    }
+    let total: f64 = by_op.values().sum();
+    by_op.values_mut().for_each(|v| *v *= 100.0 / total);
+    by_op
 }

@@ -125,6 +125,9 @@ pub struct Recording {
     pub label_text: Vec<u8>,
     /// Next free query slot.
     pub next_slot: Slot,
+    /// A timestamp written just after this recording's last dispatch, for the next one
+    /// when it is to be timed (see `hooks::commands::dispatch`).
+    pub pending_before: Option<Slot>,
     /// The query pools of the buffer when this recording ended.
     pub query_pools: Vec<vk::QueryPool>,
 }

@@ -310,8 +310,15 @@ unsafe extern "system" fn cmd_bind_pipeline(
     next(cb, bind_point, pipeline);
 }
 
-/// Around one dispatch: a timestamp before (when this one is timed), the dispatch,
-/// a timestamp after, and its record.
+/// Around one dispatch: its record, and when it is timed, its span's two timestamps.
+///
+/// A timed dispatch's span begins where the previous dispatch of its command buffer
+/// ended, as in gpuscope's own timing (a pass's timestamps, or one timestamp a dispatch
+/// chained), so that the barrier, the bindings and the launch before a dispatch count
+/// as its own, the same in both engines' profiles (`diff --by family` compares them):
+/// when the next dispatch is to be timed, a timestamp is written just after this one
+/// (this one's closing timestamp, if it was timed). A next dispatch that lands in
+/// another command buffer writes its own just before it.
 unsafe fn dispatch(
     cb: vk::CommandBuffer,
     kind: DispatchKind,
@@ -330,26 +337,39 @@ unsafe fn dispatch(
         crate::fault_check(n + 1);
         // The cell before the lock: finding it may take the lock itself.
         let rec = d.recording_cell(cb)?.get().as_mut()?;
+        let pending = rec.pending_before.take();
         if d.times(n) {
             let mut st = d.lock();
             if timestamps_in(d, &st, cb) {
-                if let Some(slot) = d.timestamp(&mut st, cb, rec) {
-                    return Some(slot);
+                if let Some(slot) = pending.or_else(|| d.timestamp(&mut st, cb, rec)) {
+                    return Some((n, Some(slot)));
                 }
             }
         }
         push_dispatch(rec, kind, workgroups, None);
-        None
+        Some((n, None))
     })
     .flatten();
     call(d);
-    if before.is_some() {
+    let Some((n, before)) = before else {
+        return;
+    };
+    if before.is_some() || d.times(n + 1) {
         guard("vkCmdDispatch", || {
             let Some(rec) = d.recording_cell(cb).and_then(|c| c.get().as_mut()) else {
                 return;
             };
-            let slots = before.zip(d.timestamp(&mut d.lock(), cb, rec));
-            push_dispatch(rec, kind, workgroups, slots);
+            let mut st = d.lock();
+            if !timestamps_in(d, &st, cb) {
+                return;
+            }
+            let after = d.timestamp(&mut st, cb, rec);
+            if let Some(b) = before {
+                push_dispatch(rec, kind, workgroups, after.map(|a| (b, a)));
+            }
+            if d.times(n + 1) {
+                rec.pending_before = after;
+            }
         });
     }
 }
