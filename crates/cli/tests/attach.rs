@@ -398,7 +398,8 @@ fn a_recording_that_cannot_be_written_is_reported_and_the_program_runs_on() {
 /// the barrier and bindings before a dispatch as its own: on lavapipe they are half of
 /// a span (`gpuscope peak`: timestamps add 56 µs a timed dispatch), and the layer's
 /// spans written just around `vkCmdDispatch` had put `gemv_q8_0` 4-6 points below
-/// (session 19). Chained, three runs agreed within 0.5 points. Shares are of the
+/// (session 19). Chained, six alternated runs were about 1 point apart (BENCHMARKS.md
+/// run 38). Shares are of the
 /// sites' median times (one preempted call on a loaded 2-core machine moves a sum, not
 /// a median). The step's first two dispatches are left out: gpuscope's spans of them
 /// take in about 200 µs of the step's start (15-30% of the step), which the layer's,
