@@ -353,3 +353,48 @@ fn a_site_is_judged_by_its_median_call_not_a_mean_one_slow_call_moves() {
     assert!(after[0].contains("p10-p90"), "{after:?}");
     assert_ne!(before, *after, "the slow call shows in the spread");
 }
+
+/// An attached program's setup runs in its first steps (llama.cpp compiles pipelines
+/// and sizes buffers on its first decode tokens): creations confined to the first half
+/// of its tokens are its warm-up, shown and not judged; creations that recur later are
+/// churn. gpuscope's own engine records its setup apart, so any creation after its
+/// first token counts.
+#[test]
+fn an_attached_programs_warm_up_is_not_churn() {
+    let mut p = fixture::long(8, 2);
+    p.workload
+        .settings
+        .insert("source".into(), gpuscope_trace::SOURCE_VULKAN_LAYER.into());
+    p.tokens[1].counters.pipelines_created = 12;
+    p.tokens[2].counters.buffers_created = 4;
+    let a = analyze(&p);
+    let c = item(&a, "created");
+    assert_eq!(c.status, ItemStatus::Ok, "{}", c.summary);
+    assert!(
+        c.summary
+            .starts_with("16 resources created in tokens 1-2 only, none in the 5 tokens after"),
+        "{}",
+        c.summary
+    );
+    let check = a
+        .counters
+        .checks
+        .iter()
+        .find(|k| k.name.starts_with("resources created in tokens 4-7"))
+        .expect("the attached program's creation check");
+    assert_eq!((check.observed.as_str(), check.failed()), ("0", false));
+
+    p.tokens[5].counters.buffers_created = 1;
+    let a = analyze(&p);
+    assert_eq!(item(&a, "created").status, ItemStatus::Warn);
+    assert!(a.counters.checks.iter().any(|k| k.failed()));
+
+    p.workload.settings.remove("source");
+    p.tokens[5].counters.buffers_created = 0;
+    let a = analyze(&p);
+    assert_eq!(
+        item(&a, "created").status,
+        ItemStatus::Warn,
+        "gpuscope's own engine: any creation after the first token"
+    );
+}

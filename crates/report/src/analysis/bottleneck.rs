@@ -138,11 +138,21 @@ fn red_flags(p: &Profile) -> Vec<String> {
             ));
         }
     }
-    let steady = p.tokens.get(1..).unwrap_or(&[]);
-    let created: u64 = steady.iter().map(|t| t.counters.resources_created()).sum();
+    // From the token creations count against (an attached program's warm-up is left out).
+    let from = super::counters::creations_judged_from(p);
+    let judged = p.tokens.get(from..).unwrap_or(&[]);
+    let created: u64 = judged.iter().map(|t| t.counters.resources_created()).sum();
     if created > 0 {
+        let after = if from == 1 {
+            "after the first token".to_string()
+        } else {
+            format!(
+                "in tokens {from}-{} (after the program's warm-up)",
+                p.tokens.len() - 1
+            )
+        };
         flags.push(format!(
-            "{created} resources created after the first token (expected 0): allocation in the decode loop"
+            "{created} resources created {after} (expected 0): allocation in the decode loop"
         ));
     }
     flags

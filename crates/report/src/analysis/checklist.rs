@@ -16,7 +16,7 @@
 //! 8. timing-mode overhead above [`OVERHEAD_PERCENT`]
 //! 9. dispatches with fewer workgroups than fill the device (measured by `peak`)
 
-use super::counters::CounterReport;
+use super::counters::{creations_judged_from, CounterReport};
 use super::per_token::TokenTotals;
 use super::roofline::RooflineCeilings;
 use super::sites::Site;
@@ -224,7 +224,26 @@ fn created_after_first(p: &Profile, counters: &CounterReport) -> Item {
         .iter()
         .find(|t| t.counters.resources_created() > 0)
         .expect("some token created");
+    let from = creations_judged_from(p);
+    let last = steady
+        .iter()
+        .rev()
+        .find(|t| t.counters.resources_created() > 0)
+        .expect("some token created");
     let max = counters.steady_max.unwrap_or_default();
+    if (last.index as usize) < from {
+        // An attached program's warm-up (see `creations_judged_from`).
+        let tokens = if first.index == last.index {
+            format!("token {}", first.index)
+        } else {
+            format!("tokens {}-{}", first.index, last.index)
+        };
+        it.summary = format!(
+            "{created} resources created in {tokens} only, none in the {} tokens after: the program's warm-up (an attached program's setup runs in its first steps), not per-token churn",
+            p.tokens.len().saturating_sub(last.index as usize + 1)
+        );
+        return it;
+    }
     it.status = ItemStatus::Warn;
     it.summary = format!(
         "{created} resources created after the first token (first in token {}; at most {} buffers, {} bind groups, {} pipelines in one token)",
