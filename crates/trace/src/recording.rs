@@ -586,7 +586,9 @@ impl Recording {
                 t.gpu_track = track;
             }
         }
-        p.buffers = self.memory_records();
+        // Each token's first step: a creation's step (the step in progress) names its token.
+        let first_steps: Vec<u32> = steps.iter().map(|s| s.index).collect();
+        p.buffers = self.memory_records(|step| tokens::token_of_step(&first_steps, step));
         let mut thread_ids: Vec<(u64, u32)> = threads.into_iter().collect();
         thread_ids.sort_by_key(|&(_, i)| i);
         p.threads = thread_ids
@@ -625,8 +627,10 @@ impl Recording {
     }
 
     /// Each memory allocation as a buffer record: labelled by its memory type and what
-    /// the buffers bound to it are for; host-visible memory counts as staging.
-    fn memory_records(&self) -> Vec<BufferRecord> {
+    /// the buffers bound to it are for; host-visible memory counts as staging. `token`
+    /// gives the token of a step (a program that syncs twice a token has two steps a
+    /// token).
+    fn memory_records(&self, token: impl Fn(u32) -> u32) -> Vec<BufferRecord> {
         let mut out: Vec<BufferRecord> = Vec::new();
         let mut index: HashMap<(u32, u64), usize> = HashMap::new();
         for a in &self.allocations {
@@ -644,7 +648,7 @@ impl Recording {
                             MemoryKind::Other
                         },
                         bytes: a.bytes,
-                        created_token: a.step.filter(|&s| s > 0),
+                        created_token: a.step.map(&token).filter(|&t| t > 0),
                         dropped_token: None,
                     });
                 }
@@ -660,7 +664,7 @@ impl Recording {
                 }
                 "free" => {
                     if let Some(&i) = index.get(&key) {
-                        out[i].dropped_token = a.step;
+                        out[i].dropped_token = a.step.map(&token);
                     }
                 }
                 _ => {}

@@ -86,6 +86,15 @@ pub fn merge(steps: &[StepRecord]) -> StepRecord {
     merged
 }
 
+/// The token of step `step`, given each token's first step in order (the last token
+/// that starts at or before it; 0 before the first). A buffer's record names the step in
+/// progress when it was made; a program that syncs twice a token has two steps a token.
+pub fn token_of_step(first_steps: &[u32], step: u32) -> u32 {
+    first_steps
+        .partition_point(|&f| f <= step)
+        .saturating_sub(1) as u32
+}
+
 fn dispatches(s: &StepRecord) -> usize {
     s.command_buffers.iter().map(|c| c.dispatches.len()).sum()
 }
@@ -117,6 +126,15 @@ fn host_gap(a: &StepRecord, b: &StepRecord) -> u64 {
 mod tests {
     use super::*;
     use crate::recording::{CommandBufferRecord, DispatchRecord, RecordedSpan};
+
+    #[test]
+    fn a_step_is_in_the_token_that_starts_at_or_before_it() {
+        // Tokens of two steps from step 1 on (the first token is step 0 alone).
+        let first_steps = [0, 1, 3, 5];
+        let tokens: Vec<u32> = (0..8).map(|s| token_of_step(&first_steps, s)).collect();
+        assert_eq!(tokens, [0, 1, 1, 2, 2, 3, 3, 3]);
+        assert_eq!(token_of_step(&[], 4), 0);
+    }
 
     /// A step of `n` dispatches from `start` to `end`, its submit at `submit`.
     fn step(index: u32, n: usize, submit: u64, end: u64) -> StepRecord {
