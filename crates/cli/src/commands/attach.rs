@@ -210,9 +210,7 @@ fn launch(
             layer::ENV_LABELS,
             labels_end_at_layer(|k| std::env::var_os(k).is_some()),
         )
-        .env("GGML_VK_DEBUG_MARKERS", "1")
-        .env("GPUSCOPE_DEBUG_MARKERS", "1")
-        .env("WGPU_DEBUG", "1");
+        .envs(NAME_SWITCHES.map(|k| (k, "1")));
     let mut child = command
         .spawn()
         .with_context(|| format!("starting {}", program.to_string_lossy()))?;
@@ -332,16 +330,12 @@ fn program_name(args: &AttachArgs) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::labels_end_at_layer;
+    use super::{labels_end_at_layer, NAME_SWITCHES};
 
     #[test]
     fn labels_end_at_the_layer_only_when_attach_alone_asked_for_them() {
         assert_eq!(labels_end_at_layer(|_| false), "stop");
-        for switch in [
-            "GGML_VK_DEBUG_MARKERS",
-            "GPUSCOPE_DEBUG_MARKERS",
-            "WGPU_DEBUG",
-        ] {
+        for switch in NAME_SWITCHES {
             assert_eq!(labels_end_at_layer(|k| k == switch), "pass", "{switch}");
         }
     }

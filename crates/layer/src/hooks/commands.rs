@@ -65,14 +65,6 @@ macro_rules! next_or {
     }};
 }
 
-/// Runs `f` on the recording in progress of `cb` (if any), without the device lock.
-///
-/// # Safety
-/// Called from a hook of `cb` (see [`Device::with_recording`]).
-unsafe fn with_recording(d: &Device, cb: vk::CommandBuffer, f: impl FnOnce(&mut Recording)) {
-    d.with_recording(cb, f);
-}
-
 unsafe extern "system" fn create_command_pool(
     device: vk::Device,
     info: *const vk::CommandPoolCreateInfo,
@@ -304,7 +296,7 @@ unsafe extern "system" fn cmd_bind_pipeline(
     let (d, next) = next_or!(cb, cmd_bind_pipeline);
     if bind_point == vk::PipelineBindPoint::COMPUTE {
         guard("vkCmdBindPipeline", || {
-            with_recording(d, cb, |rec| rec.pipeline = Some(pipeline.as_raw()))
+            d.with_recording(cb, |rec| rec.pipeline = Some(pipeline.as_raw()))
         });
     }
     next(cb, bind_point, pipeline);
@@ -354,7 +346,8 @@ unsafe fn dispatch(
     let Some((n, before)) = before else {
         return;
     };
-    if before.is_some() || d.times(n + 1) {
+    let next_timed = d.times(n + 1);
+    if before.is_some() || next_timed {
         guard("vkCmdDispatch", || {
             let Some(rec) = d.recording_cell(cb).and_then(|c| c.get().as_mut()) else {
                 return;
@@ -367,7 +360,7 @@ unsafe fn dispatch(
             if let Some(b) = before {
                 push_dispatch(rec, kind, workgroups, after.map(|a| (b, a)));
             }
-            if d.times(n + 1) {
+            if next_timed {
                 rec.pending_before = after;
             }
         });
@@ -447,7 +440,7 @@ unsafe extern "system" fn cmd_pipeline_barrier(
 ) {
     let (d, next) = next_or!(cb, cmd_pipeline_barrier);
     guard("vkCmdPipelineBarrier", || {
-        with_recording(d, cb, |rec| count_barrier(rec, n_memory, n_buffer, n_image))
+        d.with_recording(cb, |rec| count_barrier(rec, n_memory, n_buffer, n_image))
     });
     next(
         cb, src, dst, deps, n_memory, memory, n_buffer, buffer, n_image, image,
@@ -468,7 +461,7 @@ unsafe extern "system" fn cmd_pipeline_barrier2(
     let (d, next) = next_or!(cb, cmd_pipeline_barrier2);
     guard("vkCmdPipelineBarrier2", || {
         let i = &*info;
-        with_recording(d, cb, |rec| {
+        d.with_recording(cb, |rec| {
             count_barrier(
                 rec,
                 i.memory_barrier_count,
@@ -490,7 +483,7 @@ unsafe extern "system" fn cmd_copy_buffer(
     let (d, next) = next_or!(cb, cmd_copy_buffer);
     guard("vkCmdCopyBuffer", || {
         let bytes: u64 = (0..n as usize).map(|i| (*regions.add(i)).size).sum();
-        with_recording(d, cb, |rec| {
+        d.with_recording(cb, |rec| {
             rec.counts.add(Count::Copies, u64::from(n));
             rec.counts.add(Count::CopyBytes, bytes);
         })
@@ -508,7 +501,7 @@ unsafe extern "system" fn cmd_copy_buffer2(
         let bytes: u64 = (0..i.region_count as usize)
             .map(|k| (*i.p_regions.add(k)).size)
             .sum();
-        with_recording(d, cb, |rec| {
+        d.with_recording(cb, |rec| {
             rec.counts.add(Count::Copies, u64::from(i.region_count));
             rec.counts.add(Count::CopyBytes, bytes);
         })
@@ -525,7 +518,7 @@ unsafe extern "system" fn cmd_fill_buffer(
 ) {
     let (d, next) = next_or!(cb, cmd_fill_buffer);
     guard("vkCmdFillBuffer", || {
-        with_recording(d, cb, |rec| {
+        d.with_recording(cb, |rec| {
             rec.counts.add(Count::Fills, 1);
             // VK_WHOLE_SIZE: the buffer's rest, not known here.
             if size != vk::WHOLE_SIZE {
@@ -545,7 +538,7 @@ unsafe extern "system" fn cmd_update_buffer(
 ) {
     let (d, next) = next_or!(cb, cmd_update_buffer);
     guard("vkCmdUpdateBuffer", || {
-        with_recording(d, cb, |rec| {
+        d.with_recording(cb, |rec| {
             rec.counts.add(Count::Updates, 1);
             rec.counts.add(Count::UpdateBytes, size);
         })
@@ -571,7 +564,7 @@ unsafe extern "system" fn cmd_execute_commands(
             })
             .collect();
         drop(st);
-        with_recording(d, cb, |rec| {
+        d.with_recording(cb, |rec| {
             for last in &recorded {
                 rec.append_untimed(last);
             }
@@ -591,7 +584,7 @@ unsafe extern "system" fn cmd_begin_label(
         let bytes = (*label)
             .label_name_as_c_str()
             .map_or(&[][..], |n| n.to_bytes());
-        with_recording(d, cb, |rec| rec.open_label(bytes));
+        d.with_recording(cb, |rec| rec.open_label(bytes));
     });
     if let (false, Some(next)) = (d.stop_labels, d.fns.cmd_begin_debug_utils_label) {
         next(cb, label);
@@ -603,7 +596,7 @@ unsafe extern "system" fn cmd_end_label(cb: vk::CommandBuffer) {
         return;
     };
     guard("vkCmdEndDebugUtilsLabelEXT", || {
-        with_recording(d, cb, |rec| {
+        d.with_recording(cb, |rec| {
             rec.labels.pop();
         })
     });
