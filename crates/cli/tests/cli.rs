@@ -709,3 +709,73 @@ fn kernel_and_fuse_choices_change_the_graph_and_are_reported() {
     assert_eq!(code, Some(0), "{err}");
     assert!(pp.contains("prompt: 12 tokens in"), "{pp}");
 }
+
+/// A prompt through batched prefill gets its GPU time by op in the profile (every
+/// dispatch of every submit, timed with `--timing dispatch`) and in the text report; with
+/// timing off the ops are counted but none is timed, and the report prints no table.
+#[test]
+fn profile_times_the_prompts_ops() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = |timing: &str| {
+        let json = dir.path().join(format!("{timing}.json"));
+        let out = gpuscope(&[
+            "profile",
+            "--preset",
+            "tiny",
+            "--weights",
+            "q4_0",
+            "--prompt-tokens",
+            "40",
+            "--tokens",
+            "2",
+            "--warmup",
+            "0",
+            "--timing",
+            timing,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let p: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        (
+            text(&out.stdout),
+            p["prompt"]["ops"].as_array().unwrap().clone(),
+        )
+    };
+    let (report, ops) = run("dispatch");
+    assert!(
+        report.contains("prompt GPU time by op (every dispatch timed"),
+        "{report}"
+    );
+    let field = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap();
+    let mut last = u64::MAX;
+    for o in &ops {
+        assert_eq!(field(o, "calls"), field(o, "timed_calls"), "{o}");
+        let ns = field(o, "gpu_ns");
+        assert!(ns > 0 && ns <= last, "largest first, all timed: {ops:?}");
+        last = ns;
+        let name = o["op"].as_str().unwrap();
+        assert!(report.contains(name), "{name} not in the report:\n{report}");
+    }
+    // The tiny preset's 2 layers: q/k/v, output, gate/up and down per layer in batched
+    // form, one attention per layer, and the head.
+    let calls = |pat: &str| -> u64 {
+        ops.iter()
+            .filter(|o| o["op"].as_str().unwrap().contains(pat))
+            .map(|o| field(o, "calls"))
+            .sum()
+    };
+    assert_eq!(calls("attention"), 2, "{ops:?}");
+    assert!(calls("batched") + calls("gemm") >= 8, "{ops:?}");
+    let (report, ops) = run("off");
+    assert!(!report.contains("prompt GPU time by op"), "{report}");
+    assert!(
+        !ops.is_empty()
+            && ops
+                .iter()
+                .all(|o| field(o, "timed_calls") == 0 && field(o, "gpu_ns") == 0)
+    );
+}

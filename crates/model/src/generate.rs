@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use gpuscope_runtime::{Gpu, PendingStep, StepOutput, MAX_IN_FLIGHT};
+use gpuscope_trace::PromptOp;
 
-use crate::decoder::{DecoderOptions, GpuDecoder};
+use crate::decoder::{DecoderOptions, GpuDecoder, PendingPrefill};
 use crate::error::ModelError;
 use crate::weights::ModelWeights;
 
@@ -117,6 +118,8 @@ pub struct PromptDone {
     /// How it was fed, for reports: "batched prefill, up to N tokens per submit" or
     /// "one token per step".
     pub method: String,
+    /// Batched prefill's GPU time by op (largest first); empty through decode steps.
+    pub ops: Vec<PromptOp>,
 }
 
 /// The decoder and the loop around it.
@@ -309,6 +312,7 @@ impl<'g> Generator<'g> {
         self.finish_queued();
         let start = Instant::now();
         let batch = self.decoder.prefill_max_batch();
+        let mut ops = Vec::new();
         let (next, method) = if batch > 0 {
             let mut next = 0;
             let chunks = prompt.len().div_ceil(batch as usize);
@@ -324,7 +328,12 @@ impl<'g> Generator<'g> {
                 };
                 // The prefill is waited for even when queuing failed, so that its
                 // runner slot is free again.
-                next = self.decoder.prefill_finish(self.gpu, pending)?.token;
+                let batched = matches!(pending, PendingPrefill::Submitted(_));
+                let step = self.decoder.prefill_finish(self.gpu, pending)?;
+                if let Some(graph) = self.decoder.prefill_graph().filter(|_| batched) {
+                    add_prompt_ops(&mut ops, graph, &step.output);
+                }
+                next = step.token;
                 ahead?;
             }
             (next, self.decoder.prefill_method())
@@ -347,11 +356,13 @@ impl<'g> Generator<'g> {
             }
             (next, "one token per step".to_string())
         };
+        ops.sort_by_key(|o: &PromptOp| std::cmp::Reverse(o.gpu_ns));
         Ok(PromptDone {
             next,
             tokens: prompt.len() as u32,
             wall_ns: start.elapsed().as_nanos() as u64,
             method,
+            ops,
         })
     }
 
@@ -455,5 +466,29 @@ impl<'g> Generator<'g> {
 impl Drop for Generator<'_> {
     fn drop(&mut self) {
         self.finish_queued();
+    }
+}
+
+/// Adds one batched prefill submit's dispatches (`graph`'s, measured in `out`) to the
+/// prompt's sums by op. A span the recorder flagged is not counted as timed.
+fn add_prompt_ops(ops: &mut Vec<PromptOp>, graph: &gpuscope_runtime::Graph, out: &StepOutput) {
+    let dispatches = graph.sections.iter().flat_map(|s| &s.dispatches);
+    for (d, sample) in dispatches.zip(&out.dispatches) {
+        let i = match ops.iter().position(|o| o.op == d.op) {
+            Some(i) => i,
+            None => {
+                ops.push(PromptOp {
+                    op: d.op.clone(),
+                    ..PromptOp::default()
+                });
+                ops.len() - 1
+            }
+        };
+        let op = &mut ops[i];
+        op.calls += 1;
+        if let (Some(span), None) = (sample.gpu, sample.issue) {
+            op.timed_calls += 1;
+            op.gpu_ns += span.duration_ns();
+        }
     }
 }

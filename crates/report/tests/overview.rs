@@ -18,6 +18,7 @@ fn headline_inverts_the_wall_spread_and_counts_the_prompt() {
         tokens: 10,
         wall_ns: 20_000_000,
         method: "one token per step".into(),
+        ops: Vec::new(),
     };
     let h = headline(&stats, Some(&prompt));
     let tg = h.tg.unwrap();

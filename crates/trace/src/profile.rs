@@ -26,6 +26,8 @@
 //! - 1.5: `Profile::gpu_tracks` and `TokenRecord::gpu_track`: a program that works on
 //!   several GPUs or queues (llama.cpp split over two devices under `attach`) has one
 //!   GPU track per queue; each step is on one of them.
+//! - 1.6: `PromptRecord::ops`: the prompt's GPU time per op (prompt processing's kernels,
+//!   from the same timestamps as the tokens').
 //!
 //! A reader accepts any file with the same major version (newer minors may add fields,
 //! which older readers ignore) and refuses another major with a message naming both.
@@ -37,7 +39,7 @@ use crate::counters::Counters;
 use crate::FormatVersion;
 
 /// The profile format this build writes.
-pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 5 };
+pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 6 };
 
 /// One profiling run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -216,6 +218,30 @@ pub struct PromptRecord {
     pub wall_ns: u64,
     /// How it was processed, e.g. "one token per step".
     pub method: String,
+    /// Batched prefill's dispatches by op, over every submit of the prompt, largest GPU
+    /// time first; empty where the prompt went through decode steps (or before 1.6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops: Vec<PromptOp>,
+}
+
+/// One op of the prompt's batched prefill: its dispatches over every submit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct PromptOp {
+    /// Kernel family, as dispatch events name it (e.g. `gemm_coopmat_q4_0`).
+    pub op: String,
+    pub calls: u32,
+    /// Calls with a valid GPU span (all with dispatch timing; some or none sampled or
+    /// off).
+    pub timed_calls: u32,
+    /// Sum of the timed calls' GPU spans (each span includes what its timestamps cost).
+    pub gpu_ns: u64,
+}
+
+impl PromptOp {
+    /// The mean span of a timed call, in ns.
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.timed_calls > 0).then(|| self.gpu_ns as f64 / f64::from(self.timed_calls))
+    }
 }
 
 /// The GPU adapter the run used.

@@ -285,6 +285,7 @@ fn feed_prompt(gen: &mut Generator, prompt: &[u32]) -> Result<Option<PromptRecor
         tokens: done.tokens,
         wall_ns: done.wall_ns,
         method: done.method,
+        ops: done.ops,
     }))
 }
 

@@ -323,12 +323,64 @@ fn tokens(out: &mut String, p: &Profile, a: &Analysis) {
             opt(crate::analysis::tokens::rate_per_s(pr.wall_ns).map(|r| r * pr.tokens as f64), 1),
             pr.method
         );
+        prompt_ops(out, &pr.ops);
     }
     token_summary(out, &a.tokens);
     if a.tokens_steady.count() > 0 {
         token_summary(out, &a.tokens_steady);
     }
     weight_stream(out, p, a);
+}
+
+/// Prompt processing's GPU time by op: the spans of its timed dispatches (with sampled
+/// timing, some of each op's calls), largest first; nothing where none was timed.
+fn prompt_ops(out: &mut String, ops: &[gpuscope_trace::PromptOp]) {
+    let timed: u64 = ops.iter().map(|o| o.gpu_ns).sum();
+    if timed == 0 {
+        return;
+    }
+    let (calls, timed_calls) = ops
+        .iter()
+        .fold((0, 0), |(c, t), o| (c + o.calls, t + o.timed_calls));
+    let which = if timed_calls == calls {
+        "every dispatch timed".to_string()
+    } else {
+        format!("{timed_calls} of {calls} dispatches timed: totals are of the timed calls")
+    };
+    emit!(
+        out,
+        "  prompt GPU time by op ({which}; a span includes its timestamps' cost):"
+    );
+    emit!(
+        out,
+        "    {:<44} {:>6} {:>6} {:>10} {:>10} {:>7}",
+        "op",
+        "calls",
+        "timed",
+        "total ms",
+        "avg µs",
+        "% GPU"
+    );
+    for o in ops.iter().filter(|o| o.timed_calls > 0) {
+        emit!(
+            out,
+            "    {:<44} {:>6} {:>6} {:>10} {:>10} {:>7.1}",
+            o.op,
+            o.calls,
+            o.timed_calls,
+            ms(o.gpu_ns),
+            opt(o.mean_ns().map(|ns| ns / 1e3), 1),
+            100.0 * o.gpu_ns as f64 / timed as f64
+        );
+    }
+    emit!(
+        out,
+        "    {:<44} {:>6} {:>6} {:>10}",
+        "total",
+        calls,
+        timed_calls,
+        ms(timed)
+    );
 }
 
 /// Every decoded token reads every weight once: weight bytes over the token time is the
