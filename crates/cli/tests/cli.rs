@@ -711,8 +711,9 @@ fn kernel_and_fuse_choices_change_the_graph_and_are_reported() {
 }
 
 /// A prompt through batched prefill gets its GPU time by op in the profile (every
-/// dispatch of every submit, timed with `--timing dispatch`) and in the text report; with
-/// timing off the ops are counted but none is timed, and the report prints no table.
+/// dispatch of every submit, timed with `--timing dispatch`), in the text report and in
+/// `diff`; with timing off the ops are counted but none is timed, and the report prints
+/// no table.
 #[test]
 fn profile_times_the_prompts_ops() {
     if !have_gpu() {
@@ -770,6 +771,18 @@ fn profile_times_the_prompts_ops() {
     };
     assert_eq!(calls("attention"), 2, "{ops:?}");
     assert!(calls("batched") + calls("gemm") >= 8, "{ops:?}");
+    // `diff` compares the prompts' ops, one row each.
+    let timed = dir.path().join("dispatch.json");
+    let timed = timed.to_str().unwrap();
+    let out = gpuscope(&["diff", timed, timed]);
+    let d = text(&out.stdout);
+    let section = d
+        .split("Prompt ops")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{d}"));
+    for o in &ops {
+        assert!(section.contains(o["op"].as_str().unwrap()), "{d}");
+    }
     let (report, ops) = run("off");
     assert!(!report.contains("prompt GPU time by op"), "{report}");
     assert!(

@@ -78,6 +78,15 @@ impl RateDiff {
     }
 }
 
+/// One op of the prompt in both runs: its GPU ms (sum of the timed calls' spans) and
+/// calls, `None` where a run has no timed call of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PromptOpDiff {
+    pub op: String,
+    pub ms: RateDiff,
+    pub calls: Pair<u32>,
+}
+
 /// What a timing comparison concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -344,6 +353,10 @@ pub struct Diff {
     pub layers: Vec<LayerDiff>,
     /// Setup, first-token and steady-max counters, every field of each.
     pub counters: Vec<CounterDiff>,
+    /// The prompt's GPU ms by op (`PromptRecord::ops`), where either run timed its
+    /// prompt: base's order (largest first), then ops only `new` has. One prompt per run,
+    /// so no test.
+    pub prompt_ops: Vec<PromptOpDiff>,
     /// Set when the wall time and nearly every op moved together by about the same
     /// factor: the machine or its load changed, not the code (see [`machine_change`]).
     pub machine_change: Option<MachineChange>,
@@ -447,7 +460,32 @@ pub fn diff(base: &Profile, new: &Profile, options: &DiffOptions) -> Result<Diff
         labels: labels(&gb, &gn, options),
         layers: layers(base, new, options),
         counters: counters(base, new),
+        prompt_ops: prompt_ops(base, new),
     })
+}
+
+/// [`Diff::prompt_ops`].
+fn prompt_ops(base: &Profile, new: &Profile) -> Vec<PromptOpDiff> {
+    let timed = |p: &Profile| -> Vec<(String, (f64, u32))> {
+        p.prompt
+            .iter()
+            .flat_map(|r| &r.ops)
+            .filter(|o| o.timed_calls > 0)
+            .map(|o| (o.op.clone(), (o.gpu_ns as f64 / 1e6, o.calls)))
+            .collect()
+    };
+    let (b, n) = (timed(base), timed(new));
+    paired(&b, &n)
+        .into_iter()
+        .map(|(op, b, n)| PromptOpDiff {
+            op: op.to_string(),
+            ms: RateDiff::of(b.map(|v| v.0), n.map(|v| v.0)),
+            calls: Pair {
+                base: b.map_or(0, |v| v.1),
+                new: n.map_or(0, |v| v.1),
+            },
+        })
+        .collect()
 }
 
 fn is_sampled(p: &Profile) -> bool {

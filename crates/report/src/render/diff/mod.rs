@@ -26,8 +26,9 @@ use gpuscope_trace::FormatVersion;
 pub use md::render_diff_md;
 pub use text::render_diff_text;
 
-/// The JSON output's own version (`diff_format`), changed with its fields.
-pub const DIFF_JSON_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 };
+/// The JSON output's own version (`diff_format`), changed with its fields (1.1:
+/// `prompt_ops`).
+pub const DIFF_JSON_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 1 };
 
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +56,7 @@ pub fn document(d: &Diff, gate: Option<&GateResult>) -> Vec<Block> {
     let mut out = Vec::new();
     runs(&mut out, d);
     headline(&mut out, d);
+    prompt_ops(&mut out, d);
     ops(&mut out, d);
     labels(&mut out, d);
     layers(&mut out, d);
@@ -236,6 +238,42 @@ fn headline(out: &mut Vec<Block>, d: &Diff) {
             ("change", Align::Right),
             ("p", Align::Right),
             ("verdict", Align::Left),
+        ]),
+        rows,
+    });
+}
+
+/// The prompt's GPU time by op in each run (one prompt each: no test).
+fn prompt_ops(out: &mut Vec<Block>, d: &Diff) {
+    if d.prompt_ops.is_empty() {
+        return;
+    }
+    out.push(Block::Heading("Prompt ops".into()));
+    out.push(Block::Line(
+        "the prompt's GPU ms by op (its timed dispatches' spans, each with its timestamps' cost); one prompt per run, so no test".into(),
+    ));
+    let rows = d
+        .prompt_ops
+        .iter()
+        .map(|o| {
+            vec![
+                o.op.clone(),
+                o.calls.base.to_string(),
+                o.calls.new.to_string(),
+                opt(o.ms.base, 3),
+                opt(o.ms.new, 3),
+                change(o.ms.change),
+            ]
+        })
+        .collect();
+    out.push(Block::Table {
+        columns: cols(&[
+            ("op", Align::Left),
+            ("base calls", Align::Right),
+            ("new calls", Align::Right),
+            ("base ms", Align::Right),
+            ("new ms", Align::Right),
+            ("change", Align::Right),
         ]),
         rows,
     });
