@@ -40,6 +40,7 @@ pub fn render_analysis_markdown(p: &Profile, a: &Analysis) -> String {
     }
     configuration(&mut out, p, a);
     headline(&mut out, p, a);
+    prompt_ops(&mut out, p);
     tables::ops(&mut out, p, a);
     tables::layers(&mut out, p, a);
     tables::counters(&mut out, a);
@@ -198,6 +199,39 @@ fn headline(out: &mut String, p: &Profile, a: &Analysis) {
         );
         md!(out);
     }
+}
+
+/// The prompt's GPU time by op (batched prefill), where some of it was timed.
+fn prompt_ops(out: &mut String, p: &Profile) {
+    let Some(pr) = &p.prompt else { return };
+    let timed: u64 = pr.ops.iter().map(|o| o.gpu_ns).sum();
+    if timed == 0 {
+        return;
+    }
+    md!(out, "## Prompt ops");
+    md!(out);
+    md!(
+        out,
+        "{} prompt tokens ({}): GPU time by op from its timed dispatches' spans, each with its timestamps' cost.",
+        pr.tokens,
+        cell(&pr.method)
+    );
+    md!(out);
+    md!(out, "| op | calls | timed | total ms | avg µs | % GPU |");
+    md!(out, "|---|--:|--:|--:|--:|--:|");
+    for o in pr.ops.iter().filter(|o| o.timed_calls > 0) {
+        md!(
+            out,
+            "| {} | {} | {} | {} | {:.1} | {:.1} |",
+            cell(&o.op),
+            o.calls,
+            o.timed_calls,
+            ms(o.gpu_ns),
+            o.mean_ns().unwrap_or(0.0) / 1e3,
+            100.0 * o.gpu_ns as f64 / timed as f64
+        );
+    }
+    md!(out);
 }
 
 fn status_word(s: CheckStatus) -> &'static str {
