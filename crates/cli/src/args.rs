@@ -246,7 +246,8 @@ pub struct KernelArgs {
     /// profile records it).
     #[arg(long = "kernel", value_name = "OP=VARIANT")]
     pub kernels: Vec<String>,
-    /// Fusions: all, none, or a list of norm, rope, silu, residual, attention, post_norm. Default:
+    /// Fusions: all, none, or a list of norm, rope, silu, residual, attention, post_norm,
+    /// attn_output. Default:
     /// all (the profile records it).
     #[arg(long, value_name = "all|none|LIST")]
     pub fuse: Option<String>,

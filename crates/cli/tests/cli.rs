@@ -792,3 +792,100 @@ fn profile_times_the_prompts_ops() {
                 .all(|o| field(o, "timed_calls") == 0 && field(o, "gpu_ns") == 0)
     );
 }
+
+/// `attn_output`: where the `groups` attention and dp4a gemvs run (forced here on
+/// lavapipe), attention takes the output projection and gate/up adds the heads' partials:
+/// 4 dispatches a layer instead of 5, the same tokens, and `check` in f64 passes over the
+/// fused kernels. Where it cannot run, the settings say why.
+#[test]
+fn attention_takes_the_output_projection_where_it_can() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kernels = ["--kernel", "attention=groups", "--kernel", "gemv=dp4a"];
+    let profile = |fuse: &str, extra: &[&str]| {
+        let json = dir.path().join(format!("{fuse}.json"));
+        let mut args = vec![
+            "profile",
+            "--preset",
+            "tiny",
+            "--weights",
+            "q4_0",
+            "--tokens",
+            "12",
+            "--warmup",
+            "0",
+            "--timing",
+            "off",
+            "--fuse",
+            fuse,
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = gpuscope(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let p: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        (text(&out.stdout), p)
+    };
+    let tokens = |p: &serde_json::Value| -> Vec<u64> {
+        p["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["token_id"].as_u64().unwrap())
+            .collect()
+    };
+    let ops = |p: &serde_json::Value| -> Vec<String> {
+        p["dispatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["op"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (fused_report, fused) = profile("all", &kernels);
+    let (_, apart) = profile("norm,rope,silu,residual,attention", &kernels);
+    let per_token = |p: &serde_json::Value| {
+        p["workload"]["graph_dispatches_per_token"]
+            .as_u64()
+            .unwrap()
+    };
+    // Two layers: one dispatch fewer in each.
+    assert_eq!(per_token(&fused) + 2, per_token(&apart), "{fused_report}");
+    let fused_ops = ops(&fused);
+    assert!(
+        fused_ops.contains(&"attention+gemv_q4_0".to_string()),
+        "{fused_ops:?}"
+    );
+    assert!(
+        fused_ops.contains(&"add+rms_norm+gemv_q4_0+silu_mul".to_string()),
+        "{fused_ops:?}"
+    );
+    assert_eq!(tokens(&fused), tokens(&apart));
+    let mut args = vec![
+        "check",
+        "--preset",
+        "tiny",
+        "--weights",
+        "q4_0",
+        "--tokens",
+        "3",
+        "--precision",
+        "f64",
+    ];
+    args.extend_from_slice(&kernels);
+    let out = gpuscope(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    // The adapter's own plan (lavapipe: the `subgroup` attention) keeps them apart, and
+    // says why.
+    let (report, _) = profile("all", &[]);
+    assert!(report.contains("attn_output"), "{report}");
+}

@@ -21,6 +21,9 @@ pub(crate) struct Activations {
     /// The residual stream's second buffer, where post norms fold into the next gemv
     /// ([`Fusion::PostNorm`]): each such gemv reads one and writes the other.
     pub(crate) x_alt: Option<GpuBuffer>,
+    /// Each head's partial output projection (`n_heads × dim`), where attention takes the
+    /// output projection ([`Fusion::AttnOutput`]).
+    pub(crate) attn_partials: Option<GpuBuffer>,
     pub(crate) xn: GpuBuffer,
     /// q, k and v, written by one gemv over the concatenated matrices.
     pub(crate) qkv: GpuBuffer,
@@ -74,6 +77,12 @@ impl Activations {
             .attention_choice(gpu, &attn)
             .map_err(ModelError::Kernel)?;
         let split = variant == Some(AttnVariant::Split);
+        // Where the graph may take the output projection into attention (it checks the
+        // rest: `decode_graph.rs`, `attention_output`).
+        let attn_output = fused(Fusion::AttnOutput)
+            && variant == Some(AttnVariant::Groups)
+            && !c.arch.post_norms
+            && c.dim <= 1024;
         let argmax = Argmax { n: c.vocab };
         let argmax_parts = if argmax.splits() {
             let bytes = f32s(argmax.partials());
@@ -85,8 +94,11 @@ impl Activations {
             step: gpu.create_buffer_as(MemoryKind::Other, "step", STEP_BUFFER_BYTES)?,
             token: gpu.create_buffer_as(MemoryKind::Other, "token", 4)?,
             x: buf("x", f32s(c.dim))?,
-            x_alt: (c.arch.post_norms && fused(Fusion::PostNorm))
+            x_alt: (c.arch.post_norms && fused(Fusion::PostNorm) || attn_output)
                 .then(|| buf("x_alt", f32s(c.dim)))
+                .transpose()?,
+            attn_partials: attn_output
+                .then(|| buf("attn_partials", f32s(c.n_heads * c.dim)))
                 .transpose()?,
             xn: buf("x_norm", f32s(c.dim))?,
             q: qkv.view("q", 0, f32s(c.q_dim()))?,

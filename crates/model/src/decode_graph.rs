@@ -24,9 +24,9 @@ use std::collections::BTreeMap;
 
 use gpuscope_ops::add::Add;
 use gpuscope_ops::argmax::Argmax;
-use gpuscope_ops::attention::{AttnFused, AttnVariant};
+use gpuscope_ops::attention::{AttnFused, AttnOutput, AttnVariant};
 use gpuscope_ops::gelu_mul::GeluMul;
-use gpuscope_ops::gemv::{GemvBuffers, GemvEpilogue, PostNorm};
+use gpuscope_ops::gemv::{GemvBuffers, GemvEpilogue, Partials, PostNorm};
 use gpuscope_ops::head_norm::HeadNorm;
 use gpuscope_ops::rms_norm::RmsNorm;
 use gpuscope_ops::rope::RopeNormed;
@@ -45,6 +45,9 @@ use crate::PlantedSlowdown;
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum AttnCost {
     Fused,
+    /// Attention with the output projection (`attention+gemv`): the matrix and the
+    /// partials cost this much more at any context.
+    WithOutput(Cost),
     Split,
     Combine,
     Scores,
@@ -75,6 +78,13 @@ impl AttnCost {
     pub(crate) fn at(self, op: &AttnFused, n_ctx: u32) -> Cost {
         match self {
             AttnCost::Fused => op.cost_at(n_ctx),
+            AttnCost::WithOutput(extra) => {
+                let c = op.cost_at(n_ctx);
+                Cost {
+                    bytes: c.bytes + extra.bytes,
+                    flops: c.flops + extra.flops,
+                }
+            }
             AttnCost::Split => op.cost_split_at(n_ctx),
             AttnCost::Combine => op.cost_combine_at(n_ctx),
             AttnCost::Scores => op.parts().0.cost_at(n_ctx),
@@ -113,6 +123,7 @@ pub(crate) fn build_decode(
         skipped: BTreeMap::new(),
         residual_alt: false,
         pending_post: None,
+        pending_partials: None,
     };
     if let Some(why) = attention_skipped {
         b.skipped.insert("attention", why);
@@ -204,6 +215,7 @@ pub(crate) fn output_and_argmax(
             Folded {
                 norm: norm.map(|(eps, _)| eps),
                 post_norm: None,
+                partials: 0,
             },
             GemvEpilogue::Store,
             io,
@@ -273,6 +285,9 @@ struct Builder<'a> {
     residual_alt: bool,
     /// A post norm folded into the next gemv: its weight (its input is in `a.delta`).
     pending_post: Option<&'a GpuBuffer>,
+    /// The attention's partial output projections, for the next gemv's input
+    /// ([`Fusion::AttnOutput`]).
+    pending_partials: Option<&'a GpuBuffer>,
 }
 
 /// What a gemv after an rms_norm reads ([`Builder::take_input`]).
@@ -282,6 +297,7 @@ struct GemvInput<'b> {
     norm_weight: Option<&'b GpuBuffer>,
     folded: Folded,
     post: Option<PostNorm<'b>>,
+    partials: Option<Partials<'b>>,
 }
 
 impl<'b> GemvInput<'b> {
@@ -307,6 +323,7 @@ impl<'b> GemvInput<'b> {
         GemvBuffers {
             norm_weight: self.norm_weight,
             post: self.post,
+            partials: self.partials,
             ..GemvBuffers::new(self.x, self.x, y)
         }
     }
@@ -354,8 +371,9 @@ impl<'a> Builder<'a> {
     }
 
     /// What the gemvs after an rms_norm read: the residual stream and the norm weight (the
-    /// norm folded in), or the normed vector; with a post norm pending, also its buffers,
-    /// the new residual stream going to the other buffer (from then on the residual).
+    /// norm folded in), or the normed vector; with a post norm or the attention's partials
+    /// pending, also their buffers, the new residual stream going to the other buffer
+    /// (from then on the residual).
     /// Call once per norm, for all of the matrices that read it.
     fn take_input(&mut self, norm_weight: &'a GpuBuffer) -> GemvInput<'a> {
         let a = self.a;
@@ -365,13 +383,23 @@ impl<'a> Builder<'a> {
                 norm_weight: None,
                 folded: Folded::default(),
                 post: None,
+                partials: None,
             };
         }
         let x = self.residual();
         let mut folded = Folded {
             norm: Some(self.c.rms_eps),
             post_norm: None,
+            partials: 0,
         };
+        let partials = self.pending_partials.take().map(|parts| {
+            self.residual_alt = !self.residual_alt;
+            folded.partials = self.c.n_heads;
+            Partials {
+                parts,
+                x_out: self.residual(),
+            }
+        });
         let post = self.pending_post.take().map(|weight| {
             self.residual_alt = !self.residual_alt;
             folded.post_norm = Some(self.c.rms_eps);
@@ -386,6 +414,7 @@ impl<'a> Builder<'a> {
             norm_weight: Some(norm_weight),
             folded,
             post,
+            partials,
         }
     }
 
@@ -503,6 +532,9 @@ impl<'a> Builder<'a> {
         l.push("attn_qkv", qkv);
         if !rope_fused {
             self.rope_after_gemv(l, layer, i)?;
+        }
+        if self.attention_output(l, layer, i)? {
+            return Ok(());
         }
         self.attention(l, kc, vc)?;
         let post = layer.extra.post_attn_norm.as_ref();
@@ -722,6 +754,85 @@ impl<'a> Builder<'a> {
             l.push_attention("attention", d, *kind);
         }
         Ok(())
+    }
+
+    /// Attention with the output projection ([`Fusion::AttnOutput`]): one dispatch writes
+    /// each head's partial, the next gemv (this layer's gate/up) adds them to the residual
+    /// stream. Whether it did; where the plan asks for it and this layer cannot take it,
+    /// the settings say why (once).
+    fn attention_output(
+        &mut self,
+        l: &mut Layer,
+        layer: &'a GpuLayer,
+        i: usize,
+    ) -> Result<bool, ModelError> {
+        if !self.fused(Fusion::AttnOutput) {
+            return Ok(false);
+        }
+        let op = match self.attention_output_op(layer, l.index) {
+            Ok(op) => op,
+            Err(why) => {
+                self.skipped.entry("attn_output").or_insert(why);
+                return Ok(false);
+            }
+        };
+        let (gpu, a) = (self.gpu, self.a);
+        let parts = a.attn_partials.as_ref().expect("checked");
+        let w = &layer.wo.chunks[0].buffer;
+        let d = op.dispatch(gpu, w, &a.step, &a.q, &a.k_cache[i], &a.v_cache[i], parts)?;
+        let extra = Cost {
+            bytes: op.o.weight_bytes() + op.partials_bytes(),
+            flops: 2 * u64::from(op.o.rows) * u64::from(op.o.cols),
+        };
+        l.push_attention("attention_output", d, AttnCost::WithOutput(extra));
+        self.pending_partials = Some(parts);
+        Ok(true)
+    }
+
+    /// The `attention+gemv` op of layer `li`, or why the layer keeps attention and the
+    /// output projection apart.
+    fn attention_output_op(&self, layer: &GpuLayer, li: u32) -> Result<AttnOutput, String> {
+        let needs = [Fusion::Norm, Fusion::Residual, Fusion::Silu];
+        if let Some(f) = needs.into_iter().find(|f| !self.fused(*f)) {
+            return Err(format!("needs the `{}` fusion", f.name()));
+        }
+        if self.attention_variant != Some(AttnVariant::Groups) {
+            return Err(
+                "the `groups` attention kernel does not run (contexts over 512 take `split`)"
+                    .into(),
+            );
+        }
+        let (Some(_), Some(_)) = (&self.a.attn_partials, &self.a.x_alt) else {
+            return Err(format!(
+                "dim {} is more than one workgroup's rows, or the model has post norms",
+                self.c.dim
+            ));
+        };
+        let gate_up_takes_them = matches!(layer.w_gate_up.as_slice(),
+            [m] if m.chunks.len() == 1 && m.runs_dp4a(self.gpu, self.plan));
+        if !gate_up_takes_them {
+            return Err(format!(
+                "layer {li}: gate/up is not one matrix on the dp4a gemv (which adds the partials)"
+            ));
+        }
+        let [chunk] = layer.wo.chunks.as_slice() else {
+            return Err(format!(
+                "layer {li}: the output projection is split in row chunks"
+            ));
+        };
+        let op = AttnOutput {
+            attn: self.c.attention_at(li, self.max_ctx),
+            o: gpuscope_ops::gemv::Gemv {
+                rows: chunk.rows,
+                cols: layer.wo.cols,
+                format: layer.wo.tensor_format,
+                out_offset: 0,
+                layout: layer.wo.layout,
+            },
+        };
+        op.supported(self.gpu)
+            .map_err(|why| format!("layer {li}: {why}"))?;
+        Ok(op)
     }
 
     /// x += W·input: the residual add in the gemv's epilogue, or a gemv into `delta` and

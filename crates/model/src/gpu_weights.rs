@@ -31,6 +31,8 @@ pub(crate) struct RowChunk {
 pub(crate) struct Folded {
     pub(crate) norm: Option<f32>,
     pub(crate) post_norm: Option<f32>,
+    /// The attention's partial output projections added to x first (their count).
+    pub(crate) partials: u32,
 }
 
 /// A weight matrix on the GPU, split in row chunks when larger than one binding.
@@ -130,6 +132,7 @@ impl GpuMatrix {
                     gemv,
                     norm: folded.norm,
                     post_norm: folded.post_norm,
+                    partials: folded.partials,
                     epilogue,
                 };
                 let variant =

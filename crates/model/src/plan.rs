@@ -32,16 +32,24 @@ pub enum Fusion {
     /// else the post norm is an `rms_norm+add` dispatch). The gemv's first workgroup
     /// writes the new residual stream to the other of two residual buffers.
     PostNorm,
+    /// The output projection in attention's kernel (`attention+gemv`: each head's share
+    /// of W_o · attention), its residual add in the next gemv's input, which writes the
+    /// new residual stream to the other of two residual buffers. Where the `groups`
+    /// attention runs, the next gemv is in the dp4a frame with its norm folded in, and
+    /// the model's dim fits a workgroup (small models: SmolLM2, Qwen2.5 0.5B); with
+    /// `norm` and `residual`.
+    AttnOutput,
 }
 
 impl Fusion {
-    pub const ALL: [Fusion; 6] = [
+    pub const ALL: [Fusion; 7] = [
         Self::Norm,
         Self::Rope,
         Self::Silu,
         Self::Residual,
         Self::Attention,
         Self::PostNorm,
+        Self::AttnOutput,
     ];
 
     pub fn name(self) -> &'static str {
@@ -52,6 +60,7 @@ impl Fusion {
             Self::Residual => "residual",
             Self::Attention => "attention",
             Self::PostNorm => "post_norm",
+            Self::AttnOutput => "attn_output",
         }
     }
 }

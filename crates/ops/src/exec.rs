@@ -373,66 +373,93 @@ fn formats(f: fn(crate::WeightFormat) -> &'static str) -> Vec<&'static str> {
 pub static EXECUTORS: &[Executor] = &[
     // The composed gemv shaders, one entry per binding set (norm weight; step and caches).
     entry!(
-        || crate::gemv::exec::fused_shaders(false, false, EpilogueKind::Store),
+        || crate::gemv::exec::fused_shaders(false, (false, false), EpilogueKind::Store),
         &[Bytes, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, false, EpilogueKind::Store),
+        || crate::gemv::exec::fused_shaders(true, (false, false), EpilogueKind::Store),
         &[Bytes, F32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(false, false, EpilogueKind::Silu),
+        || crate::gemv::exec::fused_shaders(false, (false, false), EpilogueKind::Silu),
         &[Bytes, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, false, EpilogueKind::Silu),
+        || crate::gemv::exec::fused_shaders(true, (false, false), EpilogueKind::Silu),
         &[Bytes, F32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(false, false, EpilogueKind::Gelu),
+        || crate::gemv::exec::fused_shaders(false, (false, false), EpilogueKind::Gelu),
         &[Bytes, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, false, EpilogueKind::Gelu),
+        || crate::gemv::exec::fused_shaders(true, (false, false), EpilogueKind::Gelu),
         &[Bytes, F32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(false, false, EpilogueKind::Rope),
+        || crate::gemv::exec::fused_shaders(false, (false, false), EpilogueKind::Rope),
         &[Bytes, F32, F32, U32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, false, EpilogueKind::Rope),
+        || crate::gemv::exec::fused_shaders(true, (false, false), EpilogueKind::Rope),
         &[Bytes, F32, F32, F32, U32, F32, F32],
         crate::gemv::exec::run
     ),
     // With a post norm folded in (the dp4a frame): d, its weight and x_out after the norm
     // weight.
     entry!(
-        || crate::gemv::exec::fused_shaders(true, true, EpilogueKind::Store),
+        || crate::gemv::exec::fused_shaders(true, (true, false), EpilogueKind::Store),
         &[Bytes, F32, F32, F32, F32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, true, EpilogueKind::Silu),
+        || crate::gemv::exec::fused_shaders(true, (true, false), EpilogueKind::Silu),
         &[Bytes, F32, F32, F32, F32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, true, EpilogueKind::Gelu),
+        || crate::gemv::exec::fused_shaders(true, (true, false), EpilogueKind::Gelu),
         &[Bytes, F32, F32, F32, F32, F32, F32],
         crate::gemv::exec::run
     ),
     entry!(
-        || crate::gemv::exec::fused_shaders(true, true, EpilogueKind::Rope),
+        || crate::gemv::exec::fused_shaders(true, (true, false), EpilogueKind::Rope),
         &[Bytes, F32, F32, F32, F32, F32, F32, U32, F32, F32],
         crate::gemv::exec::run
+    ),
+    // With the attention's partials added (the dp4a frame): the partials and x_out after
+    // the norm weight.
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, (false, true), EpilogueKind::Store),
+        &[Bytes, F32, F32, F32, F32, F32],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, (false, true), EpilogueKind::Silu),
+        &[Bytes, F32, F32, F32, F32, F32],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, (false, true), EpilogueKind::Gelu),
+        &[Bytes, F32, F32, F32, F32, F32],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, (false, true), EpilogueKind::Rope),
+        &[Bytes, F32, F32, F32, F32, F32, U32, F32, F32],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        crate::attention::output::output_shaders,
+        &[Bytes, F32, F32, F32, F32, U32],
+        crate::attention::exec::run_output
     ),
     entry!(
         crate::gemv::exec::batched_shaders,

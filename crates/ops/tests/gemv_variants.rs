@@ -4,8 +4,8 @@
 //! partly past the end, widths of one block and odd widths where the format allows.
 
 use gpuscope_ops::gemv::{
-    Gemv, GemvBuffers, GemvEpilogue, GemvFused, GemvTuning, GemvVariant, PostNorm, WeightLayout,
-    MAX_ROWS_PER_THREAD,
+    Gemv, GemvBuffers, GemvEpilogue, GemvFused, GemvTuning, GemvVariant, Partials, PostNorm,
+    WeightLayout, MAX_ROWS_PER_THREAD,
 };
 use gpuscope_ops::quant::WeightFormat;
 use gpuscope_ops::rms_norm::RmsNorm;
@@ -156,6 +156,7 @@ fn packed_fused_ops(format: WeightFormat, cols: u32) -> [(GemvFused, usize); 3] 
                 gemv: packed(21, 2),
                 norm: Some(1e-5),
                 post_norm: None,
+                partials: 0,
                 epilogue: GemvEpilogue::Accumulate,
             },
             26,
@@ -165,6 +166,7 @@ fn packed_fused_ops(format: WeightFormat, cols: u32) -> [(GemvFused, usize); 3] 
                 gemv: packed(40, 0),
                 norm: Some(1e-5),
                 post_norm: None,
+                partials: 0,
                 epilogue: GemvEpilogue::RopeKv(ROPE_3X1),
             },
             24,
@@ -174,6 +176,7 @@ fn packed_fused_ops(format: WeightFormat, cols: u32) -> [(GemvFused, usize); 3] 
                 gemv: packed(29, 0),
                 norm: None,
                 post_norm: None,
+                partials: 0,
                 epilogue: GemvEpilogue::SiluMul { n: 13, up_row: 16 },
             },
             16,
@@ -352,8 +355,52 @@ fn post_norm_folded_into_dp4a_matches_rms_norm_add_then_the_gemv() {
                 },
                 norm: Some(1e-6),
                 post_norm: Some(1e-6),
+                partials: 0,
                 epilogue,
             };
+            FusedCase::new(&mut rng, op).check(gpu, GemvVariant::Dp4a, y_len, 2);
+        }
+    }
+}
+
+/// The attention's partial output projections added to x in the dp4a frame's input
+/// (`attn_output`): x_out = x + Σ partials, and the gemv with its own norm on x_out,
+/// for every dp4a format, with the silu·mul (gate/up, where the decoder folds them) and
+/// store epilogues, at 576 columns (SmolLM2, 9 heads) and 4096 (the wide workgroups).
+#[test]
+fn partials_folded_into_dp4a_match_their_sum_then_the_gemv() {
+    let Some(gpu) = common::gpu() else { return };
+    if GemvVariant::Dp4a.supported(gpu).is_err() {
+        panic!("this adapter has no dp4a frame: the folded partials are untested");
+    }
+    let mut rng = common::rng(317);
+    let epilogues = [
+        (GemvEpilogue::SiluMul { n: 13, up_row: 16 }, 29, 16),
+        (GemvEpilogue::Store, 40u32, 44usize),
+    ];
+    let formats: Vec<WeightFormat> = WeightFormat::ALL
+        .into_iter()
+        .filter(|&f| GemvVariant::Dp4a.layout_for(f).is_some() && f.block_elems() == 32)
+        .collect();
+    for (i, format) in formats.into_iter().enumerate() {
+        let layout = GemvVariant::Dp4a.layout_for(format).unwrap();
+        for (cols, partials) in [(576, 9), (4096, 2)] {
+            let (epilogue, rows, y_len) = epilogues[i % epilogues.len()];
+            let op = GemvFused {
+                gemv: Gemv {
+                    layout,
+                    ..matrix(format, rows, cols, 0)
+                },
+                norm: Some(1e-5),
+                post_norm: None,
+                partials,
+                epilogue,
+            };
+            assert!(
+                op.op_name().starts_with("add+rms_norm+gemv_"),
+                "{}",
+                op.op_name()
+            );
             FusedCase::new(&mut rng, op).check(gpu, GemvVariant::Dp4a, y_len, 2);
         }
     }
@@ -383,6 +430,7 @@ fn post_norm_fold_needs_dp4a_a_norm_and_its_own_output() {
         gemv: g,
         norm: Some(1e-6),
         post_norm: Some(1e-6),
+        partials: 0,
         epilogue: GemvEpilogue::Store,
     };
     assert_eq!(op.op_name(), "rms_norm+add+rms_norm+gemv_q4_0");
@@ -478,6 +526,7 @@ fn variant_tunings_out_of_range_are_errors() {
         gemv: Gemv { rows: 4, ..g },
         norm: None,
         post_norm: None,
+        partials: 0,
         epilogue: GemvEpilogue::SiluMul { n: 2, up_row: 2 },
     };
     let odd = GemvTuning {
@@ -505,6 +554,8 @@ struct FusedCase {
     nw: Vec<f32>,
     /// The folded post norm's d and weight (with `op.post_norm`).
     post: Option<(Vec<f32>, Vec<f32>)>,
+    /// The partials added to x (`op.partials` vectors of `cols`).
+    partials: Option<Vec<f32>>,
 }
 
 impl FusedCase {
@@ -526,11 +577,25 @@ impl FusedCase {
         let nw = around(1.0, 0.1);
         // A projection's output of another scale than x, and Gemma-like (1 + w) weights.
         let post = op.post_norm.map(|_| (around(0.0, 0.2), around(1.0, 0.5)));
-        FusedCase { op, w, x, nw, post }
+        // The heads' partial projections, each smaller than x.
+        let partials =
+            (op.partials > 0).then(|| (0..op.partials).flat_map(|_| around(0.0, 0.3)).collect());
+        FusedCase {
+            op,
+            w,
+            x,
+            nw,
+            post,
+            partials,
+        }
     }
 
-    /// The residual the gemv starts from: x, or x after the folded post norm.
+    /// The residual the gemv starts from: x, or x after the folded post norm, or x plus
+    /// the partials.
     fn residual(&self) -> Vec<f32> {
+        if let Some(parts) = &self.partials {
+            return self.op.partials_input(&self.x, parts);
+        }
         let post = self.post.as_ref().map(|(d, pw)| (&d[..], &pw[..]));
         self.op.post_input(&self.x, post)
     }
@@ -627,6 +692,15 @@ impl FusedCase {
                     .unwrap(),
             )
         });
+        let partial_bufs = self.partials.as_ref().map(|parts| {
+            let cols = g.cols as usize;
+            (
+                gpu.create_buffer_init("partials", &f32_bytes(parts))
+                    .unwrap(),
+                gpu.create_buffer_init("x_out", &f32_bytes(&vec![f32::NAN; cols]))
+                    .unwrap(),
+            )
+        });
         let buffers = GemvBuffers {
             w: &wb,
             x: &xb,
@@ -636,6 +710,9 @@ impl FusedCase {
             post: post_bufs
                 .as_ref()
                 .map(|(d, weight, x_out)| PostNorm { d, weight, x_out }),
+            partials: partial_bufs
+                .as_ref()
+                .map(|(parts, x_out)| Partials { parts, x_out }),
         };
         let d = self
             .op
@@ -663,6 +740,16 @@ impl FusedCase {
         run(gpu, vec![d]);
         let (mut want, mut want_k, mut want_v) = (y0.clone(), cache0.clone(), cache0.clone());
         let residual = self.residual();
+        if let Some((_, x_out)) = &partial_bufs {
+            // x plus the partials in order, as the oracle adds them: the same f32 sums.
+            compare(
+                &format!("{what} x_out"),
+                &read_f32(gpu, x_out),
+                &residual,
+                |_| 1.0,
+                1e-6,
+            );
+        }
         if let Some((_, _, x_out)) = &post_bufs {
             // x + (d · s) ∘ pw: one rounding from the oracle's, at most (s's sum order).
             compare(
@@ -823,6 +910,7 @@ fn norm_folded_into_gemv_matches_rms_norm_then_gemv() {
                         gemv: matrix(format, rows, cols, 2),
                         norm: Some(1e-5),
                         post_norm: None,
+                        partials: 0,
                         epilogue,
                     };
                     FusedCase::new(&mut rng, op).check(gpu, variant, rows as usize + 5, 0);
@@ -867,6 +955,7 @@ fn rope_epilogue_matches_gemv_then_rope_and_cache_stores() {
                 gemv: matrix(format, rows, cols, out_offset),
                 norm,
                 post_norm: None,
+                partials: 0,
                 epilogue: GemvEpilogue::RopeKv(rope),
             };
             FusedCase::new(&mut rng, op).check(gpu, variant, q as usize, pos);
@@ -893,6 +982,7 @@ fn rope_epilogue_outside_the_cache_stores_nothing() {
         gemv: matrix(WeightFormat::Q8_0, 24, 64, 0),
         norm: None,
         post_norm: None,
+        partials: 0,
         epilogue: GemvEpilogue::RopeKv(rope),
     };
     for variant in variants(gpu) {
@@ -915,6 +1005,7 @@ fn gated_epilogues_match_gemv_then_the_activation() {
                 gemv: matrix(format, up_row + n, fused_width(format), 0),
                 norm,
                 post_norm: None,
+                partials: 0,
                 epilogue: GemvEpilogue::SiluMul { n, up_row },
             };
             FusedCase::new(&mut rng, op).check(gpu, variant, n as usize + 3, 0);
@@ -926,6 +1017,7 @@ fn gated_epilogues_match_gemv_then_the_activation() {
                 gemv: matrix(format, 29, fused_width(format), 0),
                 norm: Some(1e-5),
                 post_norm: None,
+                partials: 0,
                 epilogue: GemvEpilogue::GeluMul { n: 13, up_row: 16 },
             };
             FusedCase::new(&mut rng, op).check(gpu, variant, 16, 0);
@@ -950,6 +1042,7 @@ fn fused_op_names_and_costs() {
     let normed = GemvFused {
         norm: Some(1e-5),
         post_norm: None,
+        partials: 0,
         ..plain
     };
     let roped = GemvFused {
@@ -988,6 +1081,7 @@ fn fused_forms_check_their_buffers() {
     let normed = GemvFused {
         norm: Some(1e-5),
         post_norm: None,
+        partials: 0,
         ..GemvFused::plain(g)
     };
     let err = normed
@@ -1011,4 +1105,84 @@ fn fused_forms_check_their_buffers() {
         .dispatch(gpu, rope.fit_tuning(t), &GemvBuffers::new(&w, &x, &y))
         .unwrap_err();
     assert!(err.to_string().contains("pairs"), "{err}");
+}
+
+/// Attention with the output projection (`attention+gemv`, the `attn_output` fusion):
+/// each head's partial of W_o · attention against its oracle (attention, then the dp4a
+/// gemv over that head's output alone), for every format the kernel has, with a context
+/// shorter than the cache (rows past it hold NaN: they must weigh nothing). head_dim 32,
+/// so that `groups` runs on 8-lane subgroups (lavapipe) too. The GPU's attention output
+/// and the oracle's differ by f32 rounding, so a quantized element can land one int8
+/// step apart: the partials are held to the int8 limits of `check` (docs/check.md).
+#[test]
+fn attention_output_partials_match_their_oracle() {
+    use gpuscope_ops::attention::{AttnFused, AttnOutput};
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(318);
+    let attn = AttnFused {
+        n_heads: 4,
+        n_kv_heads: 2,
+        head_dim: 32,
+        max_ctx: 16,
+    };
+    let (dim, n_ctx) = (96u32, 11u32);
+    let cache_len = (attn.n_kv_heads * attn.head_dim * attn.max_ctx) as usize;
+    let valid = (attn.n_kv_heads * attn.head_dim * n_ctx) as usize;
+    let cache = |rng: &mut rand::rngs::StdRng| -> Vec<f32> {
+        let mut v = activations(rng, cache_len);
+        v[valid..].fill(f32::NAN);
+        v
+    };
+    let (k, v) = (cache(&mut rng), cache(&mut rng));
+    let q = activations(&mut rng, (attn.n_heads * attn.head_dim) as usize);
+    let formats = [
+        WeightFormat::Q4_0,
+        WeightFormat::Q4_1,
+        WeightFormat::Q8_0,
+        WeightFormat::Q5_0,
+    ];
+    for format in formats {
+        let layout = GemvVariant::Dp4a.layout_for(format).unwrap();
+        let op = AttnOutput {
+            attn,
+            o: Gemv {
+                layout,
+                ..matrix(format, dim, attn.n_heads * attn.head_dim, 0)
+            },
+        };
+        op.supported(gpu)
+            .unwrap_or_else(|why| panic!("attention+gemv does not run here: {why}"));
+        let gguf = format.quantize_row(&weights(&mut rng, (dim * op.o.cols) as usize));
+        let w = layout.pack(format, &gguf);
+        let buf = |label, v: &[f32]| gpu.create_buffer_init(label, &f32_bytes(v)).unwrap();
+        let (wb, qb, kb, vb) = (
+            gpu.create_buffer_init("w", &w).unwrap(),
+            buf("q", &q),
+            buf("k_cache", &k),
+            buf("v_cache", &v),
+        );
+        let parts = buf("partials", &vec![f32::NAN; (attn.n_heads * dim) as usize]);
+        let step = gpu
+            .create_buffer_init("step", bytemuck::cast_slice(&[n_ctx - 1, n_ctx, 0, 0]))
+            .unwrap();
+        let d = op.dispatch(gpu, &wb, &step, &qb, &kb, &vb, &parts).unwrap();
+        assert_eq!(d.op, format!("attention+gemv_{}", format.name()));
+        assert!(gpuscope_ops::gemv::rounds_activations(d.pipeline.shader()));
+        run(gpu, vec![d]);
+        let got = read_f32(gpu, &parts);
+        let mut want = vec![0.0f32; got.len()];
+        op.cpu(n_ctx, &w, &q, &k, &v, &mut want);
+        let rms = (want.iter().map(|x| x * x).sum::<f32>() / want.len() as f32).sqrt();
+        let (mut err2, mut max) = (0.0f32, 0.0f32);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(g.is_finite(), "{format:?}: partial {i} is {g}");
+            err2 += (g - w) * (g - w);
+            max = max.max((g - w).abs());
+        }
+        let nmse = err2 / want.iter().map(|x| x * x).sum::<f32>();
+        assert!(
+            nmse < 1e-5 && max < 2e-2 * rms,
+            "{format:?}: NMSE {nmse:e}, max err {max} (rms {rms})"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! CPU execution of `attention`, `attention_batched`, `attn_scores` and `attn_values`
 //! dispatches (see [`crate::exec`]).
 
-use super::{AttnBatched, AttnFused, AttnScores, AttnValues};
+use super::{AttnBatched, AttnFused, AttnOutput, AttnScores, AttnValues};
 use crate::exec::{Call, ExecError};
 use crate::Real;
 
@@ -168,5 +168,47 @@ pub(crate) fn run_values<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let n = n_ctx(c, max_ctx)?;
     let (p, v) = (c.floats(1)?, c.floats(2)?);
     op.cpu(n, &p, &v, c.out(3)?);
+    Ok(())
+}
+
+/// Bindings: the output matrix, q, k_cache, v_cache, partials, step ([`AttnOutput::cpu`]).
+pub(crate) fn run_output<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
+    let (format, layout) =
+        super::output::output_shader_format(c.shader()).ok_or_else(|| ExecError::NoExecutor {
+            shader: c.shader().to_string(),
+        })?;
+    let (n_heads, n_kv_heads, head_dim, max_ctx) = shape(c)?;
+    let op = AttnOutput {
+        attn: AttnFused {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            max_ctx,
+        },
+        o: crate::gemv::Gemv {
+            rows: c.u32_const("ROWS")?,
+            cols: c.u32_const("COLS")?,
+            format,
+            out_offset: 0,
+            layout,
+        },
+    };
+    if op.o.cols != n_heads * head_dim || format.row_bytes(u64::from(op.o.cols)).is_err() {
+        return Err(ExecError::Constant {
+            shader: c.shader().to_string(),
+            name: "COLS".into(),
+            problem: format!("{}, not n_heads · head_dim in whole blocks", op.o.cols),
+        });
+    }
+    c.need_bytes(0, op.o.buffer_bytes(), "matrix")?;
+    c.need_words(1, u64::from(n_heads * head_dim))?;
+    let cache = u64::from(n_kv_heads * head_dim) * u64::from(max_ctx);
+    c.need_words(2, cache)?;
+    c.need_words(3, cache)?;
+    c.need_words(4, op.partials_bytes() / 4)?;
+    let n = c.u32_at(5, 1)?.min(max_ctx);
+    let (q, k, v) = (c.floats(1)?, c.floats(2)?, c.floats(3)?);
+    let w = c.bytes(0)?.to_vec();
+    op.cpu(n, &w, &q, &k, &v, c.out(4)?);
     Ok(())
 }

@@ -109,7 +109,7 @@ pub(super) fn subgroup_heads_per_workgroup(op: &AttnFused) -> u32 {
 }
 
 /// Threads per workgroup the `groups` variant may take, largest first.
-const GROUPS_WG: [u32; 5] = [1024, 512, 256, 128, 64];
+pub(super) const GROUPS_WG: [u32; 5] = [1024, 512, 256, 128, 64];
 /// Workgroup memory of `groups.wgsl`: per thread (m, l) and a vec4 accumulator.
 const GROUPS_BYTES_PER_THREAD: u32 = 8 + 16;
 
@@ -144,7 +144,7 @@ pub fn groups_shaders() -> Vec<&'static str> {
 
 /// The `groups` variant's workgroup size on `gpu`: the largest of [`GROUPS_WG`] the
 /// adapter's limits allow (threads, x size, workgroup memory).
-fn groups_wg(gpu: &Gpu) -> Option<u32> {
+pub(super) fn groups_wg(gpu: &Gpu) -> Option<u32> {
     let limits = gpu.limits();
     GROUPS_WG.into_iter().find(|&wg| {
         wg <= limits.max_compute_invocations_per_workgroup
@@ -553,7 +553,7 @@ impl AttnFused {
     }
 
     /// The override constants of the workgroup, groups and split kernels.
-    fn constants(&self) -> Vec<(&'static str, f64)> {
+    pub(super) fn constants(&self) -> Vec<(&'static str, f64)> {
         vec![
             ("N_HEADS", self.n_heads as f64),
             ("N_KV_HEADS", self.n_kv_heads as f64),

@@ -23,8 +23,10 @@ mod cost;
 mod cpu;
 pub(crate) mod exec;
 mod fused;
+pub(crate) mod output;
 
 pub use batched::AttnBatched;
+pub use output::AttnOutput;
 
 pub use fused::{
     fused_sg_shader, groups_shader, groups_shaders, AttnFused, AttnVariant, COMBINE_SHADER,

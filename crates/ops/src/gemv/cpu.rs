@@ -97,6 +97,23 @@ impl super::GemvFused {
         out
     }
 
+    /// The input with partials folded in ([`Self::partials`]): x + the sum of the
+    /// `partials` vectors of `cols` in `parts`, added in order as the kernel adds them.
+    /// The kernel writes it out as the next residual stream.
+    ///
+    /// # Panics
+    /// If `parts` holds fewer than `partials` vectors.
+    pub fn partials_input<T: Real>(&self, x: &[T], parts: &[T]) -> Vec<T> {
+        let cols = self.gemv.cols as usize;
+        let mut out = x[..cols].to_vec();
+        for p in 0..self.partials as usize {
+            for (o, v) in out.iter_mut().zip(&parts[p * cols..(p + 1) * cols]) {
+                *o = *o + *v;
+            }
+        }
+        out
+    }
+
     /// [`Self::cpu`] with x rounded as `rounding` says ([`super::XRounding`]; the `dp4a`
     /// kernels quantize x): the gemv's input, x (times the norm weight when rms_norm is
     /// folded in, the norm's scale applied to each row's sum after, as the kernel does),

@@ -18,33 +18,42 @@ use crate::{Real, WeightFormat};
 fn keys() -> &'static HashMap<String, ShaderKey> {
     static KEYS: OnceLock<HashMap<String, ShaderKey>> = OnceLock::new();
     KEYS.get_or_init(|| {
-        [(false, false), (true, false), (true, true)]
+        [
+            (false, (false, false)),
+            (true, (false, false)),
+            (true, (true, false)),
+            (true, (false, true)),
+        ]
+        .into_iter()
+        .flat_map(|(norm, post)| {
+            [
+                EpilogueKind::Store,
+                EpilogueKind::Rope,
+                EpilogueKind::Silu,
+                EpilogueKind::Gelu,
+            ]
             .into_iter()
-            .flat_map(|(norm, post)| {
-                [
-                    EpilogueKind::Store,
-                    EpilogueKind::Rope,
-                    EpilogueKind::Silu,
-                    EpilogueKind::Gelu,
-                ]
-                .into_iter()
-                .flat_map(move |e| ShaderKey::all(norm, post, e))
-            })
-            .map(|k| (k.name(), k))
-            .collect()
+            .flat_map(move |e| ShaderKey::all(norm, post, e))
+        })
+        .map(|k| (k.name(), k))
+        .collect()
     })
 }
 
-/// The names of the composed shaders with this input (`norm`, `post`) and epilogue (one
-/// executor entry each: their bindings differ).
-pub(crate) fn fused_shaders(norm: bool, post: bool, epilogue: EpilogueKind) -> Vec<&'static str> {
-    type Named = (bool, bool, EpilogueKind, &'static str);
+/// The names of the composed shaders with this input (`norm`; `post`, `partials`) and
+/// epilogue (one executor entry each: their bindings differ).
+pub(crate) fn fused_shaders(
+    norm: bool,
+    post: (bool, bool),
+    epilogue: EpilogueKind,
+) -> Vec<&'static str> {
+    type Named = (bool, (bool, bool), EpilogueKind, &'static str);
     static NAMES: OnceLock<Vec<Named>> = OnceLock::new();
     NAMES
         .get_or_init(|| {
             keys()
                 .iter()
-                .map(|(name, k)| (k.norm, k.post, k.epilogue, name.as_str()))
+                .map(|(name, k)| (k.norm, (k.post, k.partials), k.epilogue, name.as_str()))
                 .collect()
         })
         .iter()
@@ -106,7 +115,7 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         })?;
     let op = fused_op(c, key)?;
     let g = op.gemv;
-    let b = super::shader::binding_numbers(key.norm, key.post);
+    let b = super::shader::binding_numbers(key.norm, (key.post, key.partials));
     let rope_first = b.rope;
     let (x, nw) = input(c, &op, b)?;
     let w = c.bytes(0)?;
@@ -203,12 +212,18 @@ fn fused_op<T: Real>(c: &Call<T>, key: ShaderKey) -> Result<GemvFused, ExecError
         } else {
             None
         },
+        partials: if key.partials {
+            c.u32_const("N_PARTIALS")?
+        } else {
+            0
+        },
         epilogue,
     })
 }
 
 /// The gemv's input and its norm weight: x, or with a post norm folded in x after it
-/// ([`GemvFused::post_input`]), which also goes to x_out, as the kernel writes it.
+/// ([`GemvFused::post_input`]), or with partials x plus them
+/// ([`GemvFused::partials_input`]), which also goes to x_out, as the kernel writes it.
 fn input<T: Real>(
     c: &mut Call<T>,
     op: &GemvFused,
@@ -224,6 +239,13 @@ fn input<T: Real>(
         None => None,
     };
     let x = c.floats(1)?;
+    if op.partials > 0 {
+        c.need_words(b.post, u64::from(op.partials) * cols)?;
+        c.need_words(b.post + 1, cols)?;
+        let x = op.partials_input(&x, &c.floats(b.post)?);
+        c.out(b.post + 1)?.copy_from_slice(&x);
+        return Ok((x, nw));
+    }
     if op.post_norm.is_none() {
         return Ok((x, nw));
     }
@@ -377,18 +399,25 @@ pub(crate) fn run_quantize_x<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> 
 }
 
 /// The x the tested GPU quantized (`Call::following`): its binding 1, with a folded post
-/// norm applied in f32 to its own d and weight.
+/// norm applied in f32 to its own d and weight, or its partials added.
 fn subject_input<T: Real>(
     c: &Call<T>,
     op: &GemvFused,
     b: super::shader::Bindings,
 ) -> Option<Vec<f32>> {
     let x = c.subject_f32s(1)?;
+    let cols = op.gemv.cols as usize;
+    if op.partials > 0 {
+        let parts = c.subject_f32s(b.post)?;
+        if x.len() < cols || parts.len() < op.partials as usize * cols {
+            return None;
+        }
+        return Some(op.partials_input(&x, &parts));
+    }
     if op.post_norm.is_none() {
         return Some(x);
     }
     let (d, pw) = (c.subject_f32s(b.post)?, c.subject_f32s(b.post + 1)?);
-    let cols = op.gemv.cols as usize;
     if x.len() < cols || d.len() < cols || pw.len() < cols {
         return None;
     }

@@ -60,7 +60,21 @@ pub struct GemvFused {
     /// both the input (to `norm`) and written out as the next residual stream
     /// ([`PostNorm`]). The `dp4a` frame only, with `norm`.
     pub post_norm: Option<f32>,
+    /// n > 0: x is first the residual stream plus n partial vectors (the attention's
+    /// output projection per head, `attention/output.rs`), in order, and that sum is
+    /// also written out as the next residual stream ([`Partials`]). The `dp4a` frame
+    /// only, with `norm`, not with `post_norm`.
+    pub partials: u32,
     pub epilogue: GemvEpilogue,
+}
+
+/// The buffers of the partials added to x ([`GemvFused::partials`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Partials<'a> {
+    /// `partials` vectors of `cols` f32, one after the other.
+    pub parts: &'a GpuBuffer,
+    /// Where x + their sum goes (`cols` f32; not x: other workgroups still read x).
+    pub x_out: &'a GpuBuffer,
 }
 
 /// The buffers of a folded post norm ([`GemvFused::post_norm`]).
@@ -93,6 +107,8 @@ pub struct GemvBuffers<'a> {
     pub kv: Option<(&'a GpuBuffer, &'a GpuBuffer, &'a GpuBuffer)>,
     /// With `post_norm`.
     pub post: Option<PostNorm<'a>>,
+    /// With `partials`.
+    pub partials: Option<Partials<'a>>,
 }
 
 impl<'a> GemvBuffers<'a> {
@@ -104,6 +120,7 @@ impl<'a> GemvBuffers<'a> {
             norm_weight: None,
             kv: None,
             post: None,
+            partials: None,
         }
     }
 }
@@ -114,6 +131,7 @@ impl GemvFused {
             gemv,
             norm: None,
             post_norm: None,
+            partials: 0,
             epilogue: GemvEpilogue::Store,
         }
     }
@@ -123,7 +141,7 @@ impl GemvFused {
         shader::op_name(
             self.gemv.format,
             self.norm.is_some(),
-            self.post_norm.is_some(),
+            (self.post_norm.is_some(), self.partials > 0),
             self.epilogue_kind(),
         )
     }
@@ -178,6 +196,7 @@ impl GemvFused {
             format: self.gemv.format,
             norm: self.norm.is_some(),
             post: self.post_norm.is_some(),
+            partials: self.partials > 0,
             epilogue: self.epilogue_kind(),
             x_shared,
             wide,
@@ -219,6 +238,14 @@ impl GemvFused {
                 } else {
                     ""
                 }
+            )));
+        }
+        if self.partials > 0
+            && (variant != GemvVariant::Dp4a || self.norm.is_none() || self.post_norm.is_some())
+        {
+            return Err(self.invalid(format!(
+                "partials fold into the dp4a frame with rms_norm folded in and no post norm, not `{}`",
+                variant.name()
             )));
         }
         if variant == GemvVariant::Dp4a {
@@ -325,6 +352,19 @@ impl GemvFused {
                 return Err(self.invalid("a post norm folded in but its buffers not bound"))
             }
             (None, _) => {}
+        }
+        match (self.partials, b.partials) {
+            (0, _) => {}
+            (n, Some(p)) => {
+                need(p.parts, u64::from(n) * u64::from(g.cols) * 4, "partials")?;
+                need(p.x_out, u64::from(g.cols) * 4, "x_out")?;
+                if p.x_out.id() == b.x.id() {
+                    return Err(self.invalid(
+                        "the partials' sum goes to x's own buffer (other workgroups still read it)",
+                    ));
+                }
+            }
+            (_, None) => return Err(self.invalid("partials folded in but not bound")),
         }
         match self.epilogue {
             GemvEpilogue::Store | GemvEpilogue::Accumulate => need(b.y, out_end * 4, "y")?,
@@ -438,6 +478,9 @@ impl GemvFused {
         if let Some(eps) = self.post_norm {
             constants.push(("POST_EPS", f64::from(eps)));
         }
+        if self.partials > 0 {
+            constants.push(("N_PARTIALS", f64::from(self.partials)));
+        }
         if variant == GemvVariant::Dp4a {
             constants.push(("XQ_VEC4S", f64::from(g.cols / 16)));
             constants.push(("X_BLOCKS", f64::from(g.cols / 32)));
@@ -522,6 +565,11 @@ impl GemvFused {
         if let (Some(_), Some(p)) = (self.post_norm, b.post) {
             out.buffers.extend([p.d, p.weight, p.x_out]);
             out.reads.extend([p.d, p.weight]);
+            out.writes.push(p.x_out);
+        }
+        if let (1.., Some(p)) = (self.partials, b.partials) {
+            out.buffers.extend([p.parts, p.x_out]);
+            out.reads.push(p.parts);
             out.writes.push(p.x_out);
         }
         match self.epilogue {

@@ -23,6 +23,10 @@
 // over d (one more barrier); phase 1 then forms x + (d · s) ∘ pw as it loads x, and
 // workgroup 0 writes it to x_out, the other of the two residual buffers (other workgroups
 // still read x). One dispatch of rms_norm+add less per post norm.
+// With the attention's partial output projections added instead (PARTIALS: N_PARTIALS
+// vectors of COLS floats, one per head, from attention/output.rs), the input is x plus
+// their sum, in head order, kept by workgroup 0 in x_out the same way: the output
+// projection's dispatch and its residual add folded into this gemv's input.
 // Phase 2: the lanes frame of kernel.wgsl with a whole block per lane step: TPR lanes per
 // row group, NR rows per lane, each block's x words read once from workgroup memory for
 // the NR rows. With KSPLIT > 1 that many row groups share each NR rows, each over every
@@ -54,6 +58,7 @@ override KSUMS: u32;
 const HAS_NORM: bool = false;
 const NORM: bool = NORM_ON;
 const POST: bool = POST_ON;
+const PARTIALS: bool = PARTIALS_ON;
 
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 NORM_DECL
@@ -78,10 +83,16 @@ fn x_part(b: u32, k: u32) -> vec4<f32> {
     if POST {
         v += (post_d[i] * post_scale) * post_w[i];
     }
+    if PARTIALS {
+        for (var p = 0u; p < N_PARTIALS; p++) {
+            v += partials[p * (COLS / 4u) + i];
+        }
+    }
     return select(vec4<f32>(0.0), v, b < X_BLOCKS);
 }
 
-// Workgroup 0 keeps the residual it formed (POST): x_out is the next residual stream.
+// Workgroup 0 keeps the residual it formed (POST, PARTIALS): x_out is the next residual
+// stream.
 fn keep(b: u32, k: u32, v: vec4<f32>) {
     if b < X_BLOCKS {
         x_out[b * 8u + k] = v;
@@ -249,7 +260,7 @@ fn main(
         let e1 = x_part(b + 2u * per_step, k + 1u);
         let f0 = x_part(b + 3u * per_step, k);
         let f1 = x_part(b + 3u * per_step, k + 1u);
-        if POST && wg_lin == 0u {
+        if (POST || PARTIALS) && wg_lin == 0u {
             keep(b, k, a0);
             keep(b, k + 1u, a1);
             keep(b + per_step, k, c0);

@@ -48,13 +48,13 @@ pub(crate) mod exec;
 mod fused;
 mod layout;
 mod quantize_x;
-mod shader;
+pub(crate) mod shader;
 
 pub use batched::{
     batched_shader, batched_wide_shader, gemm_shader, gemm_shaders, GemmKind, GemvBatched,
     BATCH_CHUNK, COOPMAT_TILES, COOPMAT_WIDE_ROWS, GEMM_TILE,
 };
-pub use fused::{GemvBuffers, GemvEpilogue, GemvFused, PostNorm};
+pub use fused::{GemvBuffers, GemvEpilogue, GemvFused, Partials, PostNorm};
 pub use layout::WeightLayout;
 pub use quantize_x::{QuantizeX, QUANTIZED_BLOCK_BYTES, QUANTIZE_X_SHADER};
 pub(crate) use shader::{x_shared, EpilogueKind};
@@ -366,10 +366,16 @@ pub struct GemvTuning {
 pub const MAX_ROWS_PER_THREAD: u32 = 4;
 
 /// Whether the kernel named `shader` rounds its activations to int8 before the matrix
-/// (the `dp4a` gemvs: `gemv_q4_0.dp4a.packed`, `rms_norm+gemv_q4_1+rope.dp4a.packed`).
+/// (the `dp4a` gemvs: `gemv_q4_0.dp4a.packed`, `rms_norm+gemv_q4_1+rope.dp4a.packed`,
+/// with a fold before the norm `add+rms_norm+gemv_q4_1+silu_mul.dp4a.packed`; and
+/// attention with the output projection, `attention+gemv_q4_1.groups1024.packed`, which
+/// rounds each head's output as they do).
 pub fn rounds_activations(shader: &str) -> bool {
-    (shader.starts_with("gemv_") || shader.starts_with("rms_norm+gemv_"))
-        && shader.split('.').nth(1) == Some(GemvVariant::Dp4a.name())
+    let mut parts = shader.split('.');
+    let op = parts.next().unwrap_or_default();
+    let gemv_op = op.starts_with("gemv_") || op.contains("+gemv_");
+    (gemv_op && parts.next() == Some(GemvVariant::Dp4a.name()))
+        || op.starts_with(crate::attention::AttnOutput::OP)
 }
 
 /// The plain gemv shader of `format` with the `shared` frame (for captures and naga
@@ -643,6 +649,7 @@ impl Gemv {
             gemv: *self,
             norm: None,
             post_norm: None,
+            partials: 0,
             epilogue: GemvEpilogue::Accumulate,
         }
         .dispatch(gpu, self.default_tuning(), &GemvBuffers::new(w, x, y))

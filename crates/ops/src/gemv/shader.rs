@@ -35,6 +35,9 @@ pub(crate) struct ShaderKey {
     /// A post norm and its residual add folded in before the norm (`dp4a` with `norm`
     /// only; `kernel_dp4a.wgsl`'s POST).
     pub post: bool,
+    /// The heads' partial output projections added to x before the norm (`dp4a` with
+    /// `norm` only; `kernel_dp4a.wgsl`'s PARTIALS; see `attention/output.rs`).
+    pub partials: bool,
     pub epilogue: EpilogueKind,
     /// x shared through subgroup shuffles (`input_shared.wgsl`; `rows` frame only).
     pub x_shared: bool,
@@ -44,11 +47,12 @@ pub(crate) struct ShaderKey {
 }
 
 /// The kernel family of a fused form: `gemv_q4_1`, `rms_norm+gemv_q4_1+rope`,
-/// `rms_norm+add+rms_norm+gemv_q5_0+gelu_mul` (a post norm folded in), ...
+/// `rms_norm+add+rms_norm+gemv_q5_0+gelu_mul` (a post norm folded in),
+/// `add+rms_norm+gemv_q4_1+silu_mul` (the attention's partial projections added), ...
 pub(crate) fn op_name(
     format: WeightFormat,
     norm: bool,
-    post: bool,
+    (post, partials): (bool, bool),
     epilogue: EpilogueKind,
 ) -> String {
     let gemv = super::Gemv {
@@ -61,6 +65,9 @@ pub(crate) fn op_name(
     let mut name = String::new();
     if post {
         name.push_str("rms_norm+add+");
+    }
+    if partials {
+        name.push_str("add+");
     }
     if norm {
         name.push_str("rms_norm+");
@@ -82,7 +89,12 @@ impl ShaderKey {
     pub(crate) fn name(&self) -> String {
         let mut name = format!(
             "{}.{}",
-            op_name(self.format, self.norm, self.post, self.epilogue),
+            op_name(
+                self.format,
+                self.norm,
+                (self.post, self.partials),
+                self.epilogue
+            ),
             self.variant.name()
         );
         if self.layout != WeightLayout::Gguf {
@@ -104,10 +116,14 @@ impl ShaderKey {
         name
     }
 
-    /// Every key a dispatch can use with this input and epilogue (`post`: the `dp4a`
-    /// frame with `norm` only).
-    pub(crate) fn all(norm: bool, post: bool, epilogue: EpilogueKind) -> Vec<ShaderKey> {
-        if post && !norm {
+    /// Every key a dispatch can use with this input and epilogue (`post`, `partials`:
+    /// the `dp4a` frame with `norm` only, one of them).
+    pub(crate) fn all(
+        norm: bool,
+        (post, partials): (bool, bool),
+        epilogue: EpilogueKind,
+    ) -> Vec<ShaderKey> {
+        if (post || partials) && !norm || post && partials {
             return Vec::new();
         }
         let mut keys = Vec::new();
@@ -121,7 +137,7 @@ impl ShaderKey {
                         (true, false, true),
                     ] {
                         let possible = variant.runs(format, layout)
-                            && (!post || variant == GemvVariant::Dp4a)
+                            && (!(post || partials) || variant == GemvVariant::Dp4a)
                             && match variant {
                                 GemvVariant::Shared => !subgroup_reduce && !x_shared,
                                 GemvVariant::Subgroup | GemvVariant::Dp4a => subgroup_reduce,
@@ -138,6 +154,7 @@ impl ShaderKey {
                                 format,
                                 norm,
                                 post,
+                                partials,
                                 epilogue,
                                 x_shared,
                                 wide,
@@ -206,18 +223,24 @@ pub(crate) fn x_helpers(format: WeightFormat) -> &'static str {
 pub(crate) struct Bindings {
     /// The norm weight (with `norm`).
     pub norm: u32,
-    /// The folded post norm's d, weight and x_out, from here (with `post`).
+    /// The folded post norm's d, weight and x_out (with `post`), or the partials and
+    /// x_out (with `partials`), from here.
     pub post: u32,
     /// The rope epilogue's step, k_cache and v_cache, from here.
     pub rope: u32,
 }
 
-/// The binding numbers for a key's input: the norm weight, then the post norm's three,
-/// then step, k_cache and v_cache. Bind groups take buffers in binding order, so the
-/// numbers are consecutive.
-pub(crate) fn binding_numbers(norm: bool, post: bool) -> Bindings {
+/// The binding numbers for a key's input: the norm weight, then the post norm's three
+/// or the partials' two, then step, k_cache and v_cache. Bind groups take buffers in
+/// binding order, so the numbers are consecutive.
+pub(crate) fn binding_numbers(norm: bool, (post, partials): (bool, bool)) -> Bindings {
     let post_first = if norm { 4 } else { 3 };
-    let rope = post_first + if post { 3 } else { 0 };
+    let rope = post_first
+        + match (post, partials) {
+            (true, _) => 3,
+            (false, true) => 2,
+            (false, false) => 0,
+        };
     Bindings {
         norm: 3,
         post: post_first,
@@ -225,50 +248,13 @@ pub(crate) fn binding_numbers(norm: bool, post: bool) -> Bindings {
     }
 }
 
-/// The `dp4a` frame with its format's `block_idot` and its input (x, and the norm weight
-/// when rms_norm is folded in).
-fn compose_dp4a(key: ShaderKey, name: &str) -> String {
-    let b = binding_numbers(key.norm, key.post);
-    let norm_decl = if key.norm {
-        format!(
-            "@group(0) @binding({}) var<storage, read> nw: array<vec4<f32>>;\noverride EPS: f32;",
-            b.norm
-        )
-    } else {
-        "const EPS: f32 = 0.0;".to_string()
-    };
-    // Never read unless POST, but named by the frame's code either way.
-    let post_decl = if key.post {
-        format!(
-            "@group(0) @binding({}) var<storage, read> post_d: array<vec4<f32>>;\n@group(0) @binding({}) var<storage, read> post_w: array<vec4<f32>>;\n@group(0) @binding({}) var<storage, read_write> x_out: array<vec4<f32>>;\noverride POST_EPS: f32;\nvar<workgroup> post_part: array<f32, 128>;",
-            b.post,
-            b.post + 1,
-            b.post + 2
-        )
-    } else {
-        "const POST_EPS: f32 = 0.0;\nvar<private> post_d: array<vec4<f32>, 1>;\nvar<private> post_w: array<vec4<f32>, 1>;\nvar<private> x_out: array<vec4<f32>, 1>;\nvar<private> post_part: array<f32, 1>;".to_string()
-    };
-    let frame = concat!(
-        include_str!("lanes_common.wgsl"),
-        "\n",
-        include_str!("kernel_dp4a.wgsl")
-    )
-    .replace("NORM_ON", &key.norm.to_string())
-    .replace("NORM_DECL", &norm_decl)
-    .replace("POST_ON", &key.post.to_string())
-    .replace("POST_DECL", &post_decl)
-    .replace(
-        "NORM_WEIGHT",
-        if key.norm {
-            "nw[min(b, X_BLOCKS - 1u) * 8u + k]"
-        } else {
-            "vec4<f32>(1.0)"
-        },
-    );
+/// A format's `load_block` and `block_idot` for the dp4a frames, with its binding 0 (`w`)
+/// and helpers (idot_common.wgsl not included).
+pub(crate) fn idot_source(format: WeightFormat, layout: WeightLayout) -> String {
     // The format's load_block and block_idot, with its binding 0 (`w`) and helpers.
     // Packed formats share packed_common.wgsl (binding 0 as vec4s, the scales region);
     // the GGUF-block ones quant_common.wgsl's helpers, the K-quants also idot_k.wgsl.
-    let (own, shared) = match key.format {
+    let (own, shared) = match format {
         WeightFormat::Q4_0 => (include_str!("idot_q4_0.wgsl"), ""),
         WeightFormat::Q4_1 => (include_str!("idot_q4_1.wgsl"), ""),
         WeightFormat::Q8_0 => (include_str!("idot_q8_0.wgsl"), ""),
@@ -281,11 +267,74 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
         WeightFormat::Q5_K => (include_str!("idot_q5_k.wgsl"), include_str!("idot_k.wgsl")),
         other => panic!("{} has no dp4a kernel", other.name()),
     };
-    let idot = if key.layout == WeightLayout::Packed {
+    if layout == WeightLayout::Packed {
         format!("{}\n{own}", include_str!("packed_common.wgsl"))
     } else {
         format!("{own}\n{shared}\n{}", include_str!("quant_common.wgsl"))
+    }
+}
+
+/// The `dp4a` frame with its format's `block_idot` and its input (x, and the norm weight
+/// when rms_norm is folded in).
+fn compose_dp4a(key: ShaderKey, name: &str) -> String {
+    let b = binding_numbers(key.norm, (key.post, key.partials));
+    let norm_decl = if key.norm {
+        format!(
+            "@group(0) @binding({}) var<storage, read> nw: array<vec4<f32>>;\noverride EPS: f32;",
+            b.norm
+        )
+    } else {
+        "const EPS: f32 = 0.0;".to_string()
     };
+    // Never read unless POST (PARTIALS), but named by the frame's code either way.
+    let x_out = |at: u32| {
+        format!("@group(0) @binding({at}) var<storage, read_write> x_out: array<vec4<f32>>;")
+    };
+    let post_decl = if key.post {
+        format!(
+            "@group(0) @binding({}) var<storage, read> post_d: array<vec4<f32>>;\n@group(0) @binding({}) var<storage, read> post_w: array<vec4<f32>>;\n{}\noverride POST_EPS: f32;\nvar<workgroup> post_part: array<f32, 128>;",
+            b.post,
+            b.post + 1,
+            x_out(b.post + 2)
+        )
+    } else {
+        "const POST_EPS: f32 = 0.0;\nvar<private> post_d: array<vec4<f32>, 1>;\nvar<private> post_w: array<vec4<f32>, 1>;\nvar<private> post_part: array<f32, 1>;".to_string()
+    };
+    let partials_decl = if key.partials {
+        format!(
+            "@group(0) @binding({}) var<storage, read> partials: array<vec4<f32>>;\n{}\noverride N_PARTIALS: u32;",
+            b.post,
+            x_out(b.post + 1)
+        )
+    } else {
+        let no_x_out = if key.post {
+            ""
+        } else {
+            "var<private> x_out: array<vec4<f32>, 1>;\n"
+        };
+        format!(
+            "{no_x_out}const N_PARTIALS: u32 = 0u;\nvar<private> partials: array<vec4<f32>, 1>;"
+        )
+    };
+    let frame = concat!(
+        include_str!("lanes_common.wgsl"),
+        "\n",
+        include_str!("kernel_dp4a.wgsl")
+    )
+    .replace("NORM_ON", &key.norm.to_string())
+    .replace("NORM_DECL", &norm_decl)
+    .replace("POST_ON", &key.post.to_string())
+    .replace("POST_DECL", &format!("{post_decl}\n{partials_decl}"))
+    .replace("PARTIALS_ON", &key.partials.to_string())
+    .replace(
+        "NORM_WEIGHT",
+        if key.norm {
+            "nw[min(b, X_BLOCKS - 1u) * 8u + k]"
+        } else {
+            "vec4<f32>(1.0)"
+        },
+    );
+    let idot = idot_source(key.format, key.layout);
     format!(
         "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{idot}\n{}\n{}\n{}",
         include_str!("idot_common.wgsl"),
@@ -331,7 +380,7 @@ fn compose_rows_wide(key: ShaderKey, name: &str) -> String {
         norm: norm_binding,
         rope: rope_first,
         ..
-    } = binding_numbers(key.norm, false);
+    } = binding_numbers(key.norm, (false, false));
     let norm_decl = if key.norm {
         format!(
             "@group(0) @binding({norm_binding}) var<storage, read> nw: array<vec4<u64>>;\noverride EPS: f32;\nfn norm_words(i: u32) -> vec4<u64> {{\n    return nw[i];\n}}"
@@ -408,7 +457,7 @@ fn compose(key: ShaderKey, name: &str) -> String {
         norm: norm_binding,
         rope: rope_first,
         ..
-    } = binding_numbers(key.norm, false);
+    } = binding_numbers(key.norm, (false, false));
     let input = match (key.x_shared, key.norm) {
         (true, true) => include_str!("input_shared.wgsl")
             .replace(

@@ -899,6 +899,7 @@ fn dp4a_op(f: WeightFormat, rows: u32, cols: u32, accumulate: bool) -> GemvFused
         },
         norm: None,
         post_norm: None,
+        partials: 0,
         epilogue: if accumulate {
             GemvEpilogue::Accumulate
         } else {

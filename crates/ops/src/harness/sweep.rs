@@ -279,6 +279,7 @@ impl SweepPoint {
                         gemv,
                         norm: Some(EPS),
                         post_norm: None,
+                        partials: 0,
                         epilogue: GemvEpilogue::Store,
                     }
                     .dispatch(gpu, tuning, &buffers)?
