@@ -2,7 +2,9 @@
 //!
 //! One section (compute pass) per layer, plus `embed` and `head`. With every fusion a
 //! layer is 5 dispatches: rms_norm+q/k/v gemv+rope+KV store, attention, output projection
-//! (+ residual), rms_norm+gate/up gemv+silu_mul, down projection (+ residual); with none
+//! (+ residual), rms_norm+gate/up gemv+silu_mul, down projection (+ residual); 4 where
+//! attention takes the output projection and gate/up its residual add (`attn_output`,
+//! small models: [`Builder::attention_output`]); with none
 //! it is 13 (norm, q/k/v, rope, scores, softmax, values, projection, add, norm, gate/up,
 //! silu_mul, down, add). A fusion whose precondition a layer does not meet (q/k/v or
 //! gate/up split over formats or row chunks; for rope in the q/k/v epilogue, an
