@@ -123,9 +123,15 @@ pub fn groups_shader(wg: u32) -> &'static ShaderSource {
             .map(|wg| ShaderSource {
                 name: Box::leak(format!("attention.groups{wg}").into_boxed_str()),
                 wgsl: Box::leak(
-                    concat!(include_str!("groups.wgsl"), "\n", include_str!("emit.wgsl"))
-                        .replace("WG_THREADS", &wg.to_string())
-                        .into_boxed_str(),
+                    concat!(
+                        include_str!("groups.wgsl"),
+                        "\n",
+                        include_str!("groups_main.wgsl"),
+                        "\n",
+                        include_str!("emit.wgsl")
+                    )
+                    .replace("WG_THREADS", &wg.to_string())
+                    .into_boxed_str(),
                 ),
             })
             .collect()

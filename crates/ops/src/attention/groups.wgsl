@@ -30,11 +30,9 @@ const WG: u32 = WG_THREADSu;
 // A finite stand-in for -inf (see fused.wgsl).
 const NEG: f32 = -3.0e38;
 
-@group(0) @binding(0) var<storage, read> step: array<u32, 4>;
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+// The includer declares step, q, k_cache and v_cache (groups_main.wgsl: the kernel's
+// bindings; groups_o.wgsl: with the output projection's) and `head_out`, where a head's
+// merged output goes.
 
 // Per group: (m, l), and every lane's accumulator.
 var<workgroup> group_ml: array<vec2<f32>, WG>;
@@ -50,18 +48,12 @@ fn group_sum(v: f32) -> f32 {
     return s;
 }
 
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(subgroup_invocation_id) sg_lane: u32,
-    @builtin(subgroup_size) sg_size: u32,
-) {
-    let h = wg.x;
+// Head h's attention over its positions (split `split` of `splits` with CHUNK > 0), by
+// the whole workgroup; ends with `head_out` for each vec4 of the head's result.
+fn attend(h: u32, split: u32, splits: u32, lid: u32, sg_lane: u32, sg_size: u32) {
     let n_ctx = min(step[1], MAX_CTX);
     // This workgroup's positions: start.. start + n (all of them without split-K).
-    let start = select(0u, min(wg.y * CHUNK, n_ctx), CHUNK > 0u);
+    let start = select(0u, min(split * CHUNK, n_ctx), CHUNK > 0u);
     let n = select(n_ctx, min(n_ctx - start, CHUNK), CHUNK > 0u);
     let lp = HEAD_DIM / 4u;
     let groups = WG / lp;
@@ -145,7 +137,7 @@ fn main(
         den = subgroupAdd(den);
         num = subgroupAdd(num);
         if sg_lane == 0u {
-            emit_head(h * HEAD_DIM, h * nwg.y + wg.y, e, num, top, den);
+            head_out(h * HEAD_DIM, h * splits + split, e, num, top, den);
         }
     }
 }

@@ -54,8 +54,10 @@ fn shader(wg: u32, format: WeightFormat, layout: WeightLayout) -> Option<&'stati
                 };
                 let name = format!("{}_{}.groups{wg}{packed}", AttnOutput::OP, f.name());
                 let wgsl = format!(
-                    "{}\n{}\n{}",
-                    include_str!("groups_o.wgsl").replace("WG_THREADSu", &format!("{wg}u")),
+                    "{}\n{}\n{}\n{}\n{}",
+                    include_str!("groups.wgsl").replace("WG_THREADSu", &format!("{wg}u")),
+                    include_str!("groups_o.wgsl"),
+                    include_str!("../gemv/quantize_part.wgsl"),
                     crate::gemv::shader::idot_source(f, l),
                     include_str!("../gemv/idot_common.wgsl"),
                 );
@@ -190,7 +192,7 @@ impl AttnOutput {
         constants.extend([
             ("ROWS", f64::from(o.rows)),
             ("COLS", f64::from(o.cols)),
-            ("HB", f64::from(a.head_dim / 32)),
+            ("X_BLOCKS", f64::from(a.head_dim / 32)),
         ]);
         if o.layout == WeightLayout::Packed {
             let at = WeightLayout::scales_at(o.format, o.rows, o.cols);

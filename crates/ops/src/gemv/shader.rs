@@ -319,7 +319,9 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
     let frame = concat!(
         include_str!("lanes_common.wgsl"),
         "\n",
-        include_str!("kernel_dp4a.wgsl")
+        include_str!("kernel_dp4a.wgsl"),
+        "\n",
+        include_str!("quantize_part.wgsl")
     )
     .replace("NORM_ON", &key.norm.to_string())
     .replace("NORM_DECL", &norm_decl)
