@@ -288,6 +288,55 @@ impl GemvFused {
         Ok(())
     }
 
+    /// `buf` holds at least `bytes` (the `what` buffer), else an error naming both.
+    fn need(&self, buf: &GpuBuffer, bytes: u64, what: &str) -> Result<(), GpuError> {
+        if buf.size() < bytes {
+            return Err(self.invalid(format!(
+                "{what} buffer \"{}\" has {} bytes, needs {bytes}",
+                buf.label(),
+                buf.size()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The buffers of what is folded in before the norm (a post norm, the partials):
+    /// bound where folded in, large enough, and x_out apart from x.
+    fn check_folds(&self, b: &GemvBuffers) -> Result<(), GpuError> {
+        let cols = u64::from(self.gemv.cols);
+        let need = |buf: &GpuBuffer, bytes: u64, what: &str| self.need(buf, bytes, what);
+        match (self.post_norm, b.post) {
+            (Some(_), Some(p)) => {
+                need(p.d, cols * 4, "post norm input")?;
+                need(p.weight, cols * 4, "post norm weight")?;
+                need(p.x_out, cols * 4, "x_out")?;
+                if p.x_out.id() == b.x.id() {
+                    return Err(self.invalid(
+                        "the folded post norm writes the residual stream to x's own buffer (other workgroups still read it)",
+                    ));
+                }
+            }
+            (Some(_), None) => {
+                return Err(self.invalid("a post norm folded in but its buffers not bound"))
+            }
+            (None, _) => {}
+        }
+        match (self.partials, b.partials) {
+            (0, _) => {}
+            (n, Some(p)) => {
+                need(p.parts, u64::from(n) * cols * 4, "partials")?;
+                need(p.x_out, cols * 4, "x_out")?;
+                if p.x_out.id() == b.x.id() {
+                    return Err(self.invalid(
+                        "the partials' sum goes to x's own buffer (other workgroups still read it)",
+                    ));
+                }
+            }
+            (_, None) => return Err(self.invalid("partials folded in but not bound")),
+        }
+        Ok(())
+    }
+
     /// Checks the shape, the epilogue's constraints and the buffers' sizes.
     fn check(&self, b: &GemvBuffers) -> Result<(), GpuError> {
         let g = &self.gemv;
@@ -306,17 +355,7 @@ impl GemvFused {
         {
             return Err(self.invalid("more than 2^32 elements: split the matrix into row chunks"));
         }
-        let need = |buf: &GpuBuffer, bytes: u64, what: &str| {
-            if buf.size() < bytes {
-                Err(self.invalid(format!(
-                    "{what} buffer \"{}\" has {} bytes, needs {bytes}",
-                    buf.label(),
-                    buf.size()
-                )))
-            } else {
-                Ok(())
-            }
-        };
+        let need = |buf: &GpuBuffer, bytes: u64, what: &str| self.need(buf, bytes, what);
         if !g.layout.supports(g.format) {
             return Err(self.invalid(format!(
                 "{} has no {} weight layout",
@@ -337,35 +376,7 @@ impl GemvFused {
             }
             (None, _) => {}
         }
-        match (self.post_norm, b.post) {
-            (Some(_), Some(p)) => {
-                need(p.d, u64::from(g.cols) * 4, "post norm input")?;
-                need(p.weight, u64::from(g.cols) * 4, "post norm weight")?;
-                need(p.x_out, u64::from(g.cols) * 4, "x_out")?;
-                if p.x_out.id() == b.x.id() {
-                    return Err(self.invalid(
-                        "the folded post norm writes the residual stream to x's own buffer (other workgroups still read it)",
-                    ));
-                }
-            }
-            (Some(_), None) => {
-                return Err(self.invalid("a post norm folded in but its buffers not bound"))
-            }
-            (None, _) => {}
-        }
-        match (self.partials, b.partials) {
-            (0, _) => {}
-            (n, Some(p)) => {
-                need(p.parts, u64::from(n) * u64::from(g.cols) * 4, "partials")?;
-                need(p.x_out, u64::from(g.cols) * 4, "x_out")?;
-                if p.x_out.id() == b.x.id() {
-                    return Err(self.invalid(
-                        "the partials' sum goes to x's own buffer (other workgroups still read it)",
-                    ));
-                }
-            }
-            (_, None) => return Err(self.invalid("partials folded in but not bound")),
-        }
+        self.check_folds(b)?;
         match self.epilogue {
             GemvEpilogue::Store | GemvEpilogue::Accumulate => need(b.y, out_end * 4, "y")?,
             GemvEpilogue::SiluMul { n, up_row } | GemvEpilogue::GeluMul { n, up_row } => {
