@@ -47,9 +47,8 @@ use crate::PlantedSlowdown;
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum AttnCost {
     Fused,
-    /// Attention with the output projection (`attention+gemv`): the matrix and the
-    /// partials cost this much more at any context.
-    WithOutput(Cost),
+    /// Attention with the output projection (`attention+gemv`): its own cost.
+    WithOutput(AttnOutput),
     Split,
     Combine,
     Scores,
@@ -80,13 +79,7 @@ impl AttnCost {
     pub(crate) fn at(self, op: &AttnFused, n_ctx: u32) -> Cost {
         match self {
             AttnCost::Fused => op.cost_at(n_ctx),
-            AttnCost::WithOutput(extra) => {
-                let c = op.cost_at(n_ctx);
-                Cost {
-                    bytes: c.bytes + extra.bytes,
-                    flops: c.flops + extra.flops,
-                }
-            }
+            AttnCost::WithOutput(fused) => fused.cost_at(n_ctx),
             AttnCost::Split => op.cost_split_at(n_ctx),
             AttnCost::Combine => op.cost_combine_at(n_ctx),
             AttnCost::Scores => op.parts().0.cost_at(n_ctx),
@@ -782,11 +775,7 @@ impl<'a> Builder<'a> {
         let parts = a.attn_partials.as_ref().expect("checked");
         let w = &layer.wo.chunks[0].buffer;
         let d = op.dispatch(gpu, w, &a.step, &a.q, &a.k_cache[i], &a.v_cache[i], parts)?;
-        let extra = Cost {
-            bytes: op.o.weight_bytes() + op.partials_bytes(),
-            flops: 2 * u64::from(op.o.rows) * u64::from(op.o.cols),
-        };
-        l.push_attention("attention_output", d, AttnCost::WithOutput(extra));
+        l.push_attention("attention_output", d, AttnCost::WithOutput(op));
         self.pending_partials = Some(parts);
         Ok(true)
     }
