@@ -664,8 +664,11 @@ fn rope_batched_neox_into_a_ring_matches_oracle() {
 fn attention_batched_is_causal_and_matches_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(15);
-    // Grouped heads of 16 dims; Gemma 3's 4 heads of 256 dims over one KV head.
-    for (n_heads, n_kv_heads, head_dim) in [(4, 2, 16), (4, 1, 256)] {
+    // Grouped heads of 16 dims; Gemma 3's 4 heads of 256 dims over one KV head; SmolLM2's
+    // three query heads per KV head; a head per KV head; seven (Qwen2.5 0.5B).
+    for (n_heads, n_kv_heads, head_dim) in
+        [(4, 2, 16), (4, 1, 256), (6, 2, 64), (2, 2, 32), (7, 1, 32)]
+    {
         let attn = AttnFused {
             n_heads,
             n_kv_heads,
@@ -693,10 +696,9 @@ fn attention_batched_is_causal_and_matches_oracle() {
                 filled(gpu, "v", &v),
                 filled(gpu, "out", &out0),
             );
-            run(
-                gpu,
-                vec![op.dispatch(gpu, &pb, &qb, &kb, &vb, &ob).unwrap()],
-            );
+            let d = op.dispatch(gpu, &pb, &qb, &kb, &vb, &ob).unwrap();
+            assert_eq!(d.pipeline.shader(), "attention_batched");
+            run(gpu, vec![d]);
             let mut want = out0.clone();
             op.cpu(pos0, n_rows, &q, &k, &v, &mut want);
             assert_close(

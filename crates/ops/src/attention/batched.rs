@@ -179,6 +179,21 @@ impl AttnBatched {
                 [a.n_kv_heads, a.n_heads / a.n_kv_heads / hpw, self.max_batch],
             )
         } else {
+            let info = gpu.adapter_info();
+            let subgroups = gpu
+                .features()
+                .contains(gpuscope_runtime::wgpu::Features::SUBGROUP);
+            if !subgroups || info.subgroup_min_size < 8 {
+                return Err(invalid(format!(
+                    "batched attention reduces over subgroups of at least 8 lanes (wgpu's SUBGROUP); \"{}\" offers {}",
+                    info.name,
+                    if subgroups {
+                        format!("{} lanes", info.subgroup_min_size)
+                    } else {
+                        "none".to_string()
+                    }
+                )));
+            }
             (
                 batched_shader(),
                 [a.n_heads, self.max_batch.div_ceil(ROWS), 1],
