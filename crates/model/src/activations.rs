@@ -48,6 +48,17 @@ pub(crate) struct Activations {
     pub(crate) argmax_parts: Option<(GpuBuffer, GpuBuffer)>,
 }
 
+/// Bytes of split-K attention's partials for every layer: the most any layer's op needs.
+/// A windowed layer's op (its ring's rows) can need more than the whole context's: the
+/// split's chunk is a power of two of the context, so 512 rows split 8 ways, 516 only 5
+/// (Gemma 3 270M's 512-row window under a 516-token context).
+fn split_scratch_bytes(c: &LlamaConfig, max_ctx: u32) -> u64 {
+    (0..c.n_layers)
+        .map(|i| c.attention_at(i, max_ctx).split_scratch_bytes())
+        .max()
+        .unwrap_or(0)
+}
+
 impl Activations {
     pub(crate) fn new(
         gpu: &Gpu,
@@ -119,7 +130,7 @@ impl Activations {
                 .then(|| buf("attn_scores", f32s(c.n_heads) * max_ctx as u64))
                 .transpose()?,
             attn_scratch: split
-                .then(|| buf("attn_partials", attn.split_scratch_bytes()))
+                .then(|| buf("attn_partials", split_scratch_bytes(c, max_ctx)))
                 .transpose()?,
             argmax_parts,
         })

@@ -529,6 +529,40 @@ fn split_attention_decoder_matches_its_executors() {
     }
 }
 
+/// Split-K attention's partials cover every layer: a windowed layer's op (its ring's 512
+/// rows) splits 8 ways where the whole context (516) splits 5. Gemma 3 270M under a
+/// 512-token prompt and 4 tokens was refused on an H100 ("scratch buffer
+/// \"attn_partials\" has 20640 bytes, needs 33024"). Here the split decoder builds and
+/// its logits follow the adapter's default decoder's over the same tokens.
+#[test]
+fn split_attention_sizes_its_partials_for_the_windowed_layers() {
+    use gpuscope_model::{GpuDecoder, KernelPlan};
+    let Some(gpu) = common::gpu() else { return };
+    let mut w = common::weights(Preset::TinyGemma3, WeightFormat::Q8_0);
+    w.config.arch.sliding_window = 512;
+    assert!(w.config.arch.is_swa(0));
+    let options = || DecoderOptions {
+        max_ctx: 516,
+        read_logits: true,
+    };
+    let mut split = KernelPlan::for_adapter(gpu);
+    split.set_kernel("attention=split").unwrap();
+    let mut a = GpuDecoder::with_plan(gpu, &w, options(), split).unwrap();
+    let mut b = GpuDecoder::with_plan(gpu, &w, options(), KernelPlan::for_adapter(gpu)).unwrap();
+    for token in [1, 5, 9] {
+        let (la, lb) = (
+            a.step(gpu, Some(token)).unwrap().logits.unwrap(),
+            b.step(gpu, Some(token)).unwrap().logits.unwrap(),
+        );
+        let scale = lb.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let worst = la
+            .iter()
+            .zip(&lb)
+            .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+        assert!(worst <= 1e-3 * scale, "token {token}: {worst} of {scale}");
+    }
+}
+
 /// `--break-at` and `--filter` take the labels of the unfused graph: every dispatch of
 /// each architecture's `--fuse none` graph is found in its default graph, as itself or as
 /// the fused dispatch that does its work.
