@@ -181,3 +181,100 @@ fn a_full_warmup_runs_the_test_first() {
         text(&out.stderr)
     );
 }
+
+/// `--kernel OP=V1,V2` runs every test once per choice, as llama-bench's `-fa 0,1`:
+/// the configurations in order, each row named in the Markdown table's `kernel` column
+/// and in a `gpuscope_kernels` field after llama-bench's; `flash_attn` says whether the
+/// test's attention was one fused kernel (a prompt's always is; generation with
+/// `--fuse` without `attention` is not). A bad choice anywhere in a list is refused
+/// before anything runs.
+#[test]
+fn kernel_lists_run_each_configuration_named_in_the_output() {
+    if !have_gpu() {
+        return;
+    }
+    let md = bench(&[
+        "-p",
+        "8",
+        "-n",
+        "2",
+        "--kernel",
+        "attention=workgroup,subgroup",
+    ]);
+    let rows: Vec<Vec<&str>> = md
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        ["", "model", "size", "params", "backend", "ngl", "kernel", "test", "t/s", ""]
+    );
+    let named: Vec<(&str, &str)> = rows[2..].iter().map(|r| (r[6], r[7])).collect();
+    assert_eq!(
+        named,
+        [
+            ("attention=workgroup", "pp8"),
+            ("attention=workgroup", "tg2"),
+            ("attention=subgroup", "pp8"),
+            ("attention=subgroup", "tg2"),
+        ],
+        "{md}"
+    );
+
+    let json = bench(&["-p", "8", "-n", "2", "--fuse", "norm,rope", "-o", "json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let fa: Vec<(u64, i64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["n_gen"].as_u64().unwrap(),
+                r["flash_attn"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(fa, [(0, 1), (2, 0)], "{json}");
+    assert!(rows.iter().all(|r| r.get("gpuscope_kernels").is_none()));
+
+    let csv = bench(&[
+        "-p",
+        "8",
+        "-n",
+        "0",
+        "--kernel",
+        "attention=workgroup,subgroup",
+        "-o",
+        "csv",
+    ]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], LLAMA_BENCH_FIELDS.join(",") + ",gpuscope_kernels");
+    assert!(
+        lines[1].ends_with(",\"attention=workgroup\"")
+            && lines[2].ends_with(",\"attention=subgroup\""),
+        "{csv}"
+    );
+
+    let out = gpuscope(&[
+        "bench",
+        "--preset",
+        "tiny",
+        "-r",
+        "1",
+        "-p",
+        "8",
+        "-n",
+        "0",
+        "--kernel",
+        "attention=workgroup,bogus",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("attention=bogus"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).is_empty(),
+        "nothing measured before the refusal"
+    );
+}

@@ -31,12 +31,16 @@ fn records() -> Vec<BenchRecord> {
             n_gen: 0,
             test_time: "2025-01-01T00:00:00Z".into(),
             samples_ns: vec![100_000_000, 200_000_000],
+            flash_attn: true,
+            variant: None,
         },
         BenchRecord {
             n_prompt: 0,
             n_gen: 10,
             test_time: "2025-01-01T00:00:01Z".into(),
             samples_ns: vec![10_000_000; 3],
+            flash_attn: true,
+            variant: None,
         },
     ]
 }

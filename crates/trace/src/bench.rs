@@ -121,6 +121,13 @@ pub struct BenchRecord {
     /// When the test started, RFC 3339 in UTC.
     pub test_time: String,
     pub samples_ns: Vec<u64>,
+    /// Whether the test's attention ran as one fused kernel (llama-bench's
+    /// `flash_attn`): a prompt always does (the batched kernel); generation unless the
+    /// decode graph's attention is unfused (`--fuse` without `attention`).
+    pub flash_attn: bool,
+    /// The kernel choices of this test's configuration (`attention=split`), where one
+    /// run compared several (`--kernel OP=V1,V2`, as llama-bench's `-fa 0,1`).
+    pub variant: Option<String>,
 }
 
 impl BenchRecord {
@@ -222,8 +229,7 @@ impl BenchRecord {
             s("none"),
             Int(0),
             Bool(false),
-            // Attention is one fused kernel (scores, softmax and values).
-            Int(1),
+            Int(self.flash_attn.into()),
             s(&c.devices),
             s("0.00"),
             s("none"),
@@ -269,6 +275,8 @@ mod tests {
 
     fn record(samples_ns: &[u64]) -> BenchRecord {
         BenchRecord {
+            flash_attn: true,
+            variant: None,
             n_prompt: 0,
             n_gen: 128,
             test_time: String::new(),

@@ -16,7 +16,7 @@ use gpuscope_runtime::Gpu;
 use gpuscope_trace::bench::{BenchContext, BenchRecord};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::args::{BenchArgs, BenchFormat};
+use crate::args::{BenchArgs, BenchFormat, KernelArgs};
 use crate::exit::Exit;
 use crate::interrupt::Interrupt;
 
@@ -167,6 +167,115 @@ fn note_slow_first(records: &[BenchRecord], args: &BenchArgs) {
     }
 }
 
+/// `--kernel` entries with lists (`attention=groups,split`) expanded into
+/// configurations, every combination in the order given (llama-bench's parameter
+/// instances, as `-fa 0,1`); each with its label naming the listed choices, `None`
+/// where nothing was listed.
+fn configurations(kernels: &[String]) -> Vec<(Vec<String>, Option<String>)> {
+    let mut out: Vec<(Vec<String>, Vec<String>)> = vec![(Vec::new(), Vec::new())];
+    for k in kernels {
+        let values: Vec<(&str, &str)> = match k.split_once('=') {
+            Some((op, list)) if list.contains(',') => list.split(',').map(|v| (op, v)).collect(),
+            // One choice (or a malformed entry, which the plan refuses by name).
+            _ => {
+                out.iter_mut().for_each(|(ks, _)| ks.push(k.clone()));
+                continue;
+            }
+        };
+        out = out
+            .into_iter()
+            .flat_map(|(ks, labels)| {
+                values.iter().map(move |(op, v)| {
+                    let choice = format!("{op}={v}");
+                    let mut ks = ks.clone();
+                    ks.push(choice.clone());
+                    let mut labels = labels.clone();
+                    labels.push(choice);
+                    (ks, labels)
+                })
+            })
+            .collect();
+    }
+    let listed = out.iter().any(|(_, labels)| !labels.is_empty());
+    out.into_iter()
+        .map(|(ks, labels)| (ks, listed.then(|| labels.join(" "))))
+        .collect()
+}
+
+/// What every configuration's run shares.
+struct Measure<'a> {
+    tests: &'a [BenchTest],
+    args: &'a BenchArgs,
+    first_token: u32,
+    progress: &'a ProgressBar,
+    interrupt: &'a Interrupt,
+}
+
+impl Measure<'_> {
+    /// Every test with `plan`'s kernels, its records pushed (labelled `variant`);
+    /// `false` once interrupted (the test under way kept with the repetitions it has).
+    fn configuration(
+        &self,
+        gpu: &Gpu,
+        weights: &ModelWeights,
+        plan: gpuscope_model::KernelPlan,
+        variant: Option<String>,
+        warmups: u32,
+        records: &mut Vec<BenchRecord>,
+    ) -> Result<bool, Exit> {
+        let mut decoder = bench_decoder(gpu, weights, self.tests, plan)?;
+        let settings = decoder.decoder().settings();
+        let said: Vec<String> = settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        eprintln!("gpuscope: kernels: {}", said.join("; "));
+        let decode_fused = settings
+            .get("attention")
+            .is_some_and(|a| !a.starts_with("unfused"));
+        let args = self.args;
+        for &test in self.tests {
+            if self.interrupt.caught().is_some() {
+                return Ok(false);
+            }
+            let mut record = BenchRecord {
+                n_prompt: test.n_prompt,
+                n_gen: test.n_gen,
+                test_time: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+                samples_ns: Vec::new(),
+                // A prompt runs the batched attention kernel, always fused.
+                flash_attn: test.n_gen == 0 || decode_fused,
+                variant: variant.clone(),
+            };
+            self.progress.set_message(record.name());
+            // llama-bench warms up with the whole prompt and one generated token;
+            // `--full-warmup` with the whole test.
+            if warmups > 0 {
+                let warm = BenchTest {
+                    n_prompt: test.n_prompt,
+                    n_gen: if args.full_warmup {
+                        test.n_gen
+                    } else {
+                        test.n_gen.min(1)
+                    },
+                };
+                run_bench_test(&mut decoder, warm, self.first_token, args.seed)?;
+                self.progress.inc(1);
+            }
+            for rep in 0..args.repetitions {
+                let seed = args.seed.wrapping_add(rep as u64 + 1);
+                record
+                    .samples_ns
+                    .push(run_bench_test(&mut decoder, test, self.first_token, seed)?);
+                self.progress.inc(1);
+                if self.interrupt.caught().is_some() {
+                    records.push(record);
+                    return Ok(false);
+                }
+            }
+            records.push(record);
+        }
+        Ok(true)
+    }
+}
+
 pub fn run(args: &BenchArgs) -> Result<(), Exit> {
     if !args.sweep.is_empty() || !args.experiment.is_empty() {
         return super::sweep::run(args);
@@ -175,7 +284,6 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         return Err(anyhow!("-o html draws sweeps (--sweep, --experiment); llama-bench's tests print md, csv, json or jsonl").into());
     }
     let tests = tests(args);
-    let total_tests = tests.len();
     if tests.is_empty() {
         return Err(anyhow!("nothing to run: every -p, -n and -pg is 0").into());
     }
@@ -198,60 +306,46 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         args.repetitions,
         warmup_said(args)
     );
-    let plan = args.kernels.plan(&gpu)?;
-    let mut decoder = bench_decoder(&gpu, &weights, &tests, plan)?;
-    let kernels: Vec<String> = decoder
-        .decoder()
-        .settings()
-        .iter()
-        .map(|(k, v)| format!("{k} = {v}"))
-        .collect();
-    eprintln!("gpuscope: kernels: {}", kernels.join("; "));
+    let configs = configurations(&args.kernels.kernels);
+    let total_tests = configs.len() * tests.len();
     let warmups = if args.no_warmup { 0 } else { 1 };
-    let progress = ProgressBar::new(tests.len() as u64 * (args.repetitions + warmups) as u64)
-        .with_style(
-            ProgressStyle::with_template("{msg:>20} [{bar:30}] {pos}/{len} runs, {elapsed}")
-                .expect("a valid template")
-                .progress_chars("=> "),
-        );
-    let mut records = Vec::new();
-    'tests: for test in tests {
-        if interrupt.caught().is_some() {
-            break;
-        }
-        let mut record = BenchRecord {
-            n_prompt: test.n_prompt,
-            n_gen: test.n_gen,
-            test_time: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-            samples_ns: Vec::new(),
-        };
-        progress.set_message(record.name());
-        // llama-bench warms up with the whole prompt and one generated token;
-        // `--full-warmup` with the whole test.
-        if warmups > 0 {
-            let warm = BenchTest {
-                n_prompt: test.n_prompt,
-                n_gen: if args.full_warmup {
-                    test.n_gen
-                } else {
-                    test.n_gen.min(1)
-                },
+    let runs = configs.len() * tests.len() * (args.repetitions + warmups) as usize;
+    let progress = ProgressBar::new(runs as u64).with_style(
+        ProgressStyle::with_template("{msg:>20} [{bar:30}] {pos}/{len} runs, {elapsed}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    // Every configuration's plan before any measurement: a bad choice is refused at once.
+    let plans = configs
+        .into_iter()
+        .map(|(kernels, variant)| {
+            let chosen = KernelArgs {
+                kernels,
+                fuse: args.kernels.fuse.clone(),
             };
-            run_bench_test(&mut decoder, warm, first_token, args.seed)?;
-            progress.inc(1);
-        }
-        for rep in 0..args.repetitions {
-            let seed = args.seed.wrapping_add(rep as u64 + 1);
-            record
-                .samples_ns
-                .push(run_bench_test(&mut decoder, test, first_token, seed)?);
-            progress.inc(1);
-            if interrupt.caught().is_some() {
-                records.push(record);
-                break 'tests;
+            Ok((chosen.plan(&gpu)?, variant))
+        })
+        .collect::<Result<Vec<_>, Exit>>()?;
+    let mut records = Vec::new();
+    // A configuration that fails mid-run (its graph refused) ends the run after the
+    // records measured so far are printed.
+    let mut failed = None;
+    for (plan, variant) in plans {
+        let run = Measure {
+            tests: &tests,
+            args,
+            first_token,
+            progress: &progress,
+            interrupt: &interrupt,
+        };
+        match run.configuration(&gpu, &weights, plan, variant, warmups, &mut records) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                failed = Some(e);
+                break;
             }
         }
-        records.push(record);
     }
     progress.finish_and_clear();
     note_slow_first(&records, args);
@@ -263,6 +357,9 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         BenchFormat::Html => unreachable!("refused above"),
     };
     std::io::stdout().write_all(out.as_bytes())?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     match interrupt.caught() {
         Some(caught) => Err(caught.exit(&format!(
             "stopped after {} of {} tests; the repetitions measured are printed",

@@ -20,6 +20,19 @@ fn samples(r: &BenchRecord) -> (String, String) {
     (ns.join(", "), ts.join(", "))
 }
 
+/// The field after llama-bench's that names each test's kernel configuration, where a
+/// run compared several (docs/bench.md).
+pub const VARIANT_FIELD: &str = "gpuscope_kernels";
+
+fn has_variants(records: &[BenchRecord]) -> bool {
+    records.iter().any(|r| r.variant.is_some())
+}
+
+/// A record's configuration, where the run has any (`-` for one without).
+fn variant_of(records: &[BenchRecord], r: &BenchRecord) -> Option<String> {
+    has_variants(records).then(|| r.variant.clone().unwrap_or_else(|| "-".into()))
+}
+
 /// A JSON array with one object per test.
 pub fn render_bench_json(c: &BenchContext, records: &[BenchRecord]) -> String {
     let objects: Vec<String> = records
@@ -28,6 +41,12 @@ pub fn render_bench_json(c: &BenchContext, records: &[BenchRecord]) -> String {
             let mut o = String::from("  {\n");
             for (name, v) in r.fields(c) {
                 o.push_str(&format!("    \"{name}\": {},\n", json_value(&v)));
+            }
+            if let Some(v) = variant_of(records, r) {
+                o.push_str(&format!(
+                    "    \"{VARIANT_FIELD}\": {},\n",
+                    json_value(&FieldValue::Str(v))
+                ));
             }
             let (ns, ts) = samples(r);
             o.push_str(&format!("    \"samples_ns\": [ {ns} ],\n"));
@@ -43,11 +62,17 @@ pub fn render_bench_jsonl(c: &BenchContext, records: &[BenchRecord]) -> String {
     records
         .iter()
         .map(|r| {
-            let fields: Vec<String> = r
+            let mut fields: Vec<String> = r
                 .fields(c)
                 .iter()
                 .map(|(name, v)| format!("\"{name}\": {}, ", json_value(v)))
                 .collect();
+            if let Some(v) = variant_of(records, r) {
+                fields.push(format!(
+                    "\"{VARIANT_FIELD}\": {}, ",
+                    json_value(&FieldValue::Str(v))
+                ));
+            }
             let (ns, ts) = samples(r);
             format!(
                 "{{{}\"samples_ns\": [ {ns} ],\"samples_ts\": [ {ts} ]}}\n",
@@ -59,13 +84,19 @@ pub fn render_bench_jsonl(c: &BenchContext, records: &[BenchRecord]) -> String {
 
 /// A header line of field names, then every value quoted, one line per test.
 pub fn render_bench_csv(c: &BenchContext, records: &[BenchRecord]) -> String {
-    let mut out = LLAMA_BENCH_FIELDS.join(",") + "\n";
+    let mut out = LLAMA_BENCH_FIELDS.join(",");
+    if has_variants(records) {
+        out.push_str(&format!(",{VARIANT_FIELD}"));
+    }
+    out.push('\n');
     for r in records {
-        let values: Vec<String> = r
+        let quote = |v: &str| format!("\"{}\"", v.replace('"', "\"\""));
+        let mut values: Vec<String> = r
             .fields(c)
             .iter()
-            .map(|(_, v)| format!("\"{}\"", v.to_plain().replace('"', "\"\"")))
+            .map(|(_, v)| quote(&v.to_plain()))
             .collect();
+        values.extend(variant_of(records, r).map(|v| quote(&v)));
         out.push_str(&values.join(","));
         out.push('\n');
     }
@@ -76,15 +107,24 @@ pub fn render_bench_csv(c: &BenchContext, records: &[BenchRecord]) -> String {
 /// standard deviation), then the build line. Widths as llama-bench's (negative: left
 /// aligned).
 pub fn render_bench_md(c: &BenchContext, records: &[BenchRecord]) -> String {
-    let columns: [(&str, i32); 7] = [
+    let mut columns: Vec<(&str, i32)> = vec![
         ("model", -30),
         ("size", 10),
         ("params", 10),
         ("backend", -(c.backends.len().max(10) as i32)),
         ("ngl", 3),
-        ("test", 15),
-        ("t/s", 20),
     ];
+    // The configurations' column, where a run compared several (llama-bench adds one
+    // per parameter that varies, before `test`).
+    if has_variants(records) {
+        let widest = records
+            .iter()
+            .filter_map(|r| r.variant.as_ref().map(String::len))
+            .max()
+            .unwrap_or(0);
+        columns.push(("kernel", -(widest.max(6) as i32)));
+    }
+    columns.extend([("test", 15), ("t/s", 20)]);
     let cell = |text: &str, width: i32| {
         let w = width.unsigned_abs() as usize;
         if width < 0 {
@@ -94,25 +134,28 @@ pub fn render_bench_md(c: &BenchContext, records: &[BenchRecord]) -> String {
         }
     };
     let mut out = String::from("|");
-    for (name, w) in columns {
+    for &(name, w) in &columns {
         out.push_str(&cell(name, w));
     }
     out.push_str("\n|");
-    for (_, w) in columns {
+    for &(_, w) in &columns {
         let dashes = "-".repeat(w.unsigned_abs() as usize - 1);
         out.push_str(&format!(" {dashes}{} |", if w > 0 { ":" } else { "-" }));
     }
     out.push('\n');
     for r in records {
-        let values = [
+        let mut values = vec![
             c.model_type.clone(),
             mib(c.model_size),
             params(c.model_n_params),
             c.backends.clone(),
             c.n_gpu_layers.to_string(),
+        ];
+        values.extend(variant_of(records, r));
+        values.extend([
             r.name(),
             format!("{:.2} ± {:.2}", r.avg_ts(), r.stddev_ts()),
-        ];
+        ]);
         out.push('|');
         for ((_, w), v) in columns.iter().zip(values) {
             out.push_str(&cell(&v, *w));
