@@ -309,7 +309,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
     let configs = configurations(&args.kernels.kernels);
     let total_tests = configs.len() * tests.len();
     let warmups = if args.no_warmup { 0 } else { 1 };
-    let runs = configs.len() * tests.len() * (args.repetitions + warmups) as usize;
+    let runs = total_tests * (args.repetitions + warmups) as usize;
     let progress = ProgressBar::new(runs as u64).with_style(
         ProgressStyle::with_template("{msg:>20} [{bar:30}] {pos}/{len} runs, {elapsed}")
             .expect("a valid template")
@@ -330,14 +330,14 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
     // A configuration that fails mid-run (its graph refused) ends the run after the
     // records measured so far are printed.
     let mut failed = None;
+    let run = Measure {
+        tests: &tests,
+        args,
+        first_token,
+        progress: &progress,
+        interrupt: &interrupt,
+    };
     for (plan, variant) in plans {
-        let run = Measure {
-            tests: &tests,
-            args,
-            first_token,
-            progress: &progress,
-            interrupt: &interrupt,
-        };
         match run.configuration(&gpu, &weights, plan, variant, warmups, &mut records) {
             Ok(true) => {}
             Ok(false) => break,
