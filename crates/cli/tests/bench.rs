@@ -277,4 +277,22 @@ fn kernel_lists_run_each_configuration_named_in_the_output() {
         text(&out.stdout).is_empty(),
         "nothing measured before the refusal"
     );
+    // Lists multiply: 7 · 7 · 6 configurations are refused before anything is made.
+    let out = gpuscope(&[
+        "bench",
+        "--preset",
+        "tiny",
+        "--kernel",
+        "a=1,2,3,4,5,6,7",
+        "--kernel",
+        "b=1,2,3,4,5,6,7",
+        "--kernel",
+        "c=1,2,3,4,5,6",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("more than 256 configurations"),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -14,6 +14,10 @@ pub const MAX_TOKENS: u32 = 1 << 20;
 /// a test of its own, repeated `-r` times.
 pub const MAX_LIST: u64 = 4096;
 
+/// Most kernel configurations one `bench` compares (`--kernel OP=V1,V2` lists multiply):
+/// each builds a decoder and runs every test. Counted before any is made.
+pub const MAX_CONFIGURATIONS: u64 = 256;
+
 /// The longest time limit, in seconds (11.6 days): longer is "wait forever", which 0
 /// already says.
 pub const MAX_SECONDS: f64 = 1e6;

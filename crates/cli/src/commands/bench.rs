@@ -16,7 +16,7 @@ use gpuscope_runtime::Gpu;
 use gpuscope_trace::bench::{BenchContext, BenchRecord};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::args::{BenchArgs, BenchFormat, KernelArgs};
+use crate::args::{limits, BenchArgs, BenchFormat, KernelArgs};
 use crate::exit::Exit;
 use crate::interrupt::Interrupt;
 
@@ -167,11 +167,32 @@ fn note_slow_first(records: &[BenchRecord], args: &BenchArgs) {
     }
 }
 
+/// One configuration of a `bench` run: its `--kernel` choices, and the label naming the
+/// listed ones (`None` where nothing was listed).
+type Configuration = (Vec<String>, Option<String>);
+
 /// `--kernel` entries with lists (`attention=groups,split`) expanded into
 /// configurations, every combination in the order given (llama-bench's parameter
 /// instances, as `-fa 0,1`); each with its label naming the listed choices, `None`
 /// where nothing was listed.
-fn configurations(kernels: &[String]) -> Vec<(Vec<String>, Option<String>)> {
+fn configurations(kernels: &[String]) -> Result<Vec<Configuration>, Exit> {
+    // Counted before any is made: lists multiply.
+    let count = kernels.iter().try_fold(1u64, |n, k| {
+        let values = k
+            .split_once('=')
+            .map_or(1, |(_, list)| list.split(',').count());
+        n.checked_mul(values as u64)
+            .filter(|&n| n <= limits::MAX_CONFIGURATIONS)
+    });
+    if count.is_none() {
+        return Err(Exit {
+            code: 2,
+            error: anyhow!(
+                "--kernel: the lists make more than {} configurations to compare",
+                limits::MAX_CONFIGURATIONS
+            ),
+        });
+    }
     let mut out: Vec<(Vec<String>, Vec<String>)> = vec![(Vec::new(), Vec::new())];
     for k in kernels {
         let values: Vec<(&str, &str)> = match k.split_once('=') {
@@ -197,9 +218,10 @@ fn configurations(kernels: &[String]) -> Vec<(Vec<String>, Option<String>)> {
             .collect();
     }
     let listed = out.iter().any(|(_, labels)| !labels.is_empty());
-    out.into_iter()
+    Ok(out
+        .into_iter()
         .map(|(ks, labels)| (ks, listed.then(|| labels.join(" "))))
-        .collect()
+        .collect())
 }
 
 /// What every configuration's run shares.
@@ -287,6 +309,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
     if tests.is_empty() {
         return Err(anyhow!("nothing to run: every -p, -n and -pg is 0").into());
     }
+    let configs = configurations(&args.kernels.kernels)?;
     let (weights, mut ctx, first_token) = model(args)?;
     let gpu = Gpu::new(&super::common::untimed_gpu_options(&args.device))?;
     // An interrupt ends the run between repetitions: the tests measured so far are
@@ -306,7 +329,6 @@ pub fn run(args: &BenchArgs) -> Result<(), Exit> {
         args.repetitions,
         warmup_said(args)
     );
-    let configs = configurations(&args.kernels.kernels);
     let total_tests = configs.len() * tests.len();
     let warmups = if args.no_warmup { 0 } else { 1 };
     let runs = total_tests * (args.repetitions + warmups) as usize;
