@@ -176,12 +176,20 @@ type Configuration = (Vec<String>, Option<String>);
 /// instances, as `-fa 0,1`); each with its label naming the listed choices, `None`
 /// where nothing was listed.
 fn configurations(kernels: &[String]) -> Result<Vec<Configuration>, Exit> {
+    // Each entry's choices: `op=v` per listed value, else the entry itself (a malformed
+    // one is refused by name when the plan is made).
+    let choices: Vec<Vec<String>> = kernels
+        .iter()
+        .map(|k| match k.split_once('=') {
+            Some((op, list)) if list.contains(',') => {
+                list.split(',').map(|v| format!("{op}={v}")).collect()
+            }
+            _ => vec![k.clone()],
+        })
+        .collect();
     // Counted before any is made: lists multiply.
-    let count = kernels.iter().try_fold(1u64, |n, k| {
-        let values = k
-            .split_once('=')
-            .map_or(1, |(_, list)| list.split(',').count());
-        n.checked_mul(values as u64)
+    let count = choices.iter().try_fold(1u64, |n, c| {
+        n.checked_mul(c.len() as u64)
             .filter(|&n| n <= limits::MAX_CONFIGURATIONS)
     });
     if count.is_none() {
@@ -194,30 +202,23 @@ fn configurations(kernels: &[String]) -> Result<Vec<Configuration>, Exit> {
         });
     }
     let mut out: Vec<(Vec<String>, Vec<String>)> = vec![(Vec::new(), Vec::new())];
-    for k in kernels {
-        let values: Vec<(&str, &str)> = match k.split_once('=') {
-            Some((op, list)) if list.contains(',') => list.split(',').map(|v| (op, v)).collect(),
-            // One choice (or a malformed entry, which the plan refuses by name).
-            _ => {
-                out.iter_mut().for_each(|(ks, _)| ks.push(k.clone()));
-                continue;
-            }
-        };
+    for c in &choices {
+        let listed = c.len() > 1;
         out = out
             .into_iter()
             .flat_map(|(ks, labels)| {
-                values.iter().map(move |(op, v)| {
-                    let choice = format!("{op}={v}");
-                    let mut ks = ks.clone();
+                c.iter().map(move |choice| {
+                    let (mut ks, mut labels) = (ks.clone(), labels.clone());
                     ks.push(choice.clone());
-                    let mut labels = labels.clone();
-                    labels.push(choice);
+                    if listed {
+                        labels.push(choice.clone());
+                    }
                     (ks, labels)
                 })
             })
             .collect();
     }
-    let listed = out.iter().any(|(_, labels)| !labels.is_empty());
+    let listed = choices.iter().any(|c| c.len() > 1);
     Ok(out
         .into_iter()
         .map(|(ks, labels)| (ks, listed.then(|| labels.join(" "))))
