@@ -247,7 +247,7 @@ pub struct KernelArgs {
     #[arg(long = "kernel", value_name = "OP=VARIANT")]
     pub kernels: Vec<String>,
     /// Fusions: all, none, or a list of norm, rope, silu, residual, attention, post_norm,
-    /// attn_output. Default:
+    /// attn_output, down. Default:
     /// all (the profile records it).
     #[arg(long, value_name = "all|none|LIST")]
     pub fuse: Option<String>,

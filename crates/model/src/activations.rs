@@ -12,6 +12,11 @@ use crate::error::ModelError;
 use crate::gpu_weights::up_start_row;
 use crate::plan::{Fusion, KernelPlan};
 
+/// The most partials the folded down projection writes ([`Fusion::Down`]): every
+/// workgroup of the next q/k/v gemv adds them all as it loads x, so the FFN's blocks of
+/// 32 must be few (SmolLM2: 1536 / 32 = 48).
+pub(crate) const MAX_FFN_PARTIALS: u32 = 64;
+
 /// Activations and caches of the decoder.
 pub(crate) struct Activations {
     pub(crate) step: GpuBuffer,
@@ -24,6 +29,9 @@ pub(crate) struct Activations {
     /// Each head's partial output projection (`n_heads × dim`), where attention takes the
     /// output projection ([`Fusion::AttnOutput`]).
     pub(crate) attn_partials: Option<GpuBuffer>,
+    /// The down projection's partials (`ffn_dim / 32 × dim`), where gate/up's kernel takes
+    /// the down projection ([`Fusion::Down`]).
+    pub(crate) ffn_partials: Option<GpuBuffer>,
     pub(crate) xn: GpuBuffer,
     /// q, k and v, written by one gemv over the concatenated matrices.
     pub(crate) qkv: GpuBuffer,
@@ -94,6 +102,15 @@ impl Activations {
             && variant == Some(AttnVariant::Groups)
             && !c.arch.post_norms
             && c.dim <= 1024;
+        // Where the graph may take the down projection into gate/up (it checks the rest:
+        // `decode_graph.rs`, `ffn_down_op`).
+        let ffn_partials = (fused(Fusion::Down)
+            && !c.arch.post_norms
+            && c.arch.activation == crate::arch::Activation::Silu
+            && c.ffn_dim.is_multiple_of(32)
+            && c.ffn_dim / 32 <= MAX_FFN_PARTIALS)
+            .then(|| buf("ffn_partials", f32s(c.ffn_dim / 32 * c.dim)))
+            .transpose()?;
         let argmax = Argmax { n: c.vocab };
         let argmax_parts = if argmax.splits() {
             let bytes = f32s(argmax.partials());
@@ -105,12 +122,15 @@ impl Activations {
             step: gpu.create_buffer_as(MemoryKind::Other, "step", STEP_BUFFER_BYTES)?,
             token: gpu.create_buffer_as(MemoryKind::Other, "token", 4)?,
             x: buf("x", f32s(c.dim))?,
-            x_alt: (c.arch.post_norms && fused(Fusion::PostNorm) || attn_output)
-                .then(|| buf("x_alt", f32s(c.dim)))
-                .transpose()?,
+            x_alt: (c.arch.post_norms && fused(Fusion::PostNorm)
+                || attn_output
+                || ffn_partials.is_some())
+            .then(|| buf("x_alt", f32s(c.dim)))
+            .transpose()?,
             attn_partials: attn_output
                 .then(|| buf("attn_partials", f32s(c.n_heads * c.dim)))
                 .transpose()?,
+            ffn_partials,
             xn: buf("x_norm", f32s(c.dim))?,
             q: qkv.view("q", 0, f32s(c.q_dim()))?,
             qkv,

@@ -28,7 +28,9 @@ use gpuscope_ops::add::Add;
 use gpuscope_ops::argmax::Argmax;
 use gpuscope_ops::attention::{AttnFused, AttnOutput, AttnVariant};
 use gpuscope_ops::gelu_mul::GeluMul;
-use gpuscope_ops::gemv::{GemvBuffers, GemvEpilogue, Partials, PostNorm};
+use gpuscope_ops::gemv::{
+    GemvBuffers, GemvEpilogue, GemvFused, GemvTuning, GemvVariant, Partials, PostNorm,
+};
 use gpuscope_ops::head_norm::HeadNorm;
 use gpuscope_ops::rms_norm::RmsNorm;
 use gpuscope_ops::rope::RopeNormed;
@@ -119,7 +121,9 @@ pub(crate) fn build_decode(
         residual_alt: false,
         pending_post: None,
         pending_partials: None,
+        down_ops: Vec::new(),
     };
+    b.down_ops = b.plan_down(w);
     if let Some(why) = attention_skipped {
         b.skipped.insert("attention", why);
     }
@@ -280,9 +284,13 @@ struct Builder<'a> {
     residual_alt: bool,
     /// A post norm folded into the next gemv: its weight (its input is in `a.delta`).
     pending_post: Option<&'a GpuBuffer>,
-    /// The attention's partial output projections, for the next gemv's input
-    /// ([`Fusion::AttnOutput`]).
-    pending_partials: Option<&'a GpuBuffer>,
+    /// Partials for the next gemv's input and how many: the attention's output
+    /// projection per head ([`Fusion::AttnOutput`]) or the down projection's per block
+    /// column ([`Fusion::Down`]).
+    pending_partials: Option<(&'a GpuBuffer, u32)>,
+    /// Per layer, the gate/up op with the down projection folded in and its tuning
+    /// ([`Builder::plan_down`]); taken as the layer is built.
+    down_ops: Vec<Option<(GemvFused, GemvTuning)>>,
 }
 
 /// What a gemv after an rms_norm reads ([`Builder::take_input`]).
@@ -387,9 +395,9 @@ impl<'a> Builder<'a> {
             post_norm: None,
             partials: 0,
         };
-        let partials = self.pending_partials.take().map(|parts| {
+        let partials = self.pending_partials.take().map(|(parts, count)| {
             self.residual_alt = !self.residual_alt;
-            folded.partials = self.c.n_heads;
+            folded.partials = count;
             Partials {
                 parts,
                 x_out: self.residual(),
@@ -619,6 +627,9 @@ impl<'a> Builder<'a> {
             );
         }
         let input = self.take_input(&layer.ffn_norm);
+        if self.ffn_down(l, layer, &input)? {
+            return Ok(());
+        }
         let stacked = match layer.w_gate_up.as_slice() {
             [m] if m.chunks.len() == 1 => Some(m),
             _ => None,
@@ -655,6 +666,123 @@ impl<'a> Builder<'a> {
         }
         let post = layer.extra.post_ffn_norm.as_ref();
         self.residual_gemv(l, "ffn_down", &layer.w_down, &a.hidden, post, next_qkv)
+    }
+
+    /// gate/up, silu·mul and the down projection in one dispatch ([`Fusion::Down`], as
+    /// [`Self::plan_down`] chose for this layer), its sum left for the next layer's
+    /// q/k/v gemv. Whether it did.
+    fn ffn_down(
+        &mut self,
+        l: &mut Layer,
+        layer: &'a GpuLayer,
+        input: &GemvInput<'a>,
+    ) -> Result<bool, ModelError> {
+        let Some((op, tuning)) = self
+            .down_ops
+            .get_mut(l.index as usize)
+            .and_then(Option::take)
+        else {
+            return Ok(false);
+        };
+        let parts = self
+            .a
+            .ffn_partials
+            .as_ref()
+            .expect("planned with the partials");
+        let io = GemvBuffers {
+            w: &layer.w_gate_up[0].chunks[0].buffer,
+            down: Some(&layer.w_down.chunks[0].buffer),
+            ..input.buffers(parts)
+        };
+        let extra = self.extra("ffn_gate_up");
+        l.push(
+            "ffn_gate_up_down",
+            vec![op.dispatch_planted(self.gpu, tuning, &io, extra)?],
+        );
+        self.pending_partials = Some((parts, op.down_partials()));
+        Ok(true)
+    }
+
+    /// Which layers take the down projection into gate/up ([`Fusion::Down`]) and each
+    /// one's op and tuning: every layer but the last (the output head adds no partials)
+    /// that can. Where some layer cannot, the settings say why (once).
+    fn plan_down(&mut self, w: &'a GpuWeights) -> Vec<Option<(GemvFused, GemvTuning)>> {
+        let mut ops = vec![None; w.layers.len()];
+        if !self.fused(Fusion::Down) {
+            return ops;
+        }
+        for (i, pair) in w.layers.windows(2).enumerate() {
+            match self.ffn_down_op(&pair[0], i as u32, w.up_row, &pair[1].wqkv) {
+                Ok(op) => ops[i] = Some(op),
+                Err(why) => {
+                    self.skipped.entry("down").or_insert(why);
+                }
+            }
+        }
+        ops
+    }
+
+    /// The op and tuning of layer `li`'s gate/up with the down projection folded in, or
+    /// why the layer keeps them apart.
+    fn ffn_down_op(
+        &self,
+        layer: &GpuLayer,
+        li: u32,
+        up_row: u32,
+        next_qkv: &[GpuMatrix],
+    ) -> Result<(GemvFused, GemvTuning), String> {
+        let needs = [Fusion::Norm, Fusion::Residual, Fusion::Silu];
+        if let Some(f) = needs.into_iter().find(|f| !self.fused(*f)) {
+            return Err(format!("needs the `{}` fusion", f.name()));
+        }
+        if self.a.ffn_partials.is_none() || self.a.x_alt.is_none() {
+            return Err(format!(
+                "{} (post norms or gelu), or an FFN width not in at most 64 blocks of 32",
+                self.c.arch.architecture.name()
+            ));
+        }
+        let single = |ms| one_dp4a_matrix(ms, self.gpu, self.plan);
+        if single(next_qkv).is_none() {
+            return Err(format!(
+                "layer {}: q/k/v is not one matrix on the dp4a gemv (which adds the partials)",
+                li + 1
+            ));
+        }
+        let Some(gate_up) = single(&layer.w_gate_up) else {
+            return Err(format!(
+                "layer {li}: gate/up is not one matrix on the dp4a gemv"
+            ));
+        };
+        let down = &layer.w_down;
+        let [chunk] = down.chunks.as_slice() else {
+            return Err(format!(
+                "layer {li}: the down projection is split in row chunks"
+            ));
+        };
+        if (down.tensor_format, down.layout) != (gate_up.tensor_format, gate_up.layout) {
+            return Err(format!(
+                "layer {li}: down is {} and gate/up {} (one format in one kernel)",
+                down.tensor_format.name(),
+                gate_up.tensor_format.name()
+            ));
+        }
+        let gemv = gate_up.chunk_gemvs().next().expect("one chunk").1;
+        let op = GemvFused {
+            gemv,
+            norm: Some(self.c.rms_eps),
+            post_norm: None,
+            partials: 0,
+            epilogue: GemvEpilogue::SiluDown {
+                n: self.c.ffn_dim,
+                up_row,
+                dim: chunk.rows,
+            },
+        };
+        let tuning =
+            op.fit_tuning(gemv.tuning_with(GemvVariant::Dp4a, self.plan.gemv_shape, self.gpu));
+        op.down_supported(self.gpu, tuning)
+            .map_err(|why| format!("layer {li}: {why}"))?;
+        Ok((op, tuning))
     }
 
     /// gate/up into their buffer, then the activation (`silu_mul` or `gelu_mul`).
@@ -776,7 +904,7 @@ impl<'a> Builder<'a> {
         let w = &layer.wo.chunks[0].buffer;
         let d = op.dispatch(gpu, w, &a.step, &a.q, &a.k_cache[i], &a.v_cache[i], parts)?;
         l.push_attention("attention_output", d, AttnCost::WithOutput(op));
-        self.pending_partials = Some(parts);
+        self.pending_partials = Some((parts, op.attn.n_heads));
         Ok(true)
     }
 
@@ -872,5 +1000,14 @@ impl<'a> Builder<'a> {
         l.push(post, vec![self.rms.dispatch(gpu, delta, w, &a.xn)?]);
         l.push(&format!("{name}_add"), vec![add.dispatch(gpu, x, &a.xn)?]);
         Ok(())
+    }
+}
+
+/// The matrix of `ms` where it is one matrix of one row chunk on the dp4a gemv (what
+/// adds partials to its input).
+fn one_dp4a_matrix<'m>(ms: &'m [GpuMatrix], gpu: &Gpu, plan: &KernelPlan) -> Option<&'m GpuMatrix> {
+    match ms {
+        [m] if m.chunks.len() == 1 && m.runs_dp4a(gpu, plan) => Some(m),
+        _ => None,
     }
 }

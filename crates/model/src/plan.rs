@@ -39,10 +39,20 @@ pub enum Fusion {
     /// the model's dim fits a workgroup (small models: SmolLM2, Qwen2.5 0.5B); with
     /// `norm` and `residual`.
     AttnOutput,
+    /// The down projection in the gate/up gemv's kernel (`+silu_mul+gemv_<fmt>`): each
+    /// workgroup multiplies its 32 values of silu(gate)·up into their block column of
+    /// W_down, a partial of the residual's update; the next layer's q/k/v gemv adds the
+    /// partials to the residual stream as it loads it, in order, and writes the new
+    /// residual to the other of two residual buffers. Where gate/up and the next q/k/v
+    /// run the dp4a frame with the norm folded in, the down matrix is gate/up's packed
+    /// format, the FFN has at most 64 blocks of 32 (`activations.rs`) and
+    /// silu is the activation (SmolLM2); with `norm`, `silu` and `residual`. Not in the
+    /// last layer (the output head does not add partials).
+    Down,
 }
 
 impl Fusion {
-    pub const ALL: [Fusion; 7] = [
+    pub const ALL: [Fusion; 8] = [
         Self::Norm,
         Self::Rope,
         Self::Silu,
@@ -50,6 +60,7 @@ impl Fusion {
         Self::Attention,
         Self::PostNorm,
         Self::AttnOutput,
+        Self::Down,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +72,7 @@ impl Fusion {
             Self::Attention => "attention",
             Self::PostNorm => "post_norm",
             Self::AttnOutput => "attn_output",
+            Self::Down => "down",
         }
     }
 }

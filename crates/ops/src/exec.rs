@@ -456,6 +456,27 @@ pub static EXECUTORS: &[Executor] = &[
         &[Bytes, F32, F32, F32, F32, F32, U32, F32, F32],
         crate::gemv::exec::run
     ),
+    // With the down projection folded in (the dp4a frame): the down matrix last.
+    entry!(
+        || crate::gemv::exec::fused_shaders(false, (false, false), EpilogueKind::SiluDown),
+        &[Bytes, F32, F32, Bytes],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, (false, false), EpilogueKind::SiluDown),
+        &[Bytes, F32, F32, F32, Bytes],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, (true, false), EpilogueKind::SiluDown),
+        &[Bytes, F32, F32, F32, F32, F32, F32, Bytes],
+        crate::gemv::exec::run
+    ),
+    entry!(
+        || crate::gemv::exec::fused_shaders(true, (false, true), EpilogueKind::SiluDown),
+        &[Bytes, F32, F32, F32, F32, F32, Bytes],
+        crate::gemv::exec::run
+    ),
     entry!(
         crate::attention::output::output_shaders,
         &[Bytes, F32, F32, F32, F32, U32],

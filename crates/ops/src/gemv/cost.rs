@@ -29,8 +29,8 @@ impl GemvFused {
     /// norm weight (read once per element and x squared: 3 FLOPs per element beside the
     /// product), and what the epilogue writes: rows, rows read and written (accumulate),
     /// rotated q and KV-cache rows (6 FLOPs per rotated pair, the step's 4 bytes), or one
-    /// value per gate/up pair (about 4 FLOPs: exp, add, divide, multiply); a folded post
-    /// norm as below.
+    /// value per gate/up pair (about 4 FLOPs: exp, add, divide, multiply), or with the
+    /// down projection folded in its matrix and partials; a folded post norm as below.
     pub fn cost(&self) -> Cost {
         let g = &self.gemv;
         let cols = u64::from(g.cols);
@@ -65,6 +65,12 @@ impl GemvFused {
             GemvEpilogue::SiluMul { n, .. } | GemvEpilogue::GeluMul { n, .. } => {
                 bytes += u64::from(n) * 4;
                 flops += 4 * u64::from(n);
+            }
+            // The down matrix read once, its partials of dim written.
+            GemvEpilogue::SiluDown { n, dim, .. } => {
+                let down = self.down_gemv().expect("SiluDown has a down matrix");
+                bytes += down.weight_bytes() + u64::from(self.down_partials()) * u64::from(dim) * 4;
+                flops += 4 * u64::from(n) + 2 * u64::from(n) * u64::from(dim);
             }
         }
         Cost { bytes, flops }

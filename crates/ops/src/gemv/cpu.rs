@@ -114,6 +114,43 @@ impl super::GemvFused {
         out
     }
 
+    /// The oracle of [`super::GemvEpilogue::SiluDown`]: h = silu(gate) · up as
+    /// [`Self::cpu_variant`] computes it, then partial p, the down matrix's block column
+    /// p times h's block p (h unrounded, as the kernel keeps it), into `y[p · dim..]`.
+    ///
+    /// # Panics
+    /// If the epilogue is not `SiluDown`, or a slice is shorter than the shape needs.
+    pub fn cpu_down<T: Real>(
+        &self,
+        rounding: super::XRounding,
+        (w, w_down): (&[u8], &[u8]),
+        x: &[T],
+        norm_weight: Option<&[T]>,
+        y: &mut [T],
+    ) {
+        let down = self
+            .down_gemv()
+            .expect("cpu_down: a folded down projection");
+        let (n, dim) = (down.cols as usize, down.rows as usize);
+        let mut h = vec![T::zero(); n];
+        self.cpu_variant(rounding, w, x, norm_weight, &mut h, None);
+        let mut rows = vec![0.0f32; dim * n];
+        let unpacked = down.layout.unpack(down.format, w_down, dim * n / 32);
+        let row_bytes = down.row_bytes() as usize;
+        for (r, row) in rows.chunks_exact_mut(n).enumerate() {
+            down.format
+                .dequantize_row(&unpacked[r * row_bytes..][..row_bytes], row);
+        }
+        let mut block = vec![0.0f32; dim * 32];
+        for (p, part) in y.chunks_exact_mut(dim).take(n / 32).enumerate() {
+            let cols = p * 32..(p + 1) * 32;
+            for (r, out) in block.chunks_exact_mut(32).enumerate() {
+                out.copy_from_slice(&rows[r * n..][cols.clone()]);
+            }
+            T::dot_rows(&block, &h[cols], part);
+        }
+    }
+
     /// [`Self::cpu`] with x rounded as `rounding` says ([`super::XRounding`]; the `dp4a`
     /// kernels quantize x): the gemv's input, x (times the norm weight when rms_norm is
     /// folded in, the norm's scale applied to each row's sum after, as the kernel does),
@@ -184,7 +221,8 @@ impl super::GemvFused {
                     *d = *d + v;
                 }
             }
-            GemvEpilogue::SiluMul { n, up_row } => {
+            // With the down projection folded in, h; `cpu_down` goes on from there.
+            GemvEpilogue::SiluMul { n, up_row } | GemvEpilogue::SiluDown { n, up_row, .. } => {
                 let (n, up) = (n as usize, up_row as usize);
                 crate::silu_mul::SiluMul { n: n as u32 }.cpu(
                     &rows[..n],

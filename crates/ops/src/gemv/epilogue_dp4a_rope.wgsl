@@ -24,3 +24,8 @@ fn emit_prefetched(r: u32, v: vec4<f32>, p: Prefetched) {
         rope_pair_at(r + 2u, v.z, v.w, p.pos, p.a.zw);
     }
 }
+
+// No work on the workgroup's rows together.
+fn tail_prefetch(lid: u32, wg_lin: u32) {}
+
+fn tail(lid: u32, wg_lin: u32) {}

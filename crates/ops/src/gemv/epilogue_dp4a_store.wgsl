@@ -20,3 +20,8 @@ fn emit_prefetched(r: u32, v: vec4<f32>, p: Prefetched) {
         put_row(r + k, out[k]);
     }
 }
+
+// No work on the workgroup's rows together.
+fn tail_prefetch(lid: u32, wg_lin: u32) {}
+
+fn tail(lid: u32, wg_lin: u32) {}

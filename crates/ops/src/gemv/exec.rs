@@ -31,6 +31,7 @@ fn keys() -> &'static HashMap<String, ShaderKey> {
                 EpilogueKind::Rope,
                 EpilogueKind::Silu,
                 EpilogueKind::Gelu,
+                EpilogueKind::SiluDown,
             ]
             .into_iter()
             .flat_map(move |e| ShaderKey::all(norm, post, e))
@@ -152,6 +153,13 @@ pub(crate) fn run<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
             c.out(kc)?.copy_from_slice(&k);
             c.out(vc)?.copy_from_slice(&v);
         }
+        GemvEpilogue::SiluDown { dim, .. } => {
+            let down = op.down_gemv().expect("SiluDown");
+            c.need_bytes(rope_first, down.buffer_bytes(), "down matrix")?;
+            let w_down = c.bytes(rope_first)?;
+            c.need_words(2, u64::from(op.down_partials()) * u64::from(dim))?;
+            op.cpu_down(q8x, (w, w_down), &x, nw.as_deref(), c.out(2)?);
+        }
         GemvEpilogue::SiluMul { n, .. } | GemvEpilogue::GeluMul { n, .. } => {
             c.need_words(2, g.out_offset as u64 + n as u64)?;
             op.cpu_variant(q8x, w, &x, nw.as_deref(), c.out(2)?, None);
@@ -175,6 +183,18 @@ fn fused_op<T: Real>(c: &Call<T>, key: ShaderKey) -> Result<GemvFused, ExecError
                 GemvEpilogue::Store
             };
             (e, logical_rows)
+        }
+        EpilogueKind::SiluDown => {
+            let (n, up_row) = (logical_rows / 2, c.u32_const("UP_ROW")?);
+            let dim = c.u32_const("DOWN_ROWS")?;
+            if c.u32_const("DOWN_COLS")? != n || dim == 0 || !n.is_multiple_of(32) {
+                return Err(bad_const(
+                    c,
+                    "DOWN_COLS",
+                    format!("not the FFN width {n} in whole blocks, or no rows"),
+                ));
+            }
+            (GemvEpilogue::SiluDown { n, up_row, dim }, up_row + n)
         }
         EpilogueKind::Silu | EpilogueKind::Gelu => {
             let (n, up_row) = (logical_rows / 2, c.u32_const("UP_ROW")?);

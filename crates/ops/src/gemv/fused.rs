@@ -13,6 +13,11 @@ use super::shader::{self, EpilogueKind, ShaderKey};
 use super::{
     Gemv, GemvTuning, GemvVariant, MAX_ROWS_PER_THREAD, ROWS_WORKGROUP_SIZE, WORKGROUP_SIZE,
 };
+
+/// Logical rows (gate/up pairs x 2) of a workgroup with the down projection folded in:
+/// one 32-column block of W_down per workgroup.
+const DOWN_LOGICAL_ROWS: u32 = 64;
+
 use crate::rope::Rope;
 
 /// What happens to each row's dot product.
@@ -33,15 +38,23 @@ pub enum GemvEpilogue {
     /// As `SiluMul` with gelu (tanh approximation, Gemma's GeGLU):
     /// `y[out_offset + j] = gelu(gate_j) · up_j`.
     GeluMul { n: u32, up_row: u32 },
+    /// As `SiluMul`, then the down projection (`dim` x `n`, the gate/up matrix's format
+    /// and layout, bound as [`GemvBuffers::down`]) split by its columns: workgroup `p`
+    /// takes h's block `p` (32 values, in f32) and writes
+    /// `y[p · dim + r] = Σ_{c in block p} W_down[r, c] · h_c`, `n / 32` partials that the
+    /// next gemv adds to the residual stream ([`GemvFused::partials`]). The dp4a frame
+    /// only, 32 FFN rows per workgroup (`epilogue_silu_down.wgsl`; two blocks per
+    /// workgroup, half as many partials, ran 3% slower on an H100: BENCHMARKS.md run 43).
+    SiluDown { n: u32, up_row: u32, dim: u32 },
 }
 
 impl GemvEpilogue {
     /// `(n, up_row)` of a gated activation (`SiluMul`, `GeluMul`).
     pub fn gated(&self) -> Option<(u32, u32)> {
         match *self {
-            GemvEpilogue::SiluMul { n, up_row } | GemvEpilogue::GeluMul { n, up_row } => {
-                Some((n, up_row))
-            }
+            GemvEpilogue::SiluMul { n, up_row }
+            | GemvEpilogue::GeluMul { n, up_row }
+            | GemvEpilogue::SiluDown { n, up_row, .. } => Some((n, up_row)),
             _ => None,
         }
     }
@@ -109,6 +122,8 @@ pub struct GemvBuffers<'a> {
     pub post: Option<PostNorm<'a>>,
     /// With `partials`.
     pub partials: Option<Partials<'a>>,
+    /// The down matrix, with [`GemvEpilogue::SiluDown`].
+    pub down: Option<&'a GpuBuffer>,
 }
 
 impl<'a> GemvBuffers<'a> {
@@ -121,6 +136,7 @@ impl<'a> GemvBuffers<'a> {
             kv: None,
             post: None,
             partials: None,
+            down: None,
         }
     }
 }
@@ -152,6 +168,7 @@ impl GemvFused {
             GemvEpilogue::RopeKv(_) => EpilogueKind::Rope,
             GemvEpilogue::SiluMul { .. } => EpilogueKind::Silu,
             GemvEpilogue::GeluMul { .. } => EpilogueKind::Gelu,
+            GemvEpilogue::SiluDown { .. } => EpilogueKind::SiluDown,
         }
     }
 
@@ -171,7 +188,16 @@ impl GemvFused {
 
     /// Adjusts a tuning to what the epilogue needs (2 or 4 rows per lane for the pair
     /// epilogues); tunings of [`Gemv::tuning`] go through here in the decoder.
+    /// The folded down projection takes 32 FFN rows (64 logical rows) per workgroup:
+    /// rows per lane to fill a workgroup of the narrow dp4a frame (256 threads, one row
+    /// group per row set) at the tuning's lanes per row (16 lanes x 4 rows on an H100, 8 x
+    /// 2 where subgroups are 8 wide); `check_tuning` refuses what else does not.
     pub fn fit_tuning(&self, mut tuning: GemvTuning) -> GemvTuning {
+        if let GemvEpilogue::SiluDown { .. } = self.epilogue {
+            let groups = (WORKGROUP_SIZE / tuning.threads_per_row.max(1)).max(1);
+            tuning.rows_per_thread = (DOWN_LOGICAL_ROWS / groups).clamp(1, MAX_ROWS_PER_THREAD);
+            return tuning;
+        }
         if self.pairs() && tuning.rows_per_thread % 2 == 1 {
             tuning.rows_per_thread = (tuning.rows_per_thread + 1).min(MAX_ROWS_PER_THREAD);
         }
@@ -248,10 +274,19 @@ impl GemvFused {
                 variant.name()
             )));
         }
+        if let GemvEpilogue::SiluDown { .. } = self.epilogue {
+            self.check_down_tuning(gpu, t)?;
+        }
         if variant == GemvVariant::Dp4a {
             let split = g.dp4a_split(gpu);
-            // The folded post norm's sums of its subgroups: 128 more f32s.
-            let post_bytes = if self.post_norm.is_some() { 512 } else { 0 };
+            // The folded post norm's sums of its subgroups: 128 more f32s; x plus the
+            // partials: x again in f32.
+            let post_bytes = if self.post_norm.is_some() { 512 } else { 0 }
+                + if self.partials > 0 {
+                    u64::from(self.gemv.cols) * 4
+                } else {
+                    0
+                };
             let bytes = g.dp4a_workgroup_bytes(gpu, t) + post_bytes;
             if split.workgroup < tpr * split.k_split {
                 return Err(self.invalid(format!(
@@ -286,6 +321,66 @@ impl GemvFused {
             )));
         }
         Ok(())
+    }
+
+    /// The folded down projection: the dp4a frame, packed q4_0 / q4_1 / q8_0, exactly 32
+    /// FFN rows per workgroup, each thread at most 4 down rows.
+    fn check_down_tuning(&self, gpu: &Gpu, t: GemvTuning) -> Result<(), GpuError> {
+        let GemvEpilogue::SiluDown { n, dim, .. } = self.epilogue else {
+            return Ok(());
+        };
+        let g = &self.gemv;
+        if t.variant != GemvVariant::Dp4a || !shader::down_format(g.format, g.layout) {
+            return Err(self.invalid(format!(
+                "the folded down projection runs in the dp4a frame over packed q4_0, q4_1 or q8_0, not `{}` over {} in the {} layout",
+                t.variant.name(),
+                g.format.name(),
+                g.layout.name()
+            )));
+        }
+        let split = g.dp4a_split(gpu);
+        let per_wg = split.rows_per_workgroup(t);
+        if per_wg != DOWN_LOGICAL_ROWS || !n.is_multiple_of(32) {
+            return Err(self.invalid(format!(
+                "the folded down projection takes 32 FFN rows a workgroup: {per_wg} logical rows with {} lanes x {} rows in {}-thread workgroups, FFN width {n}",
+                t.threads_per_row, t.rows_per_thread, split.workgroup
+            )));
+        }
+        if dim > 4 * split.workgroup {
+            return Err(self.invalid(format!(
+                "the folded down projection gives each thread at most 4 of its {dim} rows ({} threads)",
+                split.workgroup
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether `gpu` runs the folded down projection with `tuning` (`Ok` for the other
+    /// epilogues), else why not.
+    pub fn down_supported(&self, gpu: &Gpu, tuning: GemvTuning) -> Result<(), String> {
+        self.check_tuning(gpu, tuning).map_err(|e| e.to_string())
+    }
+
+    /// How many partials the folded down projection writes (0 for the other epilogues).
+    pub fn down_partials(&self) -> u32 {
+        match self.epilogue {
+            GemvEpilogue::SiluDown { n, .. } => n / 32,
+            _ => 0,
+        }
+    }
+
+    /// The down matrix of [`GemvEpilogue::SiluDown`]: `dim` x `n` in the gate/up matrix's
+    /// format and layout.
+    pub fn down_gemv(&self) -> Option<Gemv> {
+        match self.epilogue {
+            GemvEpilogue::SiluDown { n, dim, .. } => Some(Gemv {
+                rows: dim,
+                cols: n,
+                out_offset: 0,
+                ..self.gemv
+            }),
+            _ => None,
+        }
     }
 
     /// `buf` holds at least `bytes` (the `what` buffer), else an error naming both.
@@ -365,9 +460,14 @@ impl GemvFused {
         }
         need(b.w, g.buffer_bytes(), "weight")?;
         need(b.x, u64::from(g.cols) * 4, "x")?;
-        let out_end = match self.epilogue.gated() {
-            Some((n, _)) => u64::from(g.out_offset) + u64::from(n),
-            None => u64::from(g.out_offset) + u64::from(g.rows),
+        let out_end = match self.epilogue {
+            GemvEpilogue::SiluDown { .. } => {
+                u64::from(self.down_partials()) * u64::from(self.down_gemv().map_or(0, |d| d.rows))
+            }
+            _ => match self.epilogue.gated() {
+                Some((n, _)) => u64::from(g.out_offset) + u64::from(n),
+                None => u64::from(g.out_offset) + u64::from(g.rows),
+            },
         };
         match (self.norm, b.norm_weight) {
             (Some(_), Some(nw)) => need(nw, u64::from(g.cols) * 4, "norm weight")?,
@@ -379,7 +479,20 @@ impl GemvFused {
         self.check_folds(b)?;
         match self.epilogue {
             GemvEpilogue::Store | GemvEpilogue::Accumulate => need(b.y, out_end * 4, "y")?,
-            GemvEpilogue::SiluMul { n, up_row } | GemvEpilogue::GeluMul { n, up_row } => {
+            GemvEpilogue::SiluMul { n, up_row }
+            | GemvEpilogue::GeluMul { n, up_row }
+            | GemvEpilogue::SiluDown { n, up_row, .. } => {
+                if let Some(down) = self.down_gemv() {
+                    let Some(wd) = b.down else {
+                        return Err(self.invalid("the folded down projection's matrix not bound"));
+                    };
+                    need(wd, down.buffer_bytes(), "down matrix")?;
+                    if g.out_offset != 0 {
+                        return Err(
+                            self.invalid("the folded down projection writes partials from 0")
+                        );
+                    }
+                }
                 if up_row < n || u64::from(up_row) + u64::from(n) > u64::from(g.rows) {
                     return Err(self.invalid(format!(
                         "gated activation: up rows {up_row}..{} must follow the {n} gate rows inside the matrix",
@@ -491,6 +604,7 @@ impl GemvFused {
         }
         if self.partials > 0 {
             constants.push(("N_PARTIALS", f64::from(self.partials)));
+            constants.push(("X_SUM_VEC4S", f64::from(g.cols / 4)));
         }
         if variant == GemvVariant::Dp4a {
             constants.push(("XQ_VEC4S", f64::from(g.cols / 16)));
@@ -549,6 +663,18 @@ impl GemvFused {
             GemvEpilogue::SiluMul { up_row, .. } | GemvEpilogue::GeluMul { up_row, .. } => {
                 vec![("UP_ROW", f64::from(up_row))]
             }
+            GemvEpilogue::SiluDown { n, up_row, dim } => {
+                let g = &self.gemv;
+                vec![
+                    ("UP_ROW", f64::from(up_row)),
+                    ("DOWN_ROWS", f64::from(dim)),
+                    ("DOWN_COLS", f64::from(n)),
+                    (
+                        "DOWN_SCALES_AT",
+                        f64::from(super::WeightLayout::scales_at(g.format, dim, n)),
+                    ),
+                ]
+            }
             GemvEpilogue::RopeKv(rope) => vec![
                 ("Q_DIM", f64::from(rope.n_heads * rope.head_dim)),
                 ("KV_DIM", f64::from(rope.n_kv_heads * rope.head_dim)),
@@ -585,6 +711,11 @@ impl GemvFused {
         }
         match self.epilogue {
             GemvEpilogue::Accumulate => out.reads.push(b.y),
+            GemvEpilogue::SiluDown { .. } => {
+                let wd = b.down.expect("checked");
+                out.buffers.push(wd);
+                out.reads.push(wd);
+            }
             GemvEpilogue::RopeKv(_) => {
                 let (step, kc, vc) = b.kv.expect("checked");
                 out.buffers.extend([step, kc, vc]);

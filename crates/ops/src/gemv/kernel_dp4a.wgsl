@@ -23,10 +23,12 @@
 // over d (one more barrier); phase 1 then forms x + (d · s) ∘ pw as it loads x, and
 // workgroup 0 writes it to x_out, the other of the two residual buffers (other workgroups
 // still read x). One dispatch of rms_norm+add less per post norm.
-// With the attention's partial output projections added instead (PARTIALS: N_PARTIALS
-// vectors of COLS floats, one per head, from attention/output.rs), the input is x plus
-// their sum, in head order, kept by workgroup 0 in x_out the same way: the output
-// projection's dispatch and its residual add folded into this gemv's input.
+// With partials added instead (PARTIALS: N_PARTIALS vectors of COLS floats, one per head
+// of the attention's output projection, attention/output.rs, or the folded down
+// projection's per block of 32 FFN rows, epilogue_silu_down.wgsl), the input is x plus
+// their sum, in order, formed once per workgroup in x_sum and kept by workgroup 0 in x_out
+// the same way: a projection's dispatch and its residual add folded into this gemv's
+// input.
 // Phase 2: the lanes frame of kernel.wgsl with a whole block per lane step: TPR lanes per
 // row group, NR rows per lane, each block's x words read once from workgroup memory for
 // the NR rows. With KSPLIT > 1 that many row groups share each NR rows, each over every
@@ -34,8 +36,9 @@
 // without a reduction wider than a subgroup.
 //
 // The epilogue's loads and arithmetic that do not depend on the sums (the rows' values
-// before a residual add, rope's position and angles) run at the start (its hooks,
-// epilogue_dp4a_*.wgsl: epilogue_prefetch, emit_prefetched), so that their latency hides
+// before a residual add, rope's position and angles, the folded down projection's
+// weights) run at the start (its hooks, epilogue_dp4a_*.wgsl: epilogue_prefetch,
+// tail_prefetch, emit_prefetched, tail), so that their latency hides
 // under the dot products instead of following them: the gemvs are latency-bound, their
 // workgroups resident at once.
 //
@@ -72,6 +75,9 @@ var<workgroup> xm: array<vec2<f32>, X_BLOCKS>;
 // most 1024 threads: at most 128 of them).
 var<workgroup> ss_part: array<f32, 128>;
 var<workgroup> ksum: array<vec4<f32>, KSUMS>;
+// x plus the partials (PARTIALS; else one unused vec4).
+override X_SUM_VEC4S: u32 = 1u;
+var<workgroup> x_sum: array<vec4<f32>, X_SUM_VEC4S>;
 
 // Vec4 k (0..7) of block b of x (zeros past the last block; the load is clamped so it
 // stays in bounds without a branch).
@@ -84,15 +90,31 @@ fn x_part(b: u32, k: u32) -> vec4<f32> {
         v += (post_d[i] * post_scale) * post_w[i];
     }
     if PARTIALS {
-        for (var p = 0u; p < N_PARTIALS; p++) {
-            v += partials[p * (COLS / 4u) + i];
-        }
+        v = x_sum[i];
     }
     return select(vec4<f32>(0.0), v, b < X_BLOCKS);
 }
 
-// Workgroup 0 keeps the residual it formed (POST, PARTIALS): x_out is the next residual
-// stream.
+// With PARTIALS: x plus the partials, in order, into x_sum, a thread per vec4 of x (every
+// thread of the workgroup shares the loads, not only phase 1's four lanes per block: the
+// folded down projection leaves 48 partials at SmolLM2); workgroup 0 keeps the sum in
+// x_out. Then the barrier before phase 1 reads it.
+fn sum_partials(lid: u32, wg_lin: u32) {
+    for (var i = lid; i < COLS / 4u; i += WG_SIZE) {
+        var v = x[i];
+        for (var p = 0u; p < N_PARTIALS; p++) {
+            v += partials[p * (COLS / 4u) + i];
+        }
+        x_sum[i] = v;
+        if wg_lin == 0u {
+            x_out[i] = v;
+        }
+    }
+    workgroupBarrier();
+}
+
+// Workgroup 0 keeps the residual it formed (POST; PARTIALS keep theirs in
+// sum_partials): x_out is the next residual stream.
 fn keep(b: u32, k: u32, v: vec4<f32>) {
     if b < X_BLOCKS {
         x_out[b * 8u + k] = v;
@@ -212,8 +234,12 @@ fn main(
     let blocks = COLS / 32u;
     var cur = load_rows(rows, min(klane, blocks - 1u));
     let pre = epilogue_prefetch(lane, row0);
+    tail_prefetch(lid, wg_lin);
     if POST {
         post_scale = post_norm_scale(lid, sg_lane, sg_size);
+    }
+    if PARTIALS {
+        sum_partials(lid, wg_lin);
     }
 
     // Phase 1. Every lane runs every step (the bound is a constant), so the shuffles run
@@ -233,7 +259,7 @@ fn main(
         let e1 = x_part(b + 2u * per_step, k + 1u);
         let f0 = x_part(b + 3u * per_step, k);
         let f1 = x_part(b + 3u * per_step, k + 1u);
-        if (POST || PARTIALS) && wg_lin == 0u {
+        if POST && wg_lin == 0u {
             keep(b, k, a0);
             keep(b, k + 1u, a1);
             keep(b + per_step, k, c0);
@@ -309,4 +335,7 @@ fn main(
     } else if lane == 0u {
         emit_prefetched(row0, total.acc * scale, pre);
     }
+    // Work on the workgroup's emitted rows together (the down projection folded in,
+    // epilogue_dp4a_silu_down.wgsl); nothing for the other epilogues.
+    tail(lid, wg_lin);
 }

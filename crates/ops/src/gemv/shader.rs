@@ -22,6 +22,9 @@ pub(crate) enum EpilogueKind {
     Silu,
     /// y[j] = gelu(gate_j) · up_j.
     Gelu,
+    /// h = silu(gate) · up, then each workgroup's partial of W_down · h (the dp4a frame,
+    /// packed q4_0 / q4_1 / q8_0; `epilogue_silu_down.wgsl`).
+    SiluDown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,6 +81,10 @@ pub(crate) fn op_name(
         EpilogueKind::Rope => name.push_str("+rope"),
         EpilogueKind::Silu => name.push_str("+silu_mul"),
         EpilogueKind::Gelu => name.push_str("+gelu_mul"),
+        EpilogueKind::SiluDown => {
+            name.push_str("+silu_mul+");
+            name.push_str(gemv.op_name());
+        }
     }
     name
 }
@@ -138,6 +145,8 @@ impl ShaderKey {
                     ] {
                         let possible = variant.runs(format, layout)
                             && (!(post || partials) || variant == GemvVariant::Dp4a)
+                            && (epilogue != EpilogueKind::SiluDown
+                                || variant == GemvVariant::Dp4a && down_format(format, layout))
                             && match variant {
                                 GemvVariant::Shared => !subgroup_reduce && !x_shared,
                                 GemvVariant::Subgroup | GemvVariant::Dp4a => subgroup_reduce,
@@ -337,8 +346,13 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
         },
     );
     let idot = idot_source(key.format, key.layout);
+    let down = if key.epilogue == EpilogueKind::SiluDown {
+        down_loader(key.format)
+    } else {
+        String::new()
+    };
     format!(
-        "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{idot}\n{}\n{}\n{}",
+        "// {name}: composed by gpuscope-ops (gemv/shader.rs) from the dp4a frame, format and epilogue.\n{frame}\n{}\n{idot}\n{down}\n{}\n{}\n{}",
         include_str!("idot_common.wgsl"),
         include_str!("reduce_subgroup.wgsl"),
         epilogue_part(key.epilogue, b.rope),
@@ -346,7 +360,51 @@ fn compose_dp4a(key: ShaderKey, name: &str) -> String {
             EpilogueKind::Store => include_str!("epilogue_dp4a_store.wgsl"),
             EpilogueKind::Rope => include_str!("epilogue_dp4a_rope.wgsl"),
             EpilogueKind::Silu | EpilogueKind::Gelu => include_str!("epilogue_dp4a_silu.wgsl"),
+            EpilogueKind::SiluDown => include_str!("epilogue_dp4a_silu_down.wgsl"),
         },
+    )
+}
+
+/// Whether the folded down projection (`EpilogueKind::SiluDown`) has a loader for this
+/// format and layout: the packed q4_0, q4_1 and q8_0 (their `load_block` reads only `w`,
+/// `COLS` and the scales region, which [`down_loader`] renames).
+pub(crate) fn down_format(format: WeightFormat, layout: WeightLayout) -> bool {
+    wide_format(format, layout)
+}
+
+/// The function `name` of a WGSL source (from `fn name(` to its closing brace at the
+/// start of a line).
+fn wgsl_fn<'s>(src: &'s str, name: &str) -> &'s str {
+    let start = src
+        .find(&format!("fn {name}("))
+        .unwrap_or_else(|| panic!("no fn {name} in the source"));
+    let end = src[start..].find("\n}").expect("a closing brace") + start + 2;
+    &src[start..end]
+}
+
+/// `load_down_block(row, b)`: the format's `load_block` (and the packed layout's
+/// `block_scale`) over the down matrix, binding `wd` with DOWN_COLS columns and its
+/// scales from DOWN_SCALES_AT, made from the same source so the two cannot disagree;
+/// then the format's `down_dot` (a block times h in f32).
+fn down_loader(format: WeightFormat) -> String {
+    let src = idot_source(format, WeightLayout::Packed);
+    let rename = |f: &str| {
+        f.replace("w[", "wd[")
+            .replace("COLS", "DOWN_COLS")
+            .replace("SCALES_AT", "DOWN_SCALES_AT")
+            .replace("block_scale(", "down_block_scale(")
+            .replace("fn load_block(", "fn load_down_block(")
+    };
+    let dot = match format {
+        WeightFormat::Q4_0 => include_str!("down_q4_0.wgsl"),
+        WeightFormat::Q4_1 => include_str!("down_q4_1.wgsl"),
+        WeightFormat::Q8_0 => include_str!("down_q8_0.wgsl"),
+        other => panic!("{} has no folded down projection", other.name()),
+    };
+    format!(
+        "{}\n\n{}\n{dot}",
+        rename(wgsl_fn(include_str!("packed_common.wgsl"), "block_scale")),
+        rename(wgsl_fn(&src, "load_block"))
     )
 }
 
@@ -364,6 +422,12 @@ fn epilogue_part(epilogue: EpilogueKind, rope_first: u32) -> String {
             include_str!("../gelu_mul/gelu.wgsl")
         )
         .to_string(),
+        // The down matrix binds after the input's bindings (where rope's would start).
+        EpilogueKind::SiluDown => format!(
+            "{}\n{}",
+            include_str!("epilogue_silu_down.wgsl").replace("B_DOWN", &rope_first.to_string()),
+            include_str!("../silu_mul/silu.wgsl")
+        ),
         EpilogueKind::Rope => format!(
             "{}\n{}",
             include_str!("epilogue_rope.wgsl")
