@@ -677,12 +677,20 @@ impl<'a> Builder<'a> {
         layer: &'a GpuLayer,
         input: &GemvInput<'a>,
     ) -> Result<bool, ModelError> {
-        let Some((op, tuning)) = self
+        let Some((planned, tuning)) = self
             .down_ops
             .get_mut(l.index as usize)
             .and_then(Option::take)
         else {
             return Ok(false);
+        };
+        // What this layer's input folds in (the attention's partials, where attention
+        // took the output projection) is known only now.
+        let op = GemvFused {
+            norm: input.folded.norm,
+            post_norm: input.folded.post_norm,
+            partials: input.folded.partials,
+            ..planned
         };
         let parts = self
             .a

@@ -31,7 +31,8 @@ pub(crate) struct RowChunk {
 pub(crate) struct Folded {
     pub(crate) norm: Option<f32>,
     pub(crate) post_norm: Option<f32>,
-    /// The attention's partial output projections added to x first (their count).
+    /// Partials added to x first (their count): the attention's output projection per
+    /// head, or the folded down projection's per block of 32 FFN rows.
     pub(crate) partials: u32,
 }
 

@@ -3,7 +3,7 @@
 fn down_dot(wb: WBlock) -> f32 {
     var s = 0.0;
     for (var k = 0u; k < 4u; k++) {
-        s += dot(vec4<f32>(unpack4xI8(wb.q0[k])), h[k]) + dot(vec4<f32>(unpack4xI8(wb.q1[k])), h[k + 4u]);
+        s += dot(vec4<f32>(unpack4xI8(wb.q0[k])), h4(k)) + dot(vec4<f32>(unpack4xI8(wb.q1[k])), h4(k + 4u));
     }
     return wb.d * s;
 }

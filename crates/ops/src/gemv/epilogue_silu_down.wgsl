@@ -22,8 +22,15 @@ override DOWN_ROWS: u32;
 override DOWN_COLS: u32;
 override DOWN_SCALES_AT: u32;
 
-// h of the workgroup's 32 FFN rows.
-var<workgroup> h: array<vec4<f32>, 8>;
+// h of the workgroup's 32 FFN rows, as scalars: row groups write neighbouring values at
+// once, and a component store into a vec4 may be compiled as a load, insert and store of
+// the whole vector (on an H100 that raced: wrong tokens, run to run; BENCHMARKS.md run 43).
+var<workgroup> h: array<f32, 32>;
+
+// h[4i..4i + 3].
+fn h4(i: u32) -> vec4<f32> {
+    return vec4<f32>(h[4u * i], h[4u * i + 1u], h[4u * i + 2u], h[4u * i + 3u]);
+}
 
 fn phys_row(r: u32) -> u32 {
     return (r >> 1u) + (r & 1u) * UP_ROW;
@@ -31,7 +38,7 @@ fn phys_row(r: u32) -> u32 {
 
 fn h_pair(r: u32, g: f32, u: f32) {
     let j = (r >> 1u) & 31u;
-    h[j >> 2u][j & 3u] = act(g) * u;
+    h[j] = act(g) * u;
 }
 
 fn emit(r: u32, v: vec4<f32>) {
