@@ -793,10 +793,12 @@ fn profile_times_the_prompts_ops() {
     );
 }
 
-/// `attn_output`: where the `groups` attention and dp4a gemvs run (forced here on
-/// lavapipe), attention takes the output projection and gate/up adds the heads' partials:
-/// 4 dispatches a layer instead of 5, the same tokens, and `check` in f64 passes over the
-/// fused kernels. Where it cannot run, the settings say why.
+/// `attn_output` and `down`: where the `groups` attention and dp4a gemvs run (forced here
+/// on lavapipe), attention takes the output projection and gate/up adds the heads'
+/// partials (4 dispatches a layer instead of 5), and gate/up takes the down projection,
+/// whose partials the next layer's q/k/v adds (3 in every layer but the last): the same
+/// tokens as with neither and as with `attn_output` alone, and `check` in f64 passes over
+/// the fused kernels. Where they cannot run, the settings say why.
 #[test]
 fn attention_takes_the_output_projection_where_it_can() {
     if !have_gpu() {
@@ -847,23 +849,29 @@ fn attention_takes_the_output_projection_where_it_can() {
     };
     let (fused_report, fused) = profile("all", &kernels);
     let (_, apart) = profile("norm,rope,silu,residual,attention", &kernels);
+    let (_, no_down) = profile("norm,rope,silu,residual,attention,attn_output", &kernels);
     let per_token = |p: &serde_json::Value| {
         p["workload"]["graph_dispatches_per_token"]
             .as_u64()
             .unwrap()
     };
-    // Two layers: one dispatch fewer in each.
-    assert_eq!(per_token(&fused) + 2, per_token(&apart), "{fused_report}");
+    // Two layers: one dispatch fewer in each, and the down projection's in the first.
+    assert_eq!(per_token(&fused) + 3, per_token(&apart), "{fused_report}");
+    assert_eq!(per_token(&fused) + 1, per_token(&no_down), "{fused_report}");
     let fused_ops = ops(&fused);
     assert!(
         fused_ops.contains(&"attention+gemv_q4_0".to_string()),
         "{fused_ops:?}"
     );
-    assert!(
-        fused_ops.contains(&"add+rms_norm+gemv_q4_0+silu_mul".to_string()),
-        "{fused_ops:?}"
-    );
+    for op in [
+        "add+rms_norm+gemv_q4_0+silu_mul+gemv_q4_0",
+        "add+rms_norm+gemv_q4_0+rope",
+        "add+rms_norm+gemv_q4_0+silu_mul",
+    ] {
+        assert!(fused_ops.contains(&op.to_string()), "{op}: {fused_ops:?}");
+    }
     assert_eq!(tokens(&fused), tokens(&apart));
+    assert_eq!(tokens(&fused), tokens(&no_down));
     let mut args = vec![
         "check",
         "--preset",

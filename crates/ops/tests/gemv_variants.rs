@@ -713,6 +713,7 @@ impl FusedCase {
             partials: partial_bufs
                 .as_ref()
                 .map(|(parts, x_out)| Partials { parts, x_out }),
+            down: None,
         };
         let d = self
             .op
@@ -1184,5 +1185,92 @@ fn attention_output_partials_match_their_oracle() {
             nmse < 1e-5 && max < 2e-2 * rms,
             "{format:?}: NMSE {nmse:e}, max err {max} (rms {rms})"
         );
+    }
+}
+
+/// gate/up with the down projection folded in (`+silu_mul+gemv_<fmt>`, the `down`
+/// fusion): each workgroup's partial of W_down · h against the oracle (gate/up, silu·mul,
+/// then each 32-column block of W_down times its block of h), with rms_norm folded in,
+/// with and without the attention's partials added to x first (then x_out holds x plus
+/// them), for the three packed formats. FFN width 96 (three workgroups, three partials),
+/// dim 64.
+#[test]
+fn down_projection_partials_match_their_oracle() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = common::rng(431);
+    let (dim, n) = (64u32, 96u32);
+    let up_row = n;
+    for format in [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0] {
+        for attn_parts in [0u32, 3] {
+            let layout = GemvVariant::Dp4a.layout_for(format).unwrap();
+            let gate_up = Gemv {
+                layout,
+                ..matrix(format, up_row + n, dim, 0)
+            };
+            let op = GemvFused {
+                gemv: gate_up,
+                norm: Some(1e-5),
+                post_norm: None,
+                partials: attn_parts,
+                epilogue: GemvEpilogue::SiluDown { n, up_row, dim },
+            };
+            let tuning = op.fit_tuning(gate_up.tuning(GemvVariant::Dp4a, gpu));
+            op.down_supported(gpu, tuning).unwrap_or_else(|why| {
+                panic!("the folded down projection does not run here: {why}")
+            });
+            let pack = |rows: u32, cols: u32, rng: &mut rand::rngs::StdRng| {
+                layout.pack(
+                    format,
+                    &format.quantize_row(&weights(rng, (rows * cols) as usize)),
+                )
+            };
+            let (w, wd) = (pack(up_row + n, dim, &mut rng), pack(dim, n, &mut rng));
+            let x = activations(&mut rng, dim as usize);
+            let nw = activations(&mut rng, dim as usize);
+            let parts = activations(&mut rng, (attn_parts.max(1) * dim) as usize);
+            let buf = |label, v: &[f32]| gpu.create_buffer_init(label, &f32_bytes(v)).unwrap();
+            let (wb, wdb, xb, nwb, pb) = (
+                gpu.create_buffer_init("w", &w).unwrap(),
+                gpu.create_buffer_init("w_down", &wd).unwrap(),
+                buf("x", &x),
+                buf("norm", &nw),
+                buf("attn_partials", &parts),
+            );
+            let yb = buf("ffn_partials", &vec![f32::NAN; (n / 32 * dim) as usize]);
+            let x_out = buf("x_out", &vec![f32::NAN; dim as usize]);
+            let io = GemvBuffers {
+                norm_weight: Some(&nwb),
+                down: Some(&wdb),
+                partials: (attn_parts > 0).then_some(Partials {
+                    parts: &pb,
+                    x_out: &x_out,
+                }),
+                ..GemvBuffers::new(&wb, &xb, &yb)
+            };
+            let d = op.dispatch(gpu, tuning, &io).unwrap();
+            assert!(
+                d.op.ends_with(&format!("+silu_mul+gemv_{}", format.name())),
+                "{}",
+                d.op
+            );
+            run(gpu, vec![d]);
+            let input = op.partials_input(&x, &parts);
+            if attn_parts > 0 {
+                assert_eq!(read_f32(gpu, &x_out), input, "{format:?}: x_out");
+            }
+            let got = read_f32(gpu, &yb);
+            let mut want = vec![0.0f32; got.len()];
+            let rounding = gpuscope_ops::gemv::XRounding::of(GemvVariant::Dp4a);
+            op.cpu_down(rounding, (&w, &wd), &input, Some(&nw), &mut want);
+            let sum2 = want.iter().map(|v| v * v).sum::<f32>();
+            let err2: f32 = got.iter().zip(&want).map(|(g, w)| (g - w) * (g - w)).sum();
+            assert!(
+                got.iter().all(|g| g.is_finite()) && err2 / sum2 < 1e-7,
+                "{format:?} with {attn_parts} partials: NMSE {:e}\ngot  {:?}\nwant {:?}",
+                err2 / sum2,
+                &got[..8],
+                &want[..8]
+            );
+        }
     }
 }
