@@ -50,10 +50,15 @@ const FUSED_INTO: &[(&str, &[&str])] = &[
     ("attn_softmax", &["attention"]),
     ("attn_values", &["attention"]),
     ("attn_output_add", &["post_attention_norm", "attn_output"]),
-    ("ffn_norm", &["ffn_gate_up"]),
-    ("ffn_silu_mul", &["ffn_gate_up"]),
+    ("ffn_norm", &["ffn_gate_up", "ffn_gate_up_down"]),
+    ("ffn_gate_up", &["ffn_gate_up_down"]),
+    ("ffn_silu_mul", &["ffn_gate_up", "ffn_gate_up_down"]),
     ("ffn_gelu_mul", &["ffn_gate_up"]),
-    ("ffn_down_add", &["post_ffw_norm", "ffn_down"]),
+    ("ffn_down", &["ffn_gate_up_down"]),
+    (
+        "ffn_down_add",
+        &["post_ffw_norm", "ffn_down", "ffn_gate_up_down"],
+    ),
     ("output_norm", &["output"]),
 ];
 
