@@ -743,7 +743,7 @@ impl<'a> Builder<'a> {
         if let Some(f) = needs.into_iter().find(|f| !self.fused(*f)) {
             return Err(format!("needs the `{}` fusion", f.name()));
         }
-        if self.a.ffn_partials.is_none() || self.a.x_alt.is_none() {
+        if self.a.ffn_partials.is_none() {
             return Err(format!(
                 "{} (post norms or gelu), or an FFN width not in at most 64 blocks of 32",
                 self.c.arch.architecture.name()
@@ -935,9 +935,7 @@ impl<'a> Builder<'a> {
                 self.c.dim
             ));
         };
-        let gate_up_takes_them = matches!(layer.w_gate_up.as_slice(),
-            [m] if m.chunks.len() == 1 && m.runs_dp4a(self.gpu, self.plan));
-        if !gate_up_takes_them {
+        if one_dp4a_matrix(&layer.w_gate_up, self.gpu, self.plan).is_none() {
             return Err(format!(
                 "layer {li}: gate/up is not one matrix on the dp4a gemv (which adds the partials)"
             ));

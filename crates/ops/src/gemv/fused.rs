@@ -13,12 +13,11 @@ use super::shader::{self, EpilogueKind, ShaderKey};
 use super::{
     Gemv, GemvTuning, GemvVariant, MAX_ROWS_PER_THREAD, ROWS_WORKGROUP_SIZE, WORKGROUP_SIZE,
 };
+use crate::rope::Rope;
 
 /// Logical rows (gate/up pairs x 2) of a workgroup with the down projection folded in:
 /// one 32-column block of W_down per workgroup.
 const DOWN_LOGICAL_ROWS: u32 = 64;
-
-use crate::rope::Rope;
 
 /// What happens to each row's dot product.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -461,9 +460,7 @@ impl GemvFused {
         need(b.w, g.buffer_bytes(), "weight")?;
         need(b.x, u64::from(g.cols) * 4, "x")?;
         let out_end = match self.epilogue {
-            GemvEpilogue::SiluDown { .. } => {
-                u64::from(self.down_partials()) * u64::from(self.down_gemv().map_or(0, |d| d.rows))
-            }
+            GemvEpilogue::SiluDown { n, dim, .. } => u64::from(n / 32) * u64::from(dim),
             _ => match self.epilogue.gated() {
                 Some((n, _)) => u64::from(g.out_offset) + u64::from(n),
                 None => u64::from(g.out_offset) + u64::from(g.rows),
