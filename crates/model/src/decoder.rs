@@ -334,7 +334,7 @@ impl GpuDecoder {
             max_batch,
         )?;
         self.settings
-            .insert("prefill".into(), prefill.gemm_setting.into());
+            .insert("prefill".into(), prefill.setting.clone());
         self.prefill = Some(prefill);
         Ok(())
     }

@@ -63,7 +63,8 @@ pub(crate) struct Prefill {
     /// The attention dispatches, whose cost depends on the positions.
     attention_dispatches: Vec<DispatchSite>,
     /// How the graph multiplies, in words (the decoder's `prefill` setting).
-    pub(crate) gemm_setting: &'static str,
+    /// The gemm and the attention kernel, in words (the decoder's `prefill` setting).
+    pub(crate) setting: String,
 }
 
 /// The decoder's parts the prefill graph is built on.
@@ -121,12 +122,21 @@ impl Prefill {
             (Some(GemmKind::Coopmat), _) => PromptGemm::Coopmat,
             _ => PromptGemm::Batched,
         };
-        let attention = AttnBatched {
+        let mut attention = AttnBatched {
             attn: c.attention(max_ctx),
             max_batch,
             q_stride: bufs.qkv_stride,
             out_stride: c.q_dim(),
+            coopmat: false,
         };
+        // The prompt's attention on tensor cores where its gemm runs on them and the
+        // shape allows (coopmat.wgsl: heads of 16..128 dims); else batched.wgsl.
+        attention.coopmat =
+            plan.prefill == Some(GemmKind::Coopmat) && attention.coopmat_supported(gpu).is_ok();
+        let mut setting = gemm.setting().to_string();
+        if attention.coopmat {
+            setting += "; attention on cooperative matrices (64 prompt rows a workgroup, two passes over the keys)";
+        }
         let b = GraphBuilder {
             gpu,
             c,
@@ -173,7 +183,7 @@ impl Prefill {
             params: bufs.params,
             tokens: bufs.tokens,
             attention_dispatches,
-            gemm_setting: gemm.setting(),
+            setting,
         })
     }
 

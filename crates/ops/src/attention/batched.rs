@@ -28,6 +28,98 @@ pub fn batched_shader() -> &'static ShaderSource {
     &BATCHED_SHADER
 }
 
+/// Query rows per workgroup of `coopmat.wgsl` (`BQ` there).
+const COOPMAT_ROWS: u32 = 64;
+/// The head sizes `coopmat.wgsl` is composed for: multiples of 16 up to 128 (its staged
+/// q tile, 64 rows of the head in f16, fits 48 KB of workgroup memory up to there).
+const COOPMAT_MAX_HEAD_DIM: u32 = 128;
+
+/// `coopmat.wgsl` composed for heads of `head_dim` (a multiple of 16, at most
+/// [`COOPMAT_MAX_HEAD_DIM`]): the q fragments, score, value and output code for its
+/// `head_dim / 16` fragments along the head.
+pub fn coopmat_shader(head_dim: u32) -> &'static ShaderSource {
+    static SHADERS: OnceLock<Vec<ShaderSource>> = OnceLock::new();
+    let shaders = SHADERS.get_or_init(|| {
+        (1..=COOPMAT_MAX_HEAD_DIM / 16)
+            .map(|n| {
+                let name = format!("attention_coopmat.d{}", 16 * n);
+                let wgsl = coopmat_source(16 * n);
+                ShaderSource {
+                    name: Box::leak(name.into_boxed_str()),
+                    wgsl: Box::leak(wgsl.into_boxed_str()),
+                }
+            })
+            .collect()
+    });
+    assert!(
+        head_dim.is_multiple_of(16) && (16..=COOPMAT_MAX_HEAD_DIM).contains(&head_dim),
+        "coopmat attention: head_dim {head_dim}"
+    );
+    &shaders[(head_dim / 16 - 1) as usize]
+}
+
+/// Every composed `coopmat.wgsl` (the executor's names, the naga test).
+pub fn coopmat_shaders() -> Vec<&'static ShaderSource> {
+    (1..=COOPMAT_MAX_HEAD_DIM / 16)
+        .map(|n| coopmat_shader(16 * n))
+        .collect()
+}
+
+/// Workgroup memory of `coopmat.wgsl` for heads of `d`: the q / K tile (64 rows) and the
+/// V tile (32 rows) of d + 8 halves, 4 subgroups' 16x32 scores (f32) and weights (f16).
+fn coopmat_workgroup_bytes(d: u32) -> u32 {
+    let row = 2 * (d + 8);
+    (COOPMAT_ROWS + 32) * row + 4 * 16 * 32 * (4 + 2)
+}
+
+fn coopmat_source(d: u32) -> String {
+    let frags = d / 16;
+    let mut q_frags = String::new();
+    let mut scores = String::from("        var sf0 = zero;\n        var sf1 = zero;\n");
+    let mut accs = String::new();
+    let mut values = String::new();
+    let mut emits = String::new();
+    for kk in 0..frags {
+        q_frags += &format!(
+            "    let iq{kk} = (16u * sg) * SK + {}u;\n    let q{kk} = coopLoadT<coop_mat16x16<f16, A>>(&kt[iq{kk}], sk);\n",
+            4 * kk
+        );
+        for j in 0..2 {
+            scores += &format!(
+                "        let ik{j}_{kk} = {}u * SK + {}u;\n        let kf{j}_{kk} = coopLoad<coop_mat16x16<f16, B>>(&kt[ik{j}_{kk}], sk);\n        sf{j} = coopMultiplyAdd(q{kk}, kf{j}_{kk}, sf{j});\n",
+                16 * j,
+                4 * kk
+            );
+        }
+        accs += &format!("    var o{kk} = coop_mat16x16<f32, C>();\n");
+        emits += &format!("    emit(o{kk}, {kk}u, own, lane, b0, sg, h, n);\n");
+    }
+    scores += "        let is0 = own;\n        let is1 = own + 4u;\n        coopStoreT(sf0, &st[is0], s8);\n        coopStoreT(sf1, &st[is1], s8);\n";
+    for j in 0..2 {
+        values += &format!(
+            "        let ip{j} = own + {}u;\n        let p{j} = coopLoadT<coop_mat16x16<f16, A>>(&pt[ip{j}], s8);\n",
+            4 * j
+        );
+        for dd in 0..frags {
+            values += &format!(
+                "        let iv{j}_{dd} = {}u * SK + {}u;\n        let vf{j}_{dd} = coopLoadT<coop_mat16x16<f16, B>>(&vt[iv{j}_{dd}], sk);\n        o{dd} = coopMultiplyAdd(p{j}, vf{j}_{dd}, o{dd});\n",
+                16 * j,
+                4 * dd
+            );
+        }
+    }
+    let sk = d / 4 + 2;
+    include_str!("coopmat.wgsl")
+        .replace("Q_FRAGMENTS\n", &q_frags)
+        .replace("SCORES\n", &scores)
+        .replace("OUT_ACCUMULATORS\n", &accs)
+        .replace("VALUES\n", &values)
+        .replace("EMITS\n", &emits)
+        .replace("KT_SIZEu", &format!("{}u", COOPMAT_ROWS * sk))
+        .replace("VT_SIZEu", &format!("{}u", 32 * sk))
+        .replace("HEAD_DIMu", &format!("{d}u"))
+}
+
 /// The `subgroup` variant's kernel made batched (CPU adapters), derived once from
 /// `subgroup.wgsl` with its K/V form (`wide`: `vec4<u64>` loads) as `batched_shader` does
 /// from `fused.wgsl`: the grid's z is the query row, the context length comes from the
@@ -71,6 +163,10 @@ pub struct AttnBatched {
     pub q_stride: u32,
     /// f32 elements per row of out.
     pub out_stride: u32,
+    /// GPUs: run `coopmat.wgsl` (tensor cores) instead of `batched.wgsl`; see
+    /// [`Self::coopmat_supported`]. The prefill graph sets it where its gemm runs on
+    /// cooperative matrices.
+    pub coopmat: bool,
 }
 
 impl AttnBatched {
@@ -84,6 +180,30 @@ impl AttnBatched {
             total.flops += c.flops;
         }
         total
+    }
+
+    /// Whether `coopmat.wgsl` runs this op on `gpu`: 16x16 f16 cooperative matrices with
+    /// f32 accumulators and subgroups of 32 (as the coopmat gemm), heads of a multiple of
+    /// 16 up to 128 dims, q and out rows in whole vec4s, and its workgroup memory.
+    pub fn coopmat_supported(&self, gpu: &Gpu) -> Result<(), String> {
+        let d = self.attn.head_dim;
+        if !d.is_multiple_of(16) || !(16..=COOPMAT_MAX_HEAD_DIM).contains(&d) {
+            return Err(format!(
+                "the coopmat attention takes heads of a multiple of 16 up to {COOPMAT_MAX_HEAD_DIM} dims, not {d}"
+            ));
+        }
+        if !self.q_stride.is_multiple_of(4) || !self.out_stride.is_multiple_of(4) {
+            return Err("the coopmat attention reads q and out rows as vec4s".into());
+        }
+        crate::gemv::GemmKind::Coopmat.supported(gpu)?;
+        let limit = gpu.limits().max_compute_workgroup_storage_size;
+        let bytes = coopmat_workgroup_bytes(d);
+        if limit < bytes {
+            return Err(format!(
+                "the coopmat attention stages {bytes} bytes of workgroup memory, the device allows {limit}"
+            ));
+        }
+        Ok(())
     }
 
     /// The fused kernel's batched form (`attention_batched`), for GPUs.
@@ -118,10 +238,13 @@ impl AttnBatched {
         if a.n_kv_heads == 0 || !a.n_heads.is_multiple_of(a.n_kv_heads) {
             return Err(invalid("n_heads must be a multiple of n_kv_heads".into()));
         }
-        if a.head_dim == 0
-            || a.head_dim > MAX_HEAD_DIM
-            || !WG.is_multiple_of(a.head_dim)
-            || !a.head_dim.is_multiple_of(4)
+        // coopmat.wgsl checks its own head sizes (`coopmat_supported`).
+        let coopmat = self.coopmat && variant != AttnVariant::Subgroup;
+        if !coopmat
+            && (a.head_dim == 0
+                || a.head_dim > MAX_HEAD_DIM
+                || !WG.is_multiple_of(a.head_dim)
+                || !a.head_dim.is_multiple_of(4))
         {
             return Err(invalid(format!(
                 "head_dim must divide {WG}, be at most {MAX_HEAD_DIM} and a multiple of 4"
@@ -161,6 +284,9 @@ impl AttnBatched {
             ("Q_STRIDE", f64::from(self.q_stride)),
             ("OUT_STRIDE", f64::from(self.out_stride)),
         ];
+        if coopmat {
+            return self.dispatch_coopmat(gpu, constants, [params, q, k_cache, v_cache, out]);
+        }
         let (shader, grid) = if variant == AttnVariant::Subgroup {
             variant
                 .supported(gpu, a)
@@ -206,6 +332,34 @@ impl AttnBatched {
             pipeline,
             bind_group,
             grid,
+            self.cost_at(0, self.max_batch),
+            &[params, q, k_cache, v_cache],
+            &[out],
+        ))
+    }
+
+    /// `coopmat.wgsl`, built without naga's runtime checks (as the coopmat gemm: on an
+    /// H100 they cost it 3.6x). In range by construction, with the sizes
+    /// `dispatch_variant` checked: q and out rows are below min(params[1], MAX_BATCH) <=
+    /// max_batch (q read at clamped rows, out written below them), cache rows clamped
+    /// below MAX_CTX, and the workgroup arrays' indices as the kernel's header works out.
+    fn dispatch_coopmat(
+        &self,
+        gpu: &Gpu,
+        mut constants: Vec<(&str, f64)>,
+        [params, q, k_cache, v_cache, out]: [&GpuBuffer; 5],
+    ) -> Result<Dispatch, GpuError> {
+        self.coopmat_supported(gpu)
+            .map_err(|why| GpuError::Invalid(format!("{self:?}: {why}")))?;
+        constants.push(("MAX_BATCH", f64::from(self.max_batch)));
+        let shader = coopmat_shader(self.attn.head_dim);
+        let pipeline = gpu.pipeline_trusted(shader, "main", &constants)?;
+        let bind_group = gpu.bind_group(&pipeline, &[params, q, k_cache, v_cache, out])?;
+        Ok(Dispatch::new(
+            AttnFused::OP,
+            pipeline,
+            bind_group,
+            [self.attn.n_heads, self.max_batch.div_ceil(COOPMAT_ROWS), 1],
             self.cost_at(0, self.max_batch),
             &[params, q, k_cache, v_cache],
             &[out],

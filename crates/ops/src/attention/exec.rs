@@ -11,6 +11,13 @@ pub(crate) fn batched_shaders() -> Vec<&'static str> {
         super::batched::batched_subgroup_shader(false).name,
         super::batched::batched_subgroup_shader(true).name,
     ]
+    .into_iter()
+    .chain(
+        super::batched::coopmat_shaders()
+            .into_iter()
+            .map(|s| s.name),
+    )
+    .collect()
 }
 
 /// (n_heads, n_kv_heads, head_dim, max_ctx) from the constants, checked.
@@ -116,6 +123,7 @@ pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
         max_batch: n_rows,
         q_stride: c.u32_const("Q_STRIDE")?,
         out_stride: c.u32_const("OUT_STRIDE")?,
+        coopmat: false,
     };
     let hq = (n_heads * head_dim) as u64;
     let rows = n_rows as u64;

@@ -726,12 +726,16 @@ impl Builder<'_> {
             max_ctx,
         };
         let hq = heads * hd;
-        let op = AttnBatched {
+        let mut op = AttnBatched {
             attn,
             max_batch: n_rows,
             q_stride: hq,
             out_stride: hq,
+            coopmat: false,
         };
+        // The prefill graph's choice where its gemm runs on tensor cores (the default
+        // where the adapter has them).
+        op.coopmat = op.coopmat_supported(gpu).is_ok();
         let params = self.input_u32("params", &[pos0, n_rows, 0, 0])?;
         let q = self.input_f32("q", (hq * n_rows) as u64)?;
         let cache = (kv * hd) as u64 * max_ctx as u64;
