@@ -35,7 +35,7 @@ const COOPMAT_ROWS: u32 = 64;
 const COOPMAT_MAX_HEAD_DIM: u32 = 128;
 
 /// `coopmat.wgsl` composed for heads of `head_dim` (a multiple of 16, at most
-/// [`COOPMAT_MAX_HEAD_DIM`]): the q fragments, score, value and output code for its
+/// `COOPMAT_MAX_HEAD_DIM`, 128): the q fragments, score, value and output code for its
 /// `head_dim / 16` fragments along the head.
 pub fn coopmat_shader(head_dim: u32) -> &'static ShaderSource {
     static SHADERS: OnceLock<Vec<ShaderSource>> = OnceLock::new();
