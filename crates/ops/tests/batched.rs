@@ -702,20 +702,7 @@ fn attention_batched_is_causal_and_matches_oracle() {
     for (n_heads, n_kv_heads, head_dim) in
         [(4, 2, 16), (4, 1, 256), (6, 2, 64), (2, 2, 32), (7, 1, 32)]
     {
-        let attn = AttnFused {
-            n_heads,
-            n_kv_heads,
-            head_dim,
-            max_ctx: 300,
-        };
-        let hq = n_heads * head_dim;
-        let op = AttnBatched {
-            attn,
-            max_batch: 6,
-            q_stride: hq + 40,
-            out_stride: hq + 4,
-            coopmat: false,
-        };
+        let op = attention_op((n_heads, n_kv_heads, head_dim), 6, false);
         let q = activations(&mut r, (op.q_stride * 6) as usize);
         let kv = (n_kv_heads * head_dim * 300) as usize;
         let (k, v) = (activations(&mut r, kv), activations(&mut r, kv));
@@ -744,6 +731,28 @@ fn attention_batched_is_causal_and_matches_oracle() {
                 1e-4,
             );
         }
+    }
+}
+
+/// A batched attention over a 300-row cache, q rows 40 floats longer than the heads and
+/// out rows 4 (padding the kernels must leave alone).
+fn attention_op(
+    (n_heads, n_kv_heads, head_dim): (u32, u32, u32),
+    max_batch: u32,
+    coopmat: bool,
+) -> AttnBatched {
+    let hq = n_heads * head_dim;
+    AttnBatched {
+        attn: AttnFused {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            max_ctx: 300,
+        },
+        max_batch,
+        q_stride: hq + 40,
+        out_stride: hq + 4,
+        coopmat,
     }
 }
 
@@ -821,20 +830,7 @@ fn attention_coopmat_matches_oracle() {
     for (n_heads, n_kv_heads, head_dim) in
         [(4, 2, 16), (6, 2, 64), (7, 1, 32), (8, 2, 128), (3, 1, 96)]
     {
-        let attn = AttnFused {
-            n_heads,
-            n_kv_heads,
-            head_dim,
-            max_ctx: 300,
-        };
-        let hq = n_heads * head_dim;
-        let op = AttnBatched {
-            attn,
-            max_batch,
-            q_stride: hq + 40,
-            out_stride: hq + 4,
-            coopmat: true,
-        };
+        let op = attention_op((n_heads, n_kv_heads, head_dim), max_batch, true);
         if let Err(why) = op.coopmat_supported(gpu) {
             eprintln!("skipping the coopmat attention: {why}");
             return;

@@ -120,25 +120,19 @@ fn max4(v: vec4<f32>) -> f32 {
     return max(max(v.x, v.y), max(v.z, v.w));
 }
 
-// Stages BK cache rows from key k0 (KV head at vec4 head4 of rows row4 vec4s long) into
-// `dst` as f16, keys at or past `stop` as zeros.
-fn stage_k(k0: u32, stop: u32, row4: u32, head4: u32, lid: u32) {
+// Stages BK cache rows from key k0 (KV head at vec4 head4 of rows row4 vec4s long) as
+// f16: the keys into kt and, `with_v`, the values into vt; keys at or past `stop` as zeros.
+fn stage(k0: u32, stop: u32, row4: u32, head4: u32, lid: u32, with_v: bool) {
     for (var i = lid; i < BK * D4; i += WG) {
         let r = i / D4;
         let col = i % D4;
         let key = k0 + r;
-        let v = k_cache[min(key, MAX_CTX - 1u) * row4 + head4 + col];
-        kt[r * SK + col] = vec4<f16>(select(vec4<f32>(0.0), v, key < stop));
-    }
-}
-
-fn stage_v(k0: u32, stop: u32, row4: u32, head4: u32, lid: u32) {
-    for (var i = lid; i < BK * D4; i += WG) {
-        let r = i / D4;
-        let col = i % D4;
-        let key = k0 + r;
-        let v = v_cache[min(key, MAX_CTX - 1u) * row4 + head4 + col];
-        vt[r * SK + col] = vec4<f16>(select(vec4<f32>(0.0), v, key < stop));
+        let at = min(key, MAX_CTX - 1u) * row4 + head4 + col;
+        let keep = key < stop;
+        kt[r * SK + col] = vec4<f16>(select(vec4<f32>(0.0), k_cache[at], keep));
+        if with_v {
+            vt[r * SK + col] = vec4<f16>(select(vec4<f32>(0.0), v_cache[at], keep));
+        }
     }
 }
 
@@ -179,7 +173,7 @@ Q_FRAGMENTS
     var m_run = NEG;
     var l_run = 0.0;
     for (var k0 = 0u; k0 < stop; k0 += BK) {
-        stage_k(k0, stop, row4, head4, lid);
+        stage(k0, stop, row4, head4, lid, false);
         workgroupBarrier();
 SCORES
         workgroupBarrier();
@@ -204,8 +198,7 @@ SCORES
     let inv_l = select(0.0, 1.0 / l_run, l_run > 0.0);
 OUT_ACCUMULATORS
     for (var k0 = 0u; k0 < stop; k0 += BK) {
-        stage_k(k0, stop, row4, head4, lid);
-        stage_v(k0, stop, row4, head4, lid);
+        stage(k0, stop, row4, head4, lid, true);
         workgroupBarrier();
 SCORES
         workgroupBarrier();
