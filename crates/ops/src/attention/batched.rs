@@ -58,6 +58,12 @@ pub fn coopmat_shader(head_dim: u32) -> &'static ShaderSource {
     &shaders[(head_dim / 16 - 1) as usize]
 }
 
+/// Whether the kernel named `shader` is `coopmat.wgsl`, which rounds q, k, v and the
+/// weights to f16 (its exact oracle differs from it by that rounding).
+pub fn rounds_to_f16(shader: &str) -> bool {
+    shader.starts_with("attention_coopmat.")
+}
+
 /// Every composed `coopmat.wgsl` (the executor's names, the naga test).
 pub fn coopmat_shaders() -> Vec<&'static ShaderSource> {
     (1..=COOPMAT_MAX_HEAD_DIM / 16)

@@ -25,7 +25,7 @@ pub(crate) mod exec;
 mod fused;
 pub(crate) mod output;
 
-pub use batched::{coopmat_shader, coopmat_shaders, AttnBatched};
+pub use batched::{coopmat_shader, coopmat_shaders, rounds_to_f16, AttnBatched};
 pub use output::AttnOutput;
 
 pub use fused::{
