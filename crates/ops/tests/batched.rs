@@ -712,24 +712,13 @@ fn attention_batched_is_causal_and_matches_oracle() {
         // Rows past the batch's last position hold garbage the causal mask must skip;
         // partial tiles of four rows (6, 1) and contexts past one chunk of 256.
         for (pos0, n_rows) in [(0, 6), (290, 4), (250, 1)] {
-            let out0 = vec![SENTINEL; (op.out_stride * 6) as usize];
-            let (pb, qb, kb, vb, ob) = (
-                params(gpu, pos0, n_rows),
-                filled(gpu, "q", &q),
-                filled(gpu, "k", &k),
-                filled(gpu, "v", &v),
-                filled(gpu, "out", &out0),
-            );
-            let d = op.dispatch(gpu, &pb, &qb, &kb, &vb, &ob).unwrap();
-            assert_eq!(d.pipeline.shader(), "attention_batched");
-            run(gpu, vec![d]);
-            let mut want = out0.clone();
-            op.cpu(pos0, n_rows, &q, &k, &v, &mut want);
+            let (shader, got, want) = run_attention(gpu, &op, (pos0, n_rows), [&q, &k, &v]);
+            assert_eq!(shader, "attention_batched");
             assert_attention_rows(
                 &format!("attention head_dim {head_dim} pos0 {pos0} n_rows {n_rows}"),
                 &op,
                 n_rows,
-                &read_f32(gpu, &ob),
+                &got,
                 &want,
                 1e-4,
             );
@@ -757,6 +746,30 @@ fn attention_op(
         out_stride: hq + 4,
         coopmat,
     }
+}
+
+/// Runs `op` on rows `n_rows` from `pos0` over out rows of SENTINEL: the kernel's name,
+/// its output and the oracle's.
+fn run_attention(
+    gpu: &Gpu,
+    op: &AttnBatched,
+    (pos0, n_rows): (u32, u32),
+    [q, k, v]: [&[f32]; 3],
+) -> (String, Vec<f32>, Vec<f32>) {
+    let out0 = vec![SENTINEL; (op.out_stride * op.max_batch) as usize];
+    let (pb, qb, kb, vb, ob) = (
+        params(gpu, pos0, n_rows),
+        filled(gpu, "q", q),
+        filled(gpu, "k", k),
+        filled(gpu, "v", v),
+        filled(gpu, "out", &out0),
+    );
+    let d = op.dispatch(gpu, &pb, &qb, &kb, &vb, &ob).unwrap();
+    let shader = d.pipeline.shader().to_string();
+    run(gpu, vec![d]);
+    let mut want = out0;
+    op.cpu(pos0, n_rows, q, k, v, &mut want);
+    (shader, read_f32(gpu, &ob), want)
 }
 
 /// A batched attention's output against its oracle's: the heads of rows below `n_rows`
@@ -842,27 +855,13 @@ fn attention_coopmat_matches_oracle() {
         let kv = (n_kv_heads * head_dim * 300) as usize;
         let (k, v) = (activations(&mut r, kv), activations(&mut r, kv));
         for (pos0, n_rows) in [(0, 70), (290, 5), (100, 1), (0, 64)] {
-            let out0 = vec![SENTINEL; (op.out_stride * max_batch) as usize];
-            let (pb, qb, kb, vb, ob) = (
-                params(gpu, pos0, n_rows),
-                filled(gpu, "q", &q),
-                filled(gpu, "k", &k),
-                filled(gpu, "v", &v),
-                filled(gpu, "out", &out0),
-            );
-            let d = op.dispatch(gpu, &pb, &qb, &kb, &vb, &ob).unwrap();
-            assert_eq!(
-                d.pipeline.shader(),
-                format!("attention_coopmat.d{head_dim}")
-            );
-            run(gpu, vec![d]);
-            let mut want = out0.clone();
-            op.cpu(pos0, n_rows, &q, &k, &v, &mut want);
+            let (shader, got, want) = run_attention(gpu, &op, (pos0, n_rows), [&q, &k, &v]);
+            assert_eq!(shader, format!("attention_coopmat.d{head_dim}"));
             failures.extend(attention_rows_error(
                 &format!("coopmat attention head_dim {head_dim} pos0 {pos0} n_rows {n_rows}"),
                 &op,
                 n_rows,
-                &read_f32(gpu, &ob),
+                &got,
                 &want,
                 4e-3,
             ));
