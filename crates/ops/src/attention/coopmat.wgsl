@@ -24,7 +24,8 @@
 //
 // Rounding: q · SCALE, k, v and the weights are rounded to f16 (relative error 2^-11
 // each); the dot products and sums are f32. Values past f16's range (65504) are not
-// representable here; where they can occur the batched kernel is the choice.
+// representable here (nor in the coopmat gemm's x); where they can occur, `--kernel
+// prefill=dp4a` or `batched` keeps the prompt off f16.
 //
 // Template (attention/batched.rs `coopmat_shader`): HEAD_DIMu (16..128 in steps of 16),
 // and the fragment code for it: Q_FRAGMENTS, SCORES (the tile's two 16-key score
