@@ -714,14 +714,16 @@ fn attention_batched_is_causal_and_matches_oracle() {
         for (pos0, n_rows) in [(0, 6), (290, 4), (250, 1)] {
             let (shader, got, want) = run_attention(gpu, &op, (pos0, n_rows), [&q, &k, &v]);
             assert_eq!(shader, "attention_batched");
-            assert_attention_rows(
+            if let Some(e) = attention_rows_error(
                 &format!("attention head_dim {head_dim} pos0 {pos0} n_rows {n_rows}"),
                 &op,
                 n_rows,
                 &got,
                 &want,
                 1e-4,
-            );
+            ) {
+                panic!("{e}");
+            }
         }
     }
 }
@@ -774,21 +776,7 @@ fn run_attention(
 
 /// A batched attention's output against its oracle's: the heads of rows below `n_rows`
 /// within `rel` of the largest of them, everything else (each row's padding, the rows
-/// past the batch) still SENTINEL.
-fn assert_attention_rows(
-    what: &str,
-    op: &AttnBatched,
-    n_rows: u32,
-    got: &[f32],
-    want: &[f32],
-    rel: f32,
-) {
-    if let Some(e) = attention_rows_error(what, op, n_rows, got, want, rel) {
-        panic!("{e}");
-    }
-}
-
-/// What [`assert_attention_rows`] checks, as the error it would panic with.
+/// past the batch) still SENTINEL. The error, if not.
 fn attention_rows_error(
     what: &str,
     op: &AttnBatched,

@@ -290,10 +290,10 @@ impl AttnBatched {
             ("Q_STRIDE", f64::from(self.q_stride)),
             ("OUT_STRIDE", f64::from(self.out_stride)),
         ];
-        if coopmat {
-            return self.dispatch_coopmat(gpu, constants, [params, q, k_cache, v_cache, out]);
-        }
-        let (shader, grid) = if variant == AttnVariant::Subgroup {
+        // The coopmat kernel is built without naga's runtime checks (`coopmat_form`).
+        let (shader, grid, trusted) = if coopmat {
+            self.coopmat_form(gpu, &mut constants)?
+        } else if variant == AttnVariant::Subgroup {
             variant
                 .supported(gpu, a)
                 .map_err(|why| invalid(format!("batched attention: {why}")))?;
@@ -309,6 +309,7 @@ impl AttnBatched {
             (
                 batched_subgroup_shader(a.subgroup_wide(gpu)),
                 [a.n_kv_heads, a.n_heads / a.n_kv_heads / hpw, self.max_batch],
+                false,
             )
         } else {
             let info = gpu.adapter_info();
@@ -329,9 +330,14 @@ impl AttnBatched {
             (
                 batched_shader(),
                 [a.n_heads, self.max_batch.div_ceil(ROWS), 1],
+                false,
             )
         };
-        let pipeline = gpu.pipeline(shader, "main", &constants)?;
+        let pipeline = if trusted {
+            gpu.pipeline_trusted(shader, "main", &constants)?
+        } else {
+            gpu.pipeline(shader, "main", &constants)?
+        };
         let bind_group = gpu.bind_group(&pipeline, &[params, q, k_cache, v_cache, out])?;
         Ok(Dispatch::new(
             AttnFused::OP,
@@ -344,32 +350,22 @@ impl AttnBatched {
         ))
     }
 
-    /// `coopmat.wgsl`, built without naga's runtime checks (as the coopmat gemm: on an
-    /// H100 they cost it 3.6x). In range by construction, with the sizes
-    /// `dispatch_variant` checked: q and out rows are below min(params[1], MAX_BATCH) <=
-    /// max_batch (q read at clamped rows, out written below them), cache rows clamped
-    /// below MAX_CTX, and the workgroup arrays' indices as the kernel's header works out.
-    fn dispatch_coopmat(
+    /// `coopmat.wgsl`'s shader and grid, its MAX_BATCH added to `constants`; it is built
+    /// without naga's runtime checks (as the coopmat gemm: on an H100 they cost it 3.6x).
+    /// In range by construction, with the sizes `dispatch_variant` checked: q and out rows
+    /// are below min(params[1], MAX_BATCH) <= max_batch (q read at clamped rows, out
+    /// written below them), cache rows clamped below MAX_CTX, and the workgroup arrays'
+    /// indices as the kernel's header works out.
+    fn coopmat_form(
         &self,
         gpu: &Gpu,
-        mut constants: Vec<(&str, f64)>,
-        [params, q, k_cache, v_cache, out]: [&GpuBuffer; 5],
-    ) -> Result<Dispatch, GpuError> {
+        constants: &mut Vec<(&str, f64)>,
+    ) -> Result<(&'static ShaderSource, [u32; 3], bool), GpuError> {
         self.coopmat_supported(gpu)
             .map_err(|why| GpuError::Invalid(format!("{self:?}: {why}")))?;
         constants.push(("MAX_BATCH", f64::from(self.max_batch)));
-        let shader = coopmat_shader(self.attn.head_dim);
-        let pipeline = gpu.pipeline_trusted(shader, "main", &constants)?;
-        let bind_group = gpu.bind_group(&pipeline, &[params, q, k_cache, v_cache, out])?;
-        Ok(Dispatch::new(
-            AttnFused::OP,
-            pipeline,
-            bind_group,
-            [self.attn.n_heads, self.max_batch.div_ceil(COOPMAT_ROWS), 1],
-            self.cost_at(0, self.max_batch),
-            &[params, q, k_cache, v_cache],
-            &[out],
-        ))
+        let grid = [self.attn.n_heads, self.max_batch.div_ceil(COOPMAT_ROWS), 1];
+        Ok((coopmat_shader(self.attn.head_dim), grid, true))
     }
 
     /// CPU reference: the single-query oracle per row, row b with `pos0 + b + 1` positions.
