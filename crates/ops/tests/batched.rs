@@ -242,10 +242,18 @@ fn gemms_match_their_oracles() {
         })
         .collect();
     for kind in kinds {
-        // 4100 rows: coopmat's 128-wide tiles (COOPMAT_WIDE_ROWS), the last one partial.
-        // Each shape with one format, each format at least once (each distinct gemm is
-        // a pipeline compiled: see common::each_choice).
-        let shapes = [(70u32, 96u32), (8, 576), (130, 224), (4100, 64)];
+        // 4100 rows: coopmat's 128-wide tiles (COOPMAT_WIDE_ROWS), the last one partial;
+        // 128 and 4096 rows: whole tiles (64- and 128-wide), whose results coopmat stores
+        // without workgroup memory. Each shape with one format, each format at least once
+        // (each distinct gemm is a pipeline compiled: see common::each_choice).
+        let shapes = [
+            (70u32, 96u32),
+            (8, 576),
+            (130, 224),
+            (4100, 64),
+            (128, 96),
+            (4096, 64),
+        ];
         let formats = [WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q8_0];
         let mut cases = crate::common::each_choice(&shapes, &formats);
         // GGUF bytes only: q4_K and q5_K, rows of two super-blocks; q5_0, rows of an odd
@@ -257,7 +265,9 @@ fn gemms_match_their_oracles() {
             ((8, 96), WeightFormat::Q5_1),
         ]);
         for ((rows, cols), format) in cases {
-            let (max_batch, out_offset) = (67u32, 3u32);
+            // Batches past 128 rows where the rows take 128-wide tiles, so that some are whole.
+            let max_batch = if rows >= 4096 { 131u32 } else { 67 };
+            let out_offset = 3u32;
             let y_stride = rows + out_offset + 2;
             {
                 let gguf = format.quantize_row(&weights(&mut r, (rows * cols) as usize));
@@ -280,11 +290,17 @@ fn gemms_match_their_oracles() {
                     // add to the same frame) a partial tile, accumulating: each
                     // (format, accumulate) is a pipeline compiled.
                     let batches: &[(u32, bool)] = if formats.contains(&format) {
-                        &[(max_batch, false), (5, true), (64, false), (65, true)]
+                        &[
+                            (max_batch, false),
+                            (5, true),
+                            (64, false),
+                            (65, true),
+                            (128, true),
+                        ]
                     } else {
                         &[(65, true)]
                     };
-                    for &(n_rows, accumulate) in batches {
+                    for &(n_rows, accumulate) in batches.iter().filter(|(n, _)| *n <= max_batch) {
                         let what = format!(
                             "{} {format:?} {layout:?} {rows}x{cols} n_rows {n_rows} accumulate {accumulate}",
                             kind.name()

@@ -203,11 +203,29 @@ impl GemmKind {
 /// (two A fragments) by 16 · FN batch rows (FN B fragments), FN = 2 at 64, 4 at 128.
 fn coopmat_frame(tile: u32) -> String {
     let fn_count = tile / 32;
-    let acc: String = (0..2)
-        .flat_map(|i| {
-            (0..fn_count).map(move |j| format!("    var c{i}{j} = coop_mat16x16<f32, C>();\n"))
-        })
+    // Fragment (i, j): weight rows rf + 16i.., batch rows bf + 16j...
+    let frags_ij: Vec<(u32, u32)> = (0..2)
+        .flat_map(|i| (0..fn_count).map(move |j| (i, j)))
         .collect();
+    let y_at = |i: u32, j: u32| {
+        format!(
+            "        let y{i}{j} = (bf + {}u) * Y_STRIDE + OUT_OFFSET + rf + {}u;\n",
+            16 * j,
+            16 * i
+        )
+    };
+    let mut acc: String = frags_ij
+        .iter()
+        .map(|(i, j)| format!("    var c{i}{j} = coop_mat16x16<f32, C>();\n"))
+        .collect();
+    // Nested, not `&&`: naga lowers `&&` to a local variable, which its uniformity
+    // analysis does not follow.
+    acc += "    if whole {\n    if ACCUMULATE != 0u {\n        let s = Y_STRIDE;\n";
+    for &(i, j) in &frags_ij {
+        acc += &y_at(i, j);
+        acc += &format!("        c{i}{j} = coopLoad<coop_mat16x16<f32, C>>(&y[y{i}{j}], s);\n");
+    }
+    acc += "    }\n    }\n";
     let mut frags = String::new();
     for j in 0..fn_count {
         frags += &format!(
@@ -215,22 +233,23 @@ fn coopmat_frame(tile: u32) -> String {
             16 * j
         );
     }
-    for i in 0..2 {
-        for j in 0..fn_count {
-            frags += &format!("            c{i}{j} = coopMultiplyAdd(a{i}, f{j}, c{i}{j});\n");
-        }
+    for &(i, j) in &frags_ij {
+        frags += &format!("            c{i}{j} = coopMultiplyAdd(a{i}, f{j}, c{i}{j});\n");
     }
-    let emits: String = (0..2)
-        .flat_map(|i| {
-            (0..fn_count).map(move |j| {
-                format!(
-                    "    emit(c{i}{j}, own, lane, rf + {}u, bf + {}u, n);\n",
-                    16 * i,
-                    16 * j
-                )
-            })
-        })
-        .collect();
+    let mut emits = String::from("    if whole {\n        let s = Y_STRIDE;\n");
+    for &(i, j) in &frags_ij {
+        emits += &y_at(i, j);
+        emits += &format!("        coopStore(c{i}{j}, &y[y{i}{j}], s);\n");
+    }
+    emits += "    } else {\n        let lane = lid % 32u;\n";
+    for &(i, j) in &frags_ij {
+        emits += &format!(
+            "        emit(c{i}{j}, sg, lane, rf + {}u, bf + {}u, n);\n",
+            16 * i,
+            16 * j
+        );
+    }
+    emits += "    }\n";
     include_str!("kernel_gemm_coopmat.wgsl")
         .replace("ACCUMULATORS\n", &acc)
         .replace("FRAGMENTS\n", &frags)

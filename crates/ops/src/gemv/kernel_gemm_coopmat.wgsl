@@ -15,10 +15,14 @@
 // - the weights, dequantized to f16 (one block per thread: value = d * q + o, the format's
 //   `load_wblock` giving q as int8 bytes and (d, o)), row-major [row][k];
 // - x, converted from f32 to f16, [batch row][k] (8 vec4s per thread);
-// loaded into registers a step ahead (in flight during the multiplies). The accumulators
-// leave one fragment at a time through each subgroup's 16x16 of workgroup memory, so that
-// the stores into y are bounds-checked (tiles past ROWS or the batch) and can accumulate
-// (a fused residual add).
+// loaded into registers a step ahead (in flight during the multiplies).
+//
+// The result: a tile wholly inside the matrix and the batch (`whole_tile`) stores its
+// accumulators straight into y with cooperative stores, and for a fused residual add
+// (ACCUMULATE) starts them from y's values. Other tiles pass one fragment at a time
+// through each subgroup's 16x16 of workgroup memory (`emit`), so that their stores are
+// bounds-checked. (The ys path for every tile cost 6.5 of 52.7 ms of the 8B prompt's gemms:
+// BENCHMARKS.md, run 45.)
 //
 // Rounding: x and the dequantized weights are rounded to f16 (relative error 2^-11 each),
 // the sums are f32. Its oracle is the batched gemv's with x rounded to f16.
@@ -33,7 +37,9 @@
 // t * 18 + half * 8 + 0..7 <= (TILE - 1) * 18 + 15 and xb at (xr + j * WG_SIZE / 16) * 18
 // + xc <= (TILE - 1) * 18 + 15, below TILE * 18; a subgroup's last A fragment starts at
 // (TILE - 16) * 18 + 12 and spans 15 more rows of 18 and 4 vec4s: (TILE - 1) * 18 + 15; its
-// last B fragment likewise; ys: subgroup sg's 64 vec4s from sg * 64, below 2 * WG_SIZE.
+// last B fragment likewise; ys: subgroup sg's 64 vec4s from sg * 64, below 2 * WG_SIZE; a
+// whole tile's cooperative loads and stores of y: rows below ROWS, batch rows below n <=
+// MAX_BATCH.
 //
 // Appended after this file: the format's `load_wblock(i) -> WBlock` for block i (row-major
 // block index), with binding 0 (`w`) as its layout needs.
@@ -72,6 +78,8 @@ var<workgroup> ys: array<vec4<f32>, YS_SIZEu>; // WG_SIZE / 32 * 64
 // The batch size, read through workgroupUniformLoad: the cooperative operations need
 // uniform control flow, and naga counts a storage read as non-uniform.
 var<workgroup> n_rows: u32;
+// 1 where the workgroup's tile lies wholly inside ROWS and the batch (read uniformly too).
+var<workgroup> whole_tile: u32;
 
 // A weight block as the loaders give it: elements 0..15 and 16..31 as int8 bytes, (d, o).
 struct WBlock {
@@ -103,7 +111,9 @@ fn main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     if lid == 0u {
-        n_rows = min(params[1], MAX_BATCH);
+        let rows = min(params[1], MAX_BATCH);
+        n_rows = rows;
+        whole_tile = u32(ROWS % TILE == 0u && (wg.y + 1u) * TILE <= rows);
     }
     let n = workgroupUniformLoad(&n_rows);
     let r0 = wg.x * TILE;
@@ -130,6 +140,9 @@ fn tile(r0: u32, b0: u32, n: u32, lid: u32) {
     let sg = lid / 32u;
     let sm = sg / SG_N;
     let sn = sg % SG_N;
+    let rf = r0 + 32u * sm;
+    let bf = b0 + WN * sn;
+    let whole = workgroupUniformLoad(&whole_tile) != 0u;
 ACCUMULATORS
     var next_w = load_wblock(w_row + min(half, blocks - 1u));
     var next_x: array<vec4<f32>, 8>;
@@ -166,34 +179,30 @@ FRAGMENTS
         }
         workgroupBarrier();
     }
-    let own = sg * 64u;
-    let lane = lid % 32u;
-    let rf = r0 + 32u * sm;
-    let bf = b0 + WN * sn;
 EMITS
 }
 
 // Fragment c (weight rows rf.., batch rows bf..) through the subgroup's 16x16 of ys into y:
-// lane l writes batch row bf + l / 2, weight rows 8 · (l % 2)...
-fn emit(c: coop_mat16x16<f32, C>, own: u32, lane: u32, rf: u32, bf: u32, n: u32) {
+// lane l writes weight row rf + l % 16 of batch rows bf + l / 16 + 2q, so that each store
+// writes two runs of 16 consecutive floats.
+fn emit(c: coop_mat16x16<f32, C>, sg: u32, lane: u32, rf: u32, bf: u32, n: u32) {
+    let own = sg * 64u;
     let s = 4u;
     coopStore(c, &ys[own], s);
     workgroupBarrier();
-    let bl = lane / 2u;
-    let b = bf + bl;
-    if b < n {
-        for (var q = 0u; q < 2u; q++) {
-            let v = ys[own + bl * 4u + (lane % 2u) * 2u + q];
-            for (var e = 0u; e < 4u; e++) {
-                let r = rf + ((lane % 2u) * 2u + q) * 4u + e;
-                if r < ROWS {
-                    let at = b * Y_STRIDE + OUT_OFFSET + r;
-                    if ACCUMULATE != 0u {
-                        y[at] = y[at] + v[e];
-                    } else {
-                        y[at] = v[e];
-                    }
-                }
+    let m = lane % 16u;
+    let r = rf + m;
+    for (var q = 0u; q < 8u; q++) {
+        let bl = lane / 16u + 2u * q;
+        let b = bf + bl;
+        if b < n && r < ROWS {
+            // Element (m, bl) of the column-major fragment.
+            let v = ys[own + bl * 4u + m / 4u][m % 4u];
+            let at = b * Y_STRIDE + OUT_OFFSET + r;
+            if ACCUMULATE != 0u {
+                y[at] = y[at] + v;
+            } else {
+                y[at] = v;
             }
         }
     }
