@@ -342,7 +342,14 @@ impl PromptGemm<'_> {
     fn setting(self) -> &'static str {
         match self {
             PromptGemm::Dp4a(_) => "dp4a gemm (64x64 tiles, x quantized to int8 blocks once per input) for q4_0/q4_1/q8_0/q5_0/q5_1/q4_K/q5_K matrices, the batched gemv (8 rows per weight pass) for the rest",
-            PromptGemm::Coopmat => "coopmat gemm (64x64 tiles of f16 on cooperative matrices: tensor cores) for q4_0/q4_1/q8_0/q5_0/q5_1/q4_K/q5_K matrices, the batched gemv (8 rows per weight pass) for the rest",
+            PromptGemm::Coopmat => {
+                use gpuscope_ops::gemv::{COOPMAT_TILES, COOPMAT_WIDE_ROWS};
+                static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+                    let [small, wide] = COOPMAT_TILES;
+                    format!("coopmat gemm (f16 tiles on cooperative matrices: tensor cores; {small}x{small}, {wide}x{wide} for matrices of {COOPMAT_WIDE_ROWS} rows and more where the device has the workgroup memory) for q4_0/q4_1/q8_0/q5_0/q5_1/q4_K/q5_K matrices, the batched gemv (8 rows per weight pass) for the rest")
+                });
+                &TEXT
+            }
             PromptGemm::Batched => "batched gemv (8 rows per weight pass)",
             PromptGemm::Rows => "wide rows frame, batched (one lane per 8 weight rows, 8 prompt rows per weight pass)",
         }
