@@ -178,15 +178,11 @@ Q_FRAGMENTS
         workgroupBarrier();
 SCORES
         workgroupBarrier();
-        let kb = k0 + key_off;
-        let s0 = masked(score4(own, m_row, half, 0u), kb, n_ctx);
-        let s1 = masked(score4(own, m_row, half, 1u), kb + 4u, n_ctx);
-        let s2 = masked(score4(own, m_row, half, 2u), kb + 8u, n_ctx);
-        let s3 = masked(score4(own, m_row, half, 3u), kb + 12u, n_ctx);
-        var mx = max(max(max4(s0), max4(s1)), max(max4(s2), max4(s3)));
+        let sc = lane_scores(own, m_row, half, k0 + key_off, n_ctx);
+        var mx = max(max(max4(sc[0]), max4(sc[1])), max(max4(sc[2]), max4(sc[3])));
         mx = max(mx, subgroupShuffleXor(mx, 1u));
         let new_m = max(m_run, mx);
-        let e = (weights(s0, new_m) + weights(s1, new_m)) + (weights(s2, new_m) + weights(s3, new_m));
+        let e = (weights(sc[0], new_m) + weights(sc[1], new_m)) + (weights(sc[2], new_m) + weights(sc[3], new_m));
         var sum = dot(e, vec4<f32>(1.0));
         sum += subgroupShuffleXor(sum, 1u);
         l_run = l_run * exp(m_run - new_m) + sum;
@@ -203,11 +199,11 @@ OUT_ACCUMULATORS
         workgroupBarrier();
 SCORES
         workgroupBarrier();
-        let kb = k0 + key_off;
-        pt[at] = vec4<f16>(weights(masked(score4(own, m_row, half, 0u), kb, n_ctx), m_run) * inv_l);
-        pt[at + 1u] = vec4<f16>(weights(masked(score4(own, m_row, half, 1u), kb + 4u, n_ctx), m_run) * inv_l);
-        pt[at + 2u] = vec4<f16>(weights(masked(score4(own, m_row, half, 2u), kb + 8u, n_ctx), m_run) * inv_l);
-        pt[at + 3u] = vec4<f16>(weights(masked(score4(own, m_row, half, 3u), kb + 12u, n_ctx), m_run) * inv_l);
+        let sc = lane_scores(own, m_row, half, k0 + key_off, n_ctx);
+        pt[at] = vec4<f16>(weights(sc[0], m_run) * inv_l);
+        pt[at + 1u] = vec4<f16>(weights(sc[1], m_run) * inv_l);
+        pt[at + 2u] = vec4<f16>(weights(sc[2], m_run) * inv_l);
+        pt[at + 3u] = vec4<f16>(weights(sc[3], m_run) * inv_l);
         workgroupBarrier();
 VALUES
         // kt, vt, st and pt are rewritten by the next tile.
@@ -233,7 +229,14 @@ fn emit(o: coop_mat16x16<f32, C>, dd: u32, own: u32, lane: u32, b0: u32, sg: u32
     workgroupBarrier();
 }
 
-// Vec4 i (keys 4i..4i + 3 of the lane's half) of row m's scores in the subgroup's part.
-fn score4(own: u32, m: u32, half: u32, i: u32) -> vec4<f32> {
-    return st[own + m * 8u + half * 4u + i];
+// The lane's 16 scores of row m (its half of the tile's keys, from key kb), masked past
+// n_ctx: column i holds keys kb + 4i..kb + 4i + 3.
+fn lane_scores(own: u32, m: u32, half: u32, kb: u32, n_ctx: u32) -> mat4x4<f32> {
+    let at = own + m * 8u + half * 4u;
+    return mat4x4<f32>(
+        masked(st[at], kb, n_ctx),
+        masked(st[at + 1u], kb + 4u, n_ctx),
+        masked(st[at + 2u], kb + 8u, n_ctx),
+        masked(st[at + 3u], kb + 12u, n_ctx),
+    );
 }
