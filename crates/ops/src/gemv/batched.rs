@@ -687,7 +687,8 @@ impl GemvBatched {
         // every index) Llama-8B pp512 ran at 1,125 tok/s on an H100, without at 4,020. In
         // range by construction, with the sizes `check` verified: batch rows are below
         // min(params[1], MAX_BATCH) <= max_batch (x is read at clamped rows, y written
-        // below them), weight rows clamped to ROWS - 1 and blocks to COLS / 32 - 1 (a
+        // below them; a whole tile's cooperative loads and stores of y only where its
+        // rows lie below ROWS and its batch rows below that bound), weight rows clamped to ROWS - 1 and blocks to COLS / 32 - 1 (a
         // block's words lie in it but for q4_0's and q8_0's spliced word, at most 2 bytes
         // past the last block, inside the buffer's 4-byte padding), x's columns clamped
         // below COLS / 4 vec4s; the workgroup arrays' indices and fragments stay below
