@@ -334,10 +334,11 @@ pub fn gemm_shader(
                             WeightLayout::Gguf => "",
                         };
                         let wgsl = format!(
-                            "{}\n{common}\n{}\n{}\n{load}",
+                            "{}\n{common}\n{}\n{}\n{}\n{load}",
                             kind.frame(tile),
                             include_str!("quant_common.wgsl"),
                             include_str!("idot_common.wgsl"),
+                            include_str!("gemm_raw.wgsl"),
                         );
                         let mut name = format!("gemm_{}_{}", kind.name(), f.name());
                         if l != WeightLayout::Gguf {

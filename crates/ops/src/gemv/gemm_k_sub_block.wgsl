@@ -15,3 +15,12 @@ fn k_sub_block(a: u32, j: u32, qs: u32) -> WBlock {
     let d = vec2<f32>(dm.x * select(sm.x, sm.y, odd), -dm.y * select(sm.z, sm.w, odd));
     return WBlock(q0, q1, d);
 }
+
+// A K-quant sub-block, unpacked already, as the frames' raw block (gemm_raw.wgsl).
+fn k_raw(b: WBlock) -> WRaw {
+    return WRaw(b.q0, b.q1, bitcast<vec2<u32>>(b.dm));
+}
+
+fn unpack_wraw(r: WRaw) -> WBlock {
+    return WBlock(r.q0, r.q1, bitcast<vec2<f32>>(r.s));
+}

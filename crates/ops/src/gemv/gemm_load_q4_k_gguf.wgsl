@@ -4,7 +4,9 @@
 // dmin · m (ggml's dequantize_row_q4_K).
 @group(0) @binding(0) var<storage, read> w: array<u32>;
 
-fn load_wblock(i: u32) -> WBlock {
+// Unpacked as it loads (a sub-block reads 11 of the super-block's words): the raw form
+// carries the WBlock's bits (k_raw, gemm_k_sub_block.wgsl).
+fn load_wraw(i: u32) -> WRaw {
     let a = (i / 8u) * 36u;
-    return k_sub_block(a, i % 8u, a + 4u);
+    return k_raw(k_sub_block(a, i % 8u, a + 4u));
 }

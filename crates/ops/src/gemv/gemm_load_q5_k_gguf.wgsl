@@ -5,7 +5,8 @@
 // dequantize_row_q5_K).
 @group(0) @binding(0) var<storage, read> w: array<u32>;
 
-fn load_wblock(i: u32) -> WBlock {
+// Unpacked as it loads, like q4_K (k_raw).
+fn load_wraw(i: u32) -> WRaw {
     let a = (i / 8u) * 44u;
     let j = i % 8u;
     let b = k_sub_block(a, j, a + 12u);
@@ -13,5 +14,5 @@ fn load_wblock(i: u32) -> WBlock {
     let one = vec4<u32>(0x01010101u);
     let h0 = ((vec4<u32>(w[a + 4u], w[a + 5u], w[a + 6u], w[a + 7u]) >> bit) & one) << vec4<u32>(4u);
     let h1 = ((vec4<u32>(w[a + 8u], w[a + 9u], w[a + 10u], w[a + 11u]) >> bit) & one) << vec4<u32>(4u);
-    return WBlock(b.q0 | h0, b.q1 | h1, b.dm);
+    return k_raw(WBlock(b.q0 | h0, b.q1 | h1, b.dm));
 }

@@ -13,9 +13,11 @@
 // The workgroup walks K two 32-element blocks (TK = 64) at a time. Each step stages in
 // workgroup memory
 // - the weights, dequantized to f16 (one block per thread: value = d * q + o, the format's
-//   `load_wblock` giving q as int8 bytes and (d, o)), row-major [row][k];
+//   `unpack_wraw` giving q as int8 bytes and (d, o)), row-major [row][k];
 // - x, converted from f32 to f16, [batch row][k] (8 vec4s per thread);
-// loaded into registers a step ahead (in flight during the multiplies).
+// loaded into registers a step ahead (in flight during the multiplies), the weights as
+// their raw words (gemm_raw.wgsl: unpacked when staged, so that no instruction waits for
+// the loads before the multiplies).
 //
 // The result: a tile wholly inside the matrix and the batch (`whole_tile`) stores its
 // accumulators straight into y with cooperative stores, and for a fused residual add
@@ -41,8 +43,9 @@
 // whole tile's cooperative loads and stores of y: rows below ROWS, batch rows below n <=
 // MAX_BATCH.
 //
-// Appended after this file: the format's `load_wblock(i) -> WBlock` for block i (row-major
-// block index), with binding 0 (`w`) as its layout needs.
+// Appended after this file: gemm_raw.wgsl and the format's `load_wraw(i) -> WRaw` and
+// `unpack_wraw` for block i (row-major block index), with binding 0 (`w`) as its layout
+// needs.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -144,7 +147,7 @@ fn tile(r0: u32, b0: u32, n: u32, lid: u32) {
     let bf = b0 + WN * sn;
     let whole = workgroupUniformLoad(&whole_tile) != 0u;
 ACCUMULATORS
-    var next_w = load_wblock(w_row + min(half, blocks - 1u));
+    var next_w = load_wraw(w_row + min(half, blocks - 1u));
     var next_x: array<vec4<f32>, 8>;
     for (var j = 0u; j < 8u; j++) {
         let row = min(b0 + xr + x_step * j, n - 1u);
@@ -152,7 +155,7 @@ ACCUMULATORS
     }
     for (var k0 = 0u; k0 < COLS; k0 += TK) {
         // A block past the last (COLS not a multiple of TK) adds nothing.
-        var wb = next_w;
+        var wb = unpack_wraw(next_w);
         if k0 / 32u + half >= blocks {
             wb.dm = vec2<f32>(0.0);
         }
@@ -163,7 +166,7 @@ ACCUMULATORS
         workgroupBarrier();
         let k1 = k0 + TK;
         if k1 < COLS {
-            next_w = load_wblock(w_row + min(k1 / 32u + half, blocks - 1u));
+            next_w = load_wraw(w_row + min(k1 / 32u + half, blocks - 1u));
             for (var j = 0u; j < 8u; j++) {
                 let row = min(b0 + xr + x_step * j, n - 1u);
                 next_x[j] = x[row * cols4 + min(k1 / 4u + xc, cols4 - 1u)];

@@ -16,8 +16,9 @@
 // The weights are read from memory once per 64 batch rows (the batched gemv frame: once
 // per 8), and 8 weights cost a quarter of an instruction per batch row.
 //
-// Appended after this file: the format's `load_wblock(i) -> WBlock` for block i (row-major
-// block index), with binding 0 (`w`) as its layout needs.
+// Appended after this file: gemm_raw.wgsl (`load_wblock(i) -> WBlock`, over the format's
+// `load_wraw` and `unpack_wraw`) for block i (row-major block index), with binding 0 (`w`)
+// as its layout needs.
 
 override ROWS: u32;
 override COLS: u32;
