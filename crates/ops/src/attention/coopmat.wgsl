@@ -121,18 +121,41 @@ fn max4(v: vec4<f32>) -> f32 {
     return max(max(v.x, v.y), max(v.z, v.w));
 }
 
-// Stages BK cache rows from key k0 (KV head at vec4 head4 of rows row4 vec4s long) as
-// f16: the keys into kt and, `with_v`, the values into vt; keys at or past `stop` as zeros.
-fn stage(k0: u32, stop: u32, row4: u32, head4: u32, lid: u32, with_v: bool) {
-    for (var i = lid; i < BK * D4; i += WG) {
-        let r = i / D4;
-        let col = i % D4;
-        let key = k0 + r;
-        let at = min(key, MAX_CTX - 1u) * row4 + head4 + col;
-        let keep = key < stop;
-        kt[r * SK + col] = vec4<f16>(select(vec4<f32>(0.0), k_cache[at], keep));
-        if with_v {
-            vt[r * SK + col] = vec4<f16>(select(vec4<f32>(0.0), v_cache[at], keep));
+// Cache vec4s a thread stages per tile (BK · D4 of them over WG threads: 1..8).
+const SPT: u32 = BK * D4 / WG;
+
+// The thread's SPT vec4s of BK cache rows from key k0 (KV head at vec4 head4 of rows
+// row4 vec4s long): a tile's next rows are loaded into registers while the current one
+// is multiplied, and staged (`put`) only after, when nothing waits on them before.
+fn fetch_k(k0: u32, row4: u32, head4: u32, lid: u32) -> array<vec4<f32>, 8> {
+    var out: array<vec4<f32>, 8>;
+    for (var j = 0u; j < SPT; j++) {
+        let i = lid + j * WG;
+        out[j] = k_cache[min(k0 + i / D4, MAX_CTX - 1u) * row4 + head4 + i % D4];
+    }
+    return out;
+}
+
+fn fetch_v(k0: u32, row4: u32, head4: u32, lid: u32) -> array<vec4<f32>, 8> {
+    var out: array<vec4<f32>, 8>;
+    for (var j = 0u; j < SPT; j++) {
+        let i = lid + j * WG;
+        out[j] = v_cache[min(k0 + i / D4, MAX_CTX - 1u) * row4 + head4 + i % D4];
+    }
+    return out;
+}
+
+// Stages the fetched rows of the tile from key k0 as f16 into kt (`into_v`: vt), keys at
+// or past `stop` as zeros.
+fn put(rows: array<vec4<f32>, 8>, k0: u32, stop: u32, lid: u32, into_v: bool) {
+    for (var j = 0u; j < SPT; j++) {
+        let i = lid + j * WG;
+        let at = (i / D4) * SK + i % D4;
+        let v = vec4<f16>(select(vec4<f32>(0.0), rows[j], k0 + i / D4 < stop));
+        if into_v {
+            vt[at] = v;
+        } else {
+            kt[at] = v;
         }
     }
 }
@@ -173,9 +196,13 @@ Q_FRAGMENTS
     // Pass 1: each row's max and sum of exp.
     var m_run = NEG;
     var l_run = 0.0;
+    var next_k = fetch_k(0u, row4, head4, lid);
     for (var k0 = 0u; k0 < stop; k0 += BK) {
-        stage(k0, stop, row4, head4, lid, false);
+        put(next_k, k0, stop, lid, false);
         workgroupBarrier();
+        if k0 + BK < stop {
+            next_k = fetch_k(k0 + BK, row4, head4, lid);
+        }
 SCORES
         workgroupBarrier();
         let sc = lane_scores(own, m_row, half, k0 + key_off, n_ctx);
@@ -194,9 +221,16 @@ SCORES
     // Pass 2: the weights, normalized, times V.
     let inv_l = select(0.0, 1.0 / l_run, l_run > 0.0);
 OUT_ACCUMULATORS
+    next_k = fetch_k(0u, row4, head4, lid);
+    var next_v = fetch_v(0u, row4, head4, lid);
     for (var k0 = 0u; k0 < stop; k0 += BK) {
-        stage(k0, stop, row4, head4, lid, true);
+        put(next_k, k0, stop, lid, false);
+        put(next_v, k0, stop, lid, true);
         workgroupBarrier();
+        if k0 + BK < stop {
+            next_k = fetch_k(k0 + BK, row4, head4, lid);
+            next_v = fetch_v(k0 + BK, row4, head4, lid);
+        }
 SCORES
         workgroupBarrier();
         let sc = lane_scores(own, m_row, half, k0 + key_off, n_ctx);
