@@ -7,5 +7,5 @@ fn down_dot(wb: WBlock) -> f32 {
         let hi = vec4<f32>(unpack4xU8((wb.q[k] >> 4u) & 0x0F0F0F0Fu)) - 8.0;
         s += dot(lo, h4(k)) + dot(hi, h4(k + 4u));
     }
-    return wb.d * s;
+    return wscale(wb) * s;
 }
