@@ -452,7 +452,7 @@ fn run_real_model_prints_text_then_speeds() {
         if stderr.contains("one decode step per token") {
             "one decode step per token"
         } else {
-            "(batched prefill, up to 5 tokens per submit)"
+            "(batched prefill, up to 5 tokens a batch)"
         },
         "generation 4 tokens",
         "tok/s",

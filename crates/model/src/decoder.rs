@@ -353,10 +353,10 @@ impl GpuDecoder {
         match (&self.prefill, self.prefill_steps) {
             (Some(p), _) => match self.ring_window() {
                 Some(w) => format!(
-                    "batched prefill, up to {} tokens per submit, below position {w}; later prompt tokens one decode step each (a batch would wrap the sliding window's ring cache)",
+                    "batched prefill, up to {} tokens a batch, below position {w}; later prompt tokens one decode step each (a batch would wrap the sliding window's ring cache)",
                     p.max_batch
                 ),
-                None => format!("batched prefill, up to {} tokens per submit", p.max_batch),
+                None => format!("batched prefill, up to {} tokens a batch", p.max_batch),
             },
             (None, Some(_)) => format!(
                 "one decode step per token, up to {} in flight (gemv variant {}: the batched kernels have no CPU-style form)",

@@ -115,7 +115,7 @@ pub struct PromptDone {
     pub tokens: u32,
     /// CPU wall time from the first token's upload to the last result.
     pub wall_ns: u64,
-    /// How it was fed, for reports: "batched prefill, up to N tokens per submit" or
+    /// How it was fed, for reports: "batched prefill, up to N tokens a batch" or
     /// "one token per step".
     pub method: String,
     /// Batched prefill's GPU time by op (largest first); empty through decode steps.

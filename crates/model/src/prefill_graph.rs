@@ -176,6 +176,8 @@ impl Prefill {
         let mut runner = a.runner(gpu, &graph, read_logits)?;
         // Prompt steps are timed apart (the profile's `prompt`), not as decoded tokens.
         runner.set_recorded(false);
+        // A prompt is one long step that nothing hides its encoding behind.
+        runner.submit_in_chunks(true);
         Ok(Prefill {
             max_batch,
             graph,

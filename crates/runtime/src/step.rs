@@ -5,7 +5,8 @@
 //! writes the caller's uploads, encodes one instrumented compute pass per section with
 //! pass timing (one for the whole step otherwise, [`one_pass_per_step`]),
 //! copies the caller's readbacks into a staging buffer, resolves the step's timestamps
-//! into the same encoder, submits once and ends the step. [`StepRunner::finish`] waits
+//! into the same encoder, submits once (a prompt's runner: in growing chunks,
+//! [`StepRunner::submit_in_chunks`]) and ends the step. [`StepRunner::finish`] waits
 //! for the readback (one sync, counted in that step) and takes the step's measurements
 //! from the recorder. Nothing is created per step.
 //!
@@ -46,6 +47,10 @@ pub struct StepOutput {
 /// submits token N+1 (the argmax token never leaves the GPU, so N+1 does not wait for
 /// N's readback). Two is enough to hide encoding behind the GPU.
 pub const MAX_IN_FLIGHT: usize = 2;
+
+/// Dispatches in the first command buffer of a step submitted in chunks
+/// ([`StepRunner::submit_in_chunks`]); each later chunk holds at least twice the last.
+pub const FIRST_CHUNK_DISPATCHES: usize = 16;
 
 /// Whether a step is encoded as one compute pass rather than one per section: always but
 /// with pass timing, which needs a pass per section for its per-layer spans. Each pass
@@ -98,6 +103,8 @@ pub struct StepRunner {
     passes_per_step: usize,
     /// Whether this runner's steps go into the recorder's profile.
     recorded: bool,
+    /// Whether each step is submitted in growing chunks of sections rather than once.
+    chunked: bool,
     /// Where the staging buffers go back when the runner is dropped.
     pool: crate::pool::SharedPool,
     rec: gpuscope_record::Recorder,
@@ -152,6 +159,7 @@ impl StepRunner {
             infos,
             passes_per_step: graph.sections.len(),
             recorded: true,
+            chunked: false,
             pool: gpu.staging.clone(),
             rec: rec.clone(),
         })
@@ -176,6 +184,35 @@ impl StepRunner {
     /// of outputs say no; their measurements still come back in [`StepOutput`]).
     pub fn set_recorded(&mut self, recorded: bool) {
         self.recorded = recorded;
+    }
+
+    /// Submits each step in chunks of whole sections, the first of at least
+    /// [`FIRST_CHUNK_DISPATCHES`] dispatches and each next at least twice the last,
+    /// instead of once: the GPU starts on the first layers while the CPU encodes the
+    /// rest. For a long graph run once per call (a prompt), whose encoding no other
+    /// step hides (decode steps overlap their encoding with the previous step's run:
+    /// [`MAX_IN_FLIGHT`]). Measured in BENCHMARKS.md, run 47.
+    pub fn submit_in_chunks(&mut self, chunked: bool) {
+        self.chunked = chunked;
+    }
+
+    /// The sections each command buffer of a step holds, in order.
+    fn chunks(&self, graph: &Graph) -> Vec<std::ops::Range<usize>> {
+        let n = graph.sections.len();
+        if !self.chunked {
+            return std::iter::once(0..n).collect();
+        }
+        let mut chunks = Vec::new();
+        let (mut start, mut held, mut want) = (0, 0, FIRST_CHUNK_DISPATCHES);
+        for (i, section) in graph.sections.iter().enumerate() {
+            held += section.dispatches.len();
+            if held >= want && i + 1 < n {
+                chunks.push(start..i + 1);
+                (start, held, want) = (i + 1, 0, 2 * want);
+            }
+        }
+        chunks.push(start..n);
+        chunks
     }
 
     /// The device's timing mode (the recorder's, which all runners of a device share).
@@ -230,57 +267,63 @@ impl StepRunner {
             gpu.write_buffer(buf, *offset, data);
         }
         let slot = &self.slots[slot_index];
-        let commands = {
-            let _span = tracing::info_span!("encode").entered();
-            let mut encoder = gpu.device.create_command_encoder(&Default::default());
-            let mut index = 0;
-            let infos = &self.infos;
-            let mut encode = |pass: &mut gpuscope_record::RecordingPass<'_>,
-                              section: &crate::dispatch::Section| {
-                for d in &section.dispatches {
-                    // The declared cost can change per step (attention's grows).
-                    pass.set_dispatch_info(DispatchInfo {
-                        cost: d.cost,
-                        ..infos[index]
-                    });
-                    pass.set_pipeline(d.pipeline.raw());
-                    pass.set_bind_group(0, &d.bind_group.raw, &[]);
-                    pass.dispatch_workgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
-                    index += 1;
-                }
-            };
-            let desc = |label| wgpu::ComputePassDescriptor {
-                label: Some(label),
-                timestamp_writes: None,
-            };
-            if one_pass_per_step(rec.timing()) {
-                let mut pass = rec.begin_compute_pass(&mut encoder, &desc("step"));
-                for section in &graph.sections {
-                    encode(&mut pass, section);
-                }
-            } else {
-                for section in &graph.sections {
-                    let mut pass = rec.begin_compute_pass(&mut encoder, &desc(&section.name));
-                    encode(&mut pass, section);
-                }
+        let mut index = 0;
+        let infos = &self.infos;
+        let mut encode = |pass: &mut gpuscope_record::RecordingPass<'_>,
+                          section: &crate::dispatch::Section| {
+            for d in &section.dispatches {
+                // The declared cost can change per step (attention's grows).
+                pass.set_dispatch_info(DispatchInfo {
+                    cost: d.cost,
+                    ..infos[index]
+                });
+                pass.set_pipeline(d.pipeline.raw());
+                pass.set_bind_group(0, &d.bind_group.raw, &[]);
+                pass.dispatch_workgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+                index += 1;
             }
-            for (buf, offset) in &self.readbacks {
-                rec.copy_buffer_to_buffer(
-                    &mut encoder,
-                    &buf.buffer,
-                    buf.offset(),
-                    &slot.staging,
-                    *offset,
-                    buf.size(),
-                );
-            }
-            rec.resolve_timestamps(&mut encoder);
-            encoder.finish()
         };
-        let submission = {
+        let desc = |label| wgpu::ComputePassDescriptor {
+            label: Some(label),
+            timestamp_writes: None,
+        };
+        let chunks = self.chunks(graph);
+        let mut submission = None;
+        for (c, chunk) in chunks.iter().enumerate() {
+            let sections = &graph.sections[chunk.clone()];
+            let commands = {
+                let _span = tracing::info_span!("encode").entered();
+                let mut encoder = gpu.device.create_command_encoder(&Default::default());
+                if one_pass_per_step(rec.timing()) {
+                    let mut pass = rec.begin_compute_pass(&mut encoder, &desc("step"));
+                    for section in sections {
+                        encode(&mut pass, section);
+                    }
+                } else {
+                    for section in sections {
+                        let mut pass = rec.begin_compute_pass(&mut encoder, &desc(&section.name));
+                        encode(&mut pass, section);
+                    }
+                }
+                if c + 1 == chunks.len() {
+                    for (buf, offset) in &self.readbacks {
+                        rec.copy_buffer_to_buffer(
+                            &mut encoder,
+                            &buf.buffer,
+                            buf.offset(),
+                            &slot.staging,
+                            *offset,
+                            buf.size(),
+                        );
+                    }
+                    rec.resolve_timestamps(&mut encoder);
+                }
+                encoder.finish()
+            };
             let _span = tracing::info_span!("submit").entered();
-            rec.submit([commands])
-        };
+            submission = Some(rec.submit([commands]));
+        }
+        let submission = submission.expect("a step has at least one chunk");
         // The map request rides behind the submission; it completes when the GPU is done.
         let (tx, rx) = std::sync::mpsc::channel();
         slot.staging

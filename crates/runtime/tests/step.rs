@@ -211,3 +211,59 @@ fn graph_desc_records_what_each_dispatch_reads_and_writes() {
     assert_eq!(d.dispatches[1].writes, [at(0, 0)]);
     assert!(d.dispatches[1].reads[0].overlaps(&d.dispatches[0].writes[0]));
 }
+
+/// A runner told to submit in chunks sends a step as whole sections in growing command
+/// buffers (16 dispatches first, then at least 32: two submits for 40 one-dispatch
+/// sections), with the same results, one sync and one readback.
+#[test]
+fn a_step_submitted_in_chunks_runs_the_same() {
+    let Some(gpu) = own_gpu() else { return };
+    let b = [
+        gpu.create_buffer("ping", 256).unwrap(),
+        gpu.create_buffer("pong", 256).unwrap(),
+    ];
+    let start: Vec<u32> = (0..64).map(|i| i * 7).collect();
+    let p = gpu.pipeline(&INC, "main", &[]).unwrap();
+    // Dispatch i reads one buffer and writes the other: 40 of them add 40, into `ping`.
+    let sections: Vec<Section> = (0..40)
+        .map(|i| {
+            let (src, dst) = (&b[i % 2], &b[(i + 1) % 2]);
+            let bg = gpu.bind_group(&p, &[src, dst]).unwrap();
+            let d = Dispatch::new(
+                "inc",
+                p.clone(),
+                bg,
+                [1, 1, 1],
+                Cost::default(),
+                &[src],
+                &[dst],
+            );
+            Section::new(format!("s{i}"), None, vec![d])
+        })
+        .collect();
+    let graph = Graph { sections };
+    for chunked in [false, true] {
+        let mut runner = StepRunner::new(&gpu, &graph, &[&b[0]]).unwrap();
+        runner.submit_in_chunks(chunked);
+        let upload = [(&b[0], 0, bytemuck::cast_slice::<u32, u8>(&start))];
+        let out = runner.step(&gpu, &graph, &upload).unwrap();
+        let got: Vec<u32> = bytemuck::pod_collect_to_vec(&out.readbacks[0]);
+        assert_eq!(
+            got,
+            start.iter().map(|v| v + 40).collect::<Vec<_>>(),
+            "chunked {chunked}"
+        );
+        let c = out.counters;
+        let submits = if chunked { 2 } else { 1 };
+        let passes = if gpuscope_runtime::one_pass_per_step(runner.timing()) {
+            submits
+        } else {
+            40
+        };
+        assert_eq!(
+            (c.dispatches, c.passes, c.submits, c.syncs),
+            (40, passes, submits, 1),
+            "chunked {chunked}"
+        );
+    }
+}

@@ -42,7 +42,7 @@ pub struct Generation {
     /// Building the decoder and its warm-up.
     pub setup_ns: u64,
     pub prompt_ns: u64,
-    /// How the prompt was fed ("batched prefill, up to N tokens per submit", ...).
+    /// How the prompt was fed ("batched prefill, up to N tokens a batch", ...).
     pub method: String,
     /// Tokens the caller took.
     pub generated: u32,
