@@ -50,7 +50,7 @@ pub const MAX_IN_FLIGHT: usize = 2;
 
 /// Dispatches in the first command buffer of a step submitted in chunks
 /// ([`StepRunner::submit_in_chunks`]); each later chunk holds at least twice the last.
-pub const FIRST_CHUNK_DISPATCHES: usize = 16;
+const FIRST_CHUNK_DISPATCHES: usize = 16;
 
 /// Whether a step is encoded as one compute pass rather than one per section: always but
 /// with pass timing, which needs a pass per section for its per-layer spans. Each pass
@@ -187,7 +187,7 @@ impl StepRunner {
     }
 
     /// Submits each step in chunks of whole sections, the first of at least
-    /// [`FIRST_CHUNK_DISPATCHES`] dispatches and each next at least twice the last,
+    /// `FIRST_CHUNK_DISPATCHES` (16) dispatches and each next at least twice the last,
     /// instead of once: the GPU starts on the first layers while the CPU encodes the
     /// rest. For a long graph run once per call (a prompt), whose encoding no other
     /// step hides (decode steps overlap their encoding with the previous step's run:
