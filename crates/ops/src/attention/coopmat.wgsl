@@ -125,22 +125,19 @@ fn max4(v: vec4<f32>) -> f32 {
 const SPT: u32 = BK * D4 / WG;
 
 // The thread's SPT vec4s of BK cache rows from key k0 (KV head at vec4 head4 of rows
-// row4 vec4s long): a tile's next rows are loaded into registers while the current one
-// is multiplied, and staged (`put`) only after, when nothing waits on them before.
-fn fetch_k(k0: u32, row4: u32, head4: u32, lid: u32) -> array<vec4<f32>, 8> {
+// row4 vec4s long) of the keys (`from_v`: the values): a tile's next rows are loaded into
+// registers while the current one is multiplied, and staged (`put`) only after, when
+// nothing waits on them before.
+fn fetch(k0: u32, row4: u32, head4: u32, lid: u32, from_v: bool) -> array<vec4<f32>, 8> {
     var out: array<vec4<f32>, 8>;
     for (var j = 0u; j < SPT; j++) {
         let i = lid + j * WG;
-        out[j] = k_cache[min(k0 + i / D4, MAX_CTX - 1u) * row4 + head4 + i % D4];
-    }
-    return out;
-}
-
-fn fetch_v(k0: u32, row4: u32, head4: u32, lid: u32) -> array<vec4<f32>, 8> {
-    var out: array<vec4<f32>, 8>;
-    for (var j = 0u; j < SPT; j++) {
-        let i = lid + j * WG;
-        out[j] = v_cache[min(k0 + i / D4, MAX_CTX - 1u) * row4 + head4 + i % D4];
+        let at = min(k0 + i / D4, MAX_CTX - 1u) * row4 + head4 + i % D4;
+        if from_v {
+            out[j] = v_cache[at];
+        } else {
+            out[j] = k_cache[at];
+        }
     }
     return out;
 }
@@ -196,12 +193,12 @@ Q_FRAGMENTS
     // Pass 1: each row's max and sum of exp.
     var m_run = NEG;
     var l_run = 0.0;
-    var next_k = fetch_k(0u, row4, head4, lid);
+    var next_k = fetch(0u, row4, head4, lid, false);
     for (var k0 = 0u; k0 < stop; k0 += BK) {
         put(next_k, k0, stop, lid, false);
         workgroupBarrier();
         if k0 + BK < stop {
-            next_k = fetch_k(k0 + BK, row4, head4, lid);
+            next_k = fetch(k0 + BK, row4, head4, lid, false);
         }
 SCORES
         workgroupBarrier();
@@ -221,15 +218,15 @@ SCORES
     // Pass 2: the weights, normalized, times V.
     let inv_l = select(0.0, 1.0 / l_run, l_run > 0.0);
 OUT_ACCUMULATORS
-    next_k = fetch_k(0u, row4, head4, lid);
-    var next_v = fetch_v(0u, row4, head4, lid);
+    next_k = fetch(0u, row4, head4, lid, false);
+    var next_v = fetch(0u, row4, head4, lid, true);
     for (var k0 = 0u; k0 < stop; k0 += BK) {
         put(next_k, k0, stop, lid, false);
         put(next_v, k0, stop, lid, true);
         workgroupBarrier();
         if k0 + BK < stop {
-            next_k = fetch_k(k0 + BK, row4, head4, lid);
-            next_v = fetch_v(k0 + BK, row4, head4, lid);
+            next_k = fetch(k0 + BK, row4, head4, lid, false);
+            next_v = fetch(k0 + BK, row4, head4, lid, true);
         }
 SCORES
         workgroupBarrier();
