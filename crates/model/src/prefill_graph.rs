@@ -177,7 +177,7 @@ impl Prefill {
         // Prompt steps are timed apart (the profile's `prompt`), not as decoded tokens.
         runner.set_recorded(false);
         // A prompt is one long step that nothing hides its encoding behind.
-        runner.submit_in_chunks(true);
+        runner.submit_in_chunks(&graph);
         Ok(Prefill {
             max_batch,
             graph,

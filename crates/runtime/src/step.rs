@@ -103,8 +103,9 @@ pub struct StepRunner {
     passes_per_step: usize,
     /// Whether this runner's steps go into the recorder's profile.
     recorded: bool,
-    /// Whether each step is submitted in growing chunks of sections rather than once.
-    chunked: bool,
+    /// The sections each command buffer of a step holds, in order (one chunk of every
+    /// section unless [`StepRunner::submit_in_chunks`]); made once, not per step.
+    chunks: Vec<std::ops::Range<usize>>,
     /// Where the staging buffers go back when the runner is dropped.
     pool: crate::pool::SharedPool,
     rec: gpuscope_record::Recorder,
@@ -159,7 +160,7 @@ impl StepRunner {
             infos,
             passes_per_step: graph.sections.len(),
             recorded: true,
-            chunked: false,
+            chunks: std::iter::once(0..graph.sections.len()).collect(),
             pool: gpu.staging.clone(),
             rec: rec.clone(),
         })
@@ -186,22 +187,14 @@ impl StepRunner {
         self.recorded = recorded;
     }
 
-    /// Submits each step in chunks of whole sections, the first of at least
-    /// `FIRST_CHUNK_DISPATCHES` (16) dispatches and each next at least twice the last,
-    /// instead of once: the GPU starts on the first layers while the CPU encodes the
-    /// rest. For a long graph run once per call (a prompt), whose encoding no other
-    /// step hides (decode steps overlap their encoding with the previous step's run:
-    /// [`MAX_IN_FLIGHT`]). Measured in BENCHMARKS.md, run 47.
-    pub fn submit_in_chunks(&mut self, chunked: bool) {
-        self.chunked = chunked;
-    }
-
-    /// The sections each command buffer of a step holds, in order.
-    fn chunks(&self, graph: &Graph) -> Vec<std::ops::Range<usize>> {
+    /// Submits each step of `graph` (the runner's) in chunks of whole sections, the
+    /// first of at least `FIRST_CHUNK_DISPATCHES` (16) dispatches and each next at least
+    /// twice the last, instead of once: the GPU starts on the first layers while the CPU
+    /// encodes the rest. For a long graph run once per call (a prompt), whose encoding
+    /// no other step hides (decode steps overlap their encoding with the previous step's
+    /// run: [`MAX_IN_FLIGHT`]). Measured in BENCHMARKS.md, run 47.
+    pub fn submit_in_chunks(&mut self, graph: &Graph) {
         let n = graph.sections.len();
-        if !self.chunked {
-            return std::iter::once(0..n).collect();
-        }
         let mut chunks = Vec::new();
         let (mut start, mut held, mut want) = (0, 0, FIRST_CHUNK_DISPATCHES);
         for (i, section) in graph.sections.iter().enumerate() {
@@ -212,7 +205,7 @@ impl StepRunner {
             }
         }
         chunks.push(start..n);
-        chunks
+        self.chunks = chunks;
     }
 
     /// The device's timing mode (the recorder's, which all runners of a device share).
@@ -287,7 +280,7 @@ impl StepRunner {
             label: Some(label),
             timestamp_writes: None,
         };
-        let chunks = self.chunks(graph);
+        let chunks = &self.chunks;
         let mut submission = None;
         for (c, chunk) in chunks.iter().enumerate() {
             let sections = &graph.sections[chunk.clone()];
