@@ -36,7 +36,7 @@ use gpuscope_ops::add::AddBatched;
 use gpuscope_ops::attention::{AttnBatched, AttnVariant};
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
 use gpuscope_ops::gelu_mul::GeluMulBatched;
-use gpuscope_ops::gemv::{GemmKind, GemvVariant, QuantizeX};
+use gpuscope_ops::gemv::{GemmKind, GemmOut, GemvVariant, QuantizeX};
 use gpuscope_ops::head_norm::{HeadNorm, HeadNormBatched};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
 use gpuscope_ops::rope::RopeBatched;
@@ -115,7 +115,8 @@ impl Prefill {
         max_batch: u32,
     ) -> Result<Prefill, ModelError> {
         let Shared { c, plan, w, a } = shared;
-        let bufs = PrefillBuffers::new(gpu, c, plan, max_batch)?;
+        let qkv_parts = qkv_k_parts(gpu, plan, w, max_batch);
+        let bufs = PrefillBuffers::new(gpu, c, plan, max_batch, qkv_parts)?;
         let gemm = match (plan.prefill, &bufs.xq) {
             _ if plan.gemv == GemvVariant::Rows => PromptGemm::Rows,
             (Some(GemmKind::Dp4a), Some(xq)) => PromptGemm::Dp4a(xq),
@@ -134,6 +135,9 @@ impl Prefill {
         attention.coopmat =
             plan.prefill == Some(GemmKind::Coopmat) && attention.coopmat_supported(gpu).is_ok();
         let mut setting = gemm.setting().to_string();
+        if qkv_parts > 1 {
+            setting += &format!("; q/k/v's product summed in {qkv_parts} parts of K (more workgroups), which rope adds");
+        }
         if attention.coopmat {
             setting += "; attention on cooperative matrices (64 prompt rows a workgroup, two passes over the keys)";
         }
@@ -145,6 +149,7 @@ impl Prefill {
             bufs: &bufs,
             gemm,
             m: max_batch,
+            qkv_parts,
             rms: RmsNormBatched {
                 norm: RmsNorm {
                     n: c.dim,
@@ -274,11 +279,13 @@ struct PrefillBuffers {
 }
 
 impl PrefillBuffers {
+    /// `qkv_parts`: copies of q/k/v the q/k/v gemm writes ([`qkv_k_parts`]).
     fn new(
         gpu: &Gpu,
         c: &LlamaConfig,
         plan: &KernelPlan,
         m: u32,
+        qkv_parts: u32,
     ) -> Result<PrefillBuffers, ModelError> {
         let f32s = |n: u32| u64::from(n) * 4 * u64::from(m);
         let buf = |label: &str, bytes: u64| gpu.create_buffer(label, bytes);
@@ -290,7 +297,7 @@ impl PrefillBuffers {
             tokens: buf("prefill.tokens", 4 * u64::from(m))?,
             x: buf("prefill.x", f32s(c.dim))?,
             xn: buf("prefill.x_norm", f32s(c.dim))?,
-            qkv: buf("prefill.qkv", f32s(qkv_stride))?,
+            qkv: buf("prefill.qkv", u64::from(qkv_parts) * f32s(qkv_stride))?,
             attn: buf("prefill.attn_out", f32s(c.q_dim()))?,
             gate_up: buf("prefill.ffn_gate_up", f32s(gu_stride))?,
             hidden: buf("prefill.ffn_hidden", f32s(c.ffn_dim))?,
@@ -314,6 +321,38 @@ impl PrefillBuffers {
             up_row,
             gu_stride,
         })
+    }
+}
+
+/// Parts of K the q/k/v product sums apart (rope adds them): 2 where the coopmat gemm
+/// takes 128-wide tiles of every layer's q/k/v (one matrix, one chunk, columns in whole
+/// 128-column halves) and nothing but rope reads q/k/v (no bias, no head norms); else 1.
+/// Llama-8B's 6144 rows make 48 × 4 tiles of 128: one workgroup per SM (the kernel's 178
+/// registers a thread), a second wave less than half full on an H200's 132 SMs. In two
+/// parts: 6.79 -> 5.66 ms over the 8B prompt's 32 layers; four parts 6.20, and the
+/// 4096-row output and down projections slower in two (BENCHMARKS.md, run 48).
+fn qkv_k_parts(gpu: &Gpu, plan: &KernelPlan, w: &GpuWeights, max_batch: u32) -> u32 {
+    const PARTS: u32 = 2;
+    let coopmat = plan.prefill == Some(GemmKind::Coopmat) && plan.gemv != GemvVariant::Rows;
+    let splits = |layer: &GpuLayer| {
+        let [qkv] = layer.wqkv.as_slice() else {
+            return false;
+        };
+        let mut ops = qkv.batched_ops(max_batch, 0);
+        let (Some((_, op)), None) = (ops.next(), ops.next()) else {
+            return false;
+        };
+        layer.extra.qkv_bias.is_none()
+            && layer.extra.q_norm.is_none()
+            && layer.extra.k_norm.is_none()
+            && op.runs_gemm(GemmKind::Coopmat, gpu)
+            && op.gemm_tile(GemmKind::Coopmat, gpu) == gpuscope_ops::gemv::COOPMAT_TILES[1]
+            && op.gemv.cols.is_multiple_of(64 * PARTS)
+    };
+    if coopmat && !w.layers.is_empty() && w.layers.iter().all(splits) {
+        PARTS
+    } else {
+        1
     }
 }
 
@@ -359,7 +398,8 @@ impl PromptGemm<'_> {
 }
 
 /// Y[b] (+)= W·X[b] for every row chunk of `w`, Y rows `y_stride` apart, through
-/// `gemm` where it has a form for the matrix's format (else the batched gemv).
+/// `gemm` where it has a form for the matrix's format (else the batched gemv); `out`
+/// in K parts only where the coopmat gemm multiplies every chunk ([`qkv_k_parts`]).
 #[allow(clippy::too_many_arguments)]
 fn chunk_products(
     w: &GpuMatrix,
@@ -370,20 +410,26 @@ fn chunk_products(
     params: &GpuBuffer,
     max_batch: u32,
     y_stride: u32,
-    accumulate: bool,
+    out: GemmOut,
 ) -> Result<Vec<Dispatch>, ModelError> {
+    let accumulate = out == GemmOut::Accumulate;
     w.batched_ops(max_batch, y_stride)
         .map(|(buf, op)| {
             Ok(match gemm.kind() {
-                _ if matches!(gemm, PromptGemm::Rows) && op.runs_wide(gpu) => {
-                    op.dispatch_wide(gpu, buf, x, y, params, accumulate)?
-                }
                 Some(kind) if op.runs_gemm(kind, gpu) => {
                     let input = match gemm {
                         PromptGemm::Dp4a(xq) => xq,
                         _ => x,
                     };
-                    op.dispatch_gemm(kind, gpu, buf, input, y, params, accumulate)?
+                    op.dispatch_gemm(kind, gpu, buf, input, y, params, out)?
+                }
+                _ if out.parts() > 1 => {
+                    return Err(ModelError::Config(format!(
+                        "{out:?}: a product in parts of K without the coopmat gemm"
+                    )))
+                }
+                _ if matches!(gemm, PromptGemm::Rows) && op.runs_wide(gpu) => {
+                    op.dispatch_wide(gpu, buf, x, y, params, accumulate)?
                 }
                 _ => op.dispatch(gpu, buf, x, y, params, accumulate)?,
             })
@@ -428,6 +474,8 @@ struct GraphBuilder<'a> {
     gemm: PromptGemm<'a>,
     /// Rows per batch.
     m: u32,
+    /// Parts of K the q/k/v product is summed in ([`qkv_k_parts`]).
+    qkv_parts: u32,
     rms: RmsNormBatched,
     /// Attention over a full-context cache; [`Self::attention_at`] gives each layer's.
     attention: AttnBatched,
@@ -443,25 +491,33 @@ impl GraphBuilder<'_> {
         x: &GpuBuffer,
         y: &GpuBuffer,
         y_stride: u32,
-        accumulate: bool,
+        out: GemmOut,
     ) -> Result<Vec<Dispatch>, ModelError> {
         let (gpu, m, params) = (self.gpu, self.m, &self.bufs.params);
-        let mut out = Vec::new();
+        let mut list = Vec::new();
         if let PromptGemm::Dp4a(xq) = self.gemm {
             if parts.iter().any(|p| p.uses_gemm(GemmKind::Dp4a, gpu, m)) {
                 let quantize = QuantizeX {
                     cols: parts[0].cols,
                     max_batch: m,
                 };
-                out.push(quantize.dispatch(gpu, x, xq, params)?);
+                list.push(quantize.dispatch(gpu, x, xq, params)?);
             }
         }
         for part in parts {
-            out.extend(chunk_products(
-                part, gpu, x, self.gemm, y, params, m, y_stride, accumulate,
+            list.extend(chunk_products(
+                part, gpu, x, self.gemm, y, params, m, y_stride, out,
             )?);
         }
-        Ok(out)
+        Ok(list)
+    }
+
+    /// What the q/k/v product does with `qkv`: parts of K ([`qkv_k_parts`]) or a store.
+    fn qkv_out(&self) -> GemmOut {
+        match self.qkv_parts {
+            1 => GemmOut::Store,
+            n => GemmOut::Parts(n),
+        }
     }
 
     /// The `embed` section: each token's row of the table, from the token-id buffer.
@@ -521,7 +577,7 @@ impl GraphBuilder<'_> {
         let qkv_parts: Vec<&GpuMatrix> = layer.wqkv.iter().collect();
         l.push(
             "attn_qkv",
-            self.products(&qkv_parts, xn, qkv, bufs.qkv_stride, false)?,
+            self.products(&qkv_parts, xn, qkv, bufs.qkv_stride, self.qkv_out())?,
         );
         self.qkv_extras(&mut l, layer)?;
         let rope = RopeBatched {
@@ -529,6 +585,7 @@ impl GraphBuilder<'_> {
             max_batch: self.m,
             qkv_stride: bufs.qkv_stride,
             offsets: (0, c.q_dim(), c.q_dim() + c.kv_dim()),
+            qkv_parts: self.qkv_parts,
         };
         let (kc, vc) = (&a.k_cache[i], &a.v_cache[i]);
         l.push("rope", vec![rope.dispatch(gpu, params, qkv, kc, vc)?]);
@@ -550,7 +607,7 @@ impl GraphBuilder<'_> {
         let gu_parts: Vec<&GpuMatrix> = layer.w_gate_up.iter().collect();
         l.push(
             "ffn_gate_up",
-            self.products(&gu_parts, xn, &bufs.gate_up, bufs.gu_stride, false)?,
+            self.products(&gu_parts, xn, &bufs.gate_up, bufs.gu_stride, GemmOut::Store)?,
         );
         l.push_one(self.activation()?);
         let post = layer.extra.post_ffn_norm.as_ref();
@@ -642,13 +699,19 @@ impl GraphBuilder<'_> {
     ) -> Result<(), ModelError> {
         let (gpu, bufs, dim) = (self.gpu, self.bufs, self.c.dim);
         let Some(w) = post_norm else {
-            l.push(name, self.products(&[m], input, &bufs.x, dim, true)?);
+            l.push(
+                name,
+                self.products(&[m], input, &bufs.x, dim, GemmOut::Accumulate)?,
+            );
             return Ok(());
         };
         let delta = bufs.delta.as_ref().ok_or_else(|| {
             ModelError::Config("a post norm without the prefill's delta buffer".into())
         })?;
-        l.push(name, self.products(&[m], input, delta, dim, false)?);
+        l.push(
+            name,
+            self.products(&[m], input, delta, dim, GemmOut::Store)?,
+        );
         let post = if name == "attn_output" {
             "post_attention_norm"
         } else {

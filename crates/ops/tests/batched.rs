@@ -5,7 +5,7 @@ use gpuscope_ops::add::AddBatched;
 use gpuscope_ops::attention::{AttnBatched, AttnFused};
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
 use gpuscope_ops::gelu_mul::GeluMulBatched;
-use gpuscope_ops::gemv::{Gemv, GemvBatched, QuantizeX};
+use gpuscope_ops::gemv::{GemmKind, GemmOut, Gemv, GemvBatched, QuantizeX, WeightLayout};
 use gpuscope_ops::head_norm::{HeadNorm, HeadNormBatched};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
 use gpuscope_ops::rope::{Rope, RopeBatched};
@@ -141,7 +141,6 @@ fn gemv_batched_every_format_matches_oracle() {
 /// outside the matrix's untouched; a width of an odd number of blocks is refused.
 #[test]
 fn gemv_batched_wide_rows_frame_matches_oracle() {
-    use gpuscope_ops::gemv::WeightLayout;
     let Some(gpu) = gpu() else { return };
     let info = gpu.adapter_info();
     let offered = gpu.features().contains(
@@ -224,7 +223,6 @@ fn gemv_batched_wide_rows_frame_matches_oracle() {
 /// chunks (`out_offset`), accumulation, and rows past `n_rows` untouched.
 #[test]
 fn gemms_match_their_oracles() {
-    use gpuscope_ops::gemv::{GemmKind, WeightLayout};
     let Some(gpu) = gpu() else { return };
     let mut r = rng(12);
     // lavapipe (CI) runs dp4a; coopmat only where wgpu offers cooperative matrices
@@ -319,7 +317,15 @@ fn gemms_match_their_oracles() {
                                 let xqb = gpu.create_buffer("xq", quantize.buffer_bytes()).unwrap();
                                 let q = quantize.dispatch(gpu, &xb, &xqb, &pb).unwrap();
                                 let d = op
-                                    .dispatch_gemm(kind, gpu, &wb, &xqb, &yb, &pb, accumulate)
+                                    .dispatch_gemm(
+                                        kind,
+                                        gpu,
+                                        &wb,
+                                        &xqb,
+                                        &yb,
+                                        &pb,
+                                        gemm_out(accumulate),
+                                    )
                                     .unwrap();
                                 assert!(d.pipeline.shader().starts_with("gemm_dp4a_"));
                                 run(gpu, vec![q, d]);
@@ -348,7 +354,15 @@ fn gemms_match_their_oracles() {
                             }
                             GemmKind::Coopmat => {
                                 let d = op
-                                    .dispatch_gemm(kind, gpu, &wb, &xb, &yb, &pb, accumulate)
+                                    .dispatch_gemm(
+                                        kind,
+                                        gpu,
+                                        &wb,
+                                        &xb,
+                                        &yb,
+                                        &pb,
+                                        gemm_out(accumulate),
+                                    )
                                     .unwrap();
                                 assert!(d.pipeline.shader().starts_with("gemm_coopmat_"));
                                 assert_eq!(
@@ -388,10 +402,89 @@ fn gemms_match_their_oracles() {
         assert!(!op.runs_gemm(kind, gpu));
         let b = gpu.create_buffer("b", 1 << 14).unwrap();
         let err = op
-            .dispatch_gemm(kind, gpu, &b, &b, &b, &b, false)
+            .dispatch_gemm(kind, gpu, &b, &b, &b, &b, GemmOut::Store)
             .unwrap_err()
             .to_string();
         assert!(err.contains("q6_k"), "{err}");
+    }
+}
+
+fn gemm_out(accumulate: bool) -> GemmOut {
+    if accumulate {
+        GemmOut::Accumulate
+    } else {
+        GemmOut::Store
+    }
+}
+
+/// K in parts: part p of y holds the product over the p-th columns, each part's rows
+/// apart (`max_batch × y_stride` floats), for 64- and 128-wide tiles, whole and partial;
+/// the dp4a gemm and column counts that are not whole 64-column steps a part are refused.
+#[test]
+fn gemm_in_k_parts_matches_its_oracle() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(31);
+    let kind = GemmKind::Coopmat;
+    let shape = |rows, cols, max_batch| GemvBatched {
+        gemv: Gemv {
+            rows,
+            cols,
+            format: WeightFormat::Q4_0,
+            out_offset: 2,
+            layout: WeightLayout::Packed,
+        },
+        max_batch,
+        y_stride: rows + 2,
+    };
+    let b = gpu.create_buffer("b", 1 << 20).unwrap();
+    let refused = |op: GemvBatched, kind, parts| {
+        op.dispatch_gemm(kind, gpu, &b, &b, &b, &b, GemmOut::Parts(parts))
+            .unwrap_err()
+            .to_string()
+    };
+    let err = refused(shape(64, 192, 4), kind, 2);
+    assert!(err.contains("whole 64-column steps"), "{err}");
+    let err = refused(shape(64, 256, 4), GemmKind::Dp4a, 2);
+    assert!(err.contains("coopmat"), "{err}");
+    if kind.supported(gpu).is_err() {
+        eprintln!("no cooperative matrices on this adapter: the refusals checked, not the kernel");
+        return;
+    }
+    for (rows, cols, max_batch, n_rows, parts) in [
+        (70u32, 256u32, 67u32, 67u32, 2u32),
+        (4096, 512, 131, 128, 2),
+        (4096, 512, 131, 131, 4),
+    ] {
+        let op = shape(rows, cols, max_batch);
+        let gguf = WeightFormat::Q4_0.quantize_row(&weights(&mut r, (rows * cols) as usize));
+        let w = WeightLayout::Packed.pack(WeightFormat::Q4_0, &gguf);
+        let x = activations(&mut r, (max_batch * cols) as usize);
+        let part = (max_batch * op.y_stride) as usize;
+        let y0 = initial_y(parts * max_batch * op.y_stride, false);
+        let (wb, xb, yb, pb) = (
+            gpu.create_buffer_init("w", &w).unwrap(),
+            filled(gpu, "x", &x),
+            filled(gpu, "y", &y0),
+            params(gpu, 0, n_rows),
+        );
+        let d = op
+            .dispatch_gemm(kind, gpu, &wb, &xb, &yb, &pb, GemmOut::Parts(parts))
+            .unwrap();
+        assert_eq!(d.workgroups[2], parts);
+        run(gpu, vec![d]);
+        let got = read_f32(gpu, &yb);
+        let mut want = y0.clone();
+        for p in 0..parts {
+            let at = p as usize * part;
+            op.cpu_f16_part(&w, &x, &mut want[at..], n_rows, false, (p, parts));
+            assert_gemm_close(
+                &format!("{rows}x{cols} n_rows {n_rows} part {p} of {parts}"),
+                &got[at..at + part],
+                &want[at..at + part],
+                (op.y_stride, n_rows, 2, rows),
+                2e-3,
+            );
+        }
     }
 }
 
@@ -401,7 +494,7 @@ fn gemms_match_their_oracles() {
 /// that run them (tensor cores) are not in CI.
 #[test]
 fn gemm_coopmat_shaders_translate_to_spirv() {
-    use gpuscope_ops::gemv::{gemm_shaders, GemmKind};
+    use gpuscope_ops::gemv::gemm_shaders;
     let shaders = gemm_shaders(GemmKind::Coopmat);
     assert_eq!(
         shaders.len(),
@@ -647,27 +740,47 @@ fn rope_batched_matches_oracle() {
         ring: false,
     };
     let (q, kv) = (64u32, 32u32);
-    let op = RopeBatched {
-        rope,
-        max_batch: 6,
-        qkv_stride: q + 2 * kv + 4,
-        offsets: (0, q, q + kv),
-    };
-    let qkv = activations(&mut r, (op.qkv_stride * 6) as usize);
-    let cache0: Vec<f32> = activations(&mut r, (kv * 12) as usize);
-    let (pos0, n_rows) = (3, 5);
-    let (qb, kb, vb, pb) = (
-        filled(gpu, "qkv", &qkv),
-        filled(gpu, "k", &cache0),
-        filled(gpu, "v", &cache0),
-        params(gpu, pos0, n_rows),
-    );
-    run(gpu, vec![op.dispatch(gpu, &pb, &qb, &kb, &vb).unwrap()]);
-    let (mut wq, mut wk, mut wv) = (qkv.clone(), cache0.clone(), cache0.clone());
-    op.cpu(pos0, n_rows, &mut wq, &mut wk, &mut wv);
-    assert_close("rope batched q", &read_f32(gpu, &qb), &wq, 1e-5);
-    assert_close("rope batched k cache", &read_f32(gpu, &kb), &wk, 1e-5);
-    assert_close("rope batched v cache", &read_f32(gpu, &vb), &wv, 0.0);
+    // One qkv, and q/k/v as the sum of three parts (a gemm's K parts): the parts' sums
+    // rotated, the q sum written over the first part, the other parts untouched.
+    for qkv_parts in [1u32, 3] {
+        let op = RopeBatched {
+            rope,
+            max_batch: 6,
+            qkv_stride: q + 2 * kv + 4,
+            offsets: (0, q, q + kv),
+            qkv_parts,
+        };
+        let qkv = activations(&mut r, (qkv_parts * op.qkv_stride * 6) as usize);
+        let cache0: Vec<f32> = activations(&mut r, (kv * 12) as usize);
+        let (pos0, n_rows) = (3, 5);
+        let (qb, kb, vb, pb) = (
+            filled(gpu, "qkv", &qkv),
+            filled(gpu, "k", &cache0),
+            filled(gpu, "v", &cache0),
+            params(gpu, pos0, n_rows),
+        );
+        run(gpu, vec![op.dispatch(gpu, &pb, &qb, &kb, &vb).unwrap()]);
+        let (mut wq, mut wk, mut wv) = (qkv.clone(), cache0.clone(), cache0.clone());
+        op.cpu(pos0, n_rows, &mut wq, &mut wk, &mut wv);
+        let what = |t: &str| format!("rope batched {t}, {qkv_parts} parts");
+        assert_close(&what("qkv"), &read_f32(gpu, &qb), &wq, 1e-5);
+        assert_close(&what("k cache"), &read_f32(gpu, &kb), &wk, 1e-5);
+        assert_close(&what("v cache"), &read_f32(gpu, &vb), &wv, 1e-6);
+        if qkv_parts > 1 {
+            let part = op.part_stride() as usize;
+            assert_eq!(
+                wq[part..],
+                qkv[part..],
+                "parts after the first are read only"
+            );
+            let (v0, v) = (op.offsets.2 as usize, kv as usize);
+            let sum: f32 = (0..3).map(|p| qkv[p * part + v0]).sum();
+            assert!(
+                (wv[3 * v] - sum).abs() < 1e-6,
+                "v of position 3: the parts' sum"
+            );
+        }
+    }
 }
 
 /// NeoX rope into a ring cache (a sliding window's): positions past the ring's rows
@@ -691,6 +804,7 @@ fn rope_batched_neox_into_a_ring_matches_oracle() {
         max_batch: 3,
         qkv_stride: 32 + 2 * 16,
         offsets: (0, 32, 48),
+        qkv_parts: 1,
     };
     let qkv = activations(&mut r, (op.qkv_stride * 3) as usize);
     let cache0: Vec<f32> = activations(&mut r, 16 * 4);
@@ -986,6 +1100,7 @@ fn architecture_batched_kernels_match_their_executors() {
             max_batch: 4,
             qkv_stride: stride,
             offsets: (0, 32, 48),
+            qkv_parts: 1,
         }
         .dispatch(gpu, &pb, &qkv, &kc, &vc)
         .unwrap(),

@@ -124,6 +124,30 @@ pub const COOPMAT_TILES: [u32; 2] = [64, 128];
 /// BENCHMARKS.md, run 11).
 pub const COOPMAT_WIDE_ROWS: u32 = 4096;
 
+/// What a gemm does with y.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GemmOut {
+    /// y = W·x.
+    Store,
+    /// y += W·x (a fused residual add).
+    Accumulate,
+    /// K split in `n` parts, summed apart so that `n` times the workgroups share the
+    /// matrix: part p of y (`max_batch × y_stride` floats after part p − 1) = the product
+    /// over the p-th `cols / n` columns; the reader adds the parts. Coopmat only, with
+    /// `cols` whole 64-column steps in each part.
+    Parts(u32),
+}
+
+impl GemmOut {
+    /// The parts of y it writes.
+    pub fn parts(self) -> u32 {
+        match self {
+            GemmOut::Parts(n) => n,
+            GemmOut::Store | GemmOut::Accumulate => 1,
+        }
+    }
+}
+
 /// The tiled prompt-processing kernels over q4_0 / q4_1 / q8_0 weights (either layout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GemmKind {
@@ -209,7 +233,7 @@ fn coopmat_frame(tile: u32) -> String {
         .collect();
     let y_at = |i: u32, j: u32| {
         format!(
-            "        let y{i}{j} = (bf + {}u) * Y_STRIDE + OUT_OFFSET + rf + {}u;\n",
+            "        let y{i}{j} = yo + (bf + {}u) * Y_STRIDE + OUT_OFFSET + rf + {}u;\n",
             16 * j,
             16 * i
         )
@@ -244,7 +268,7 @@ fn coopmat_frame(tile: u32) -> String {
     emits += "    } else {\n        let lane = lid % 32u;\n";
     for &(i, j) in &frags_ij {
         emits += &format!(
-            "        emit(c{i}{j}, sg, lane, rf + {}u, bf + {}u, n);\n",
+            "        emit(c{i}{j}, sg, lane, rf + {}u, bf + {}u, n, yo);\n",
             16 * i,
             16 * j
         );
@@ -407,7 +431,7 @@ impl GemvBatched {
         name: &str,
         w: &GpuBuffer,
         (x, x_bytes): (&GpuBuffer, u64),
-        y: &GpuBuffer,
+        (y, y_parts): (&GpuBuffer, u32),
         params: &GpuBuffer,
     ) -> Result<(), GpuError> {
         let g = &self.gemv;
@@ -431,7 +455,7 @@ impl GemvBatched {
         }
         let m = u64::from(self.max_batch);
         if u64::from(g.rows) * u64::from(g.cols) > u64::from(u32::MAX)
-            || m * u64::from(self.y_stride) > u64::from(u32::MAX)
+            || u64::from(y_parts) * m * u64::from(self.y_stride) > u64::from(u32::MAX)
             || m * u64::from(g.cols) > u64::from(u32::MAX)
         {
             return Err(invalid("more than 2^32 elements".into()));
@@ -449,7 +473,11 @@ impl GemvBatched {
         };
         need(w, g.buffer_bytes(), "weight")?;
         need(x, x_bytes, "x")?;
-        need(y, m * u64::from(self.y_stride) * 4, "y")?;
+        need(
+            y,
+            u64::from(y_parts) * m * u64::from(self.y_stride) * 4,
+            "y",
+        )?;
         need(params, 16, "params")?;
         Ok(())
     }
@@ -475,7 +503,7 @@ impl GemvBatched {
         }
         let shader = batched_shader(g.format, g.layout);
         let x_bytes = u64::from(self.max_batch) * u64::from(g.cols) * 4;
-        self.check(shader.name, w, (x, x_bytes), y, params)?;
+        self.check(shader.name, w, (x, x_bytes), (y, 1), params)?;
         let tpr = g.default_tuning().threads_per_row;
         let x_stride = if self.x_is_vec4() { g.cols / 4 } else { g.cols };
         self.build(
@@ -485,6 +513,7 @@ impl GemvBatched {
             [
                 g.rows.div_ceil(WORKGROUP_SIZE / tpr),
                 self.max_batch.div_ceil(BATCH_CHUNK),
+                1,
             ],
             self.cost(),
             [w, x, y, params],
@@ -523,7 +552,7 @@ impl GemvBatched {
                 ))
             })?;
         let x_bytes = u64::from(self.max_batch) * u64::from(g.cols) * 4;
-        self.check(shader.name, w, (x, x_bytes), y, params)?;
+        self.check(shader.name, w, (x, x_bytes), (y, 1), params)?;
         let wg = super::ROWS_WORKGROUP_SIZE;
         // Built without naga's runtime checks, as the decoder's wide frame (its proof is
         // at `GemvFused::dispatch`); here besides: batch rows are below min(params[1],
@@ -540,6 +569,7 @@ impl GemvBatched {
             [
                 g.rows.div_ceil(wg * BATCHED_WIDE_LANE_ROWS),
                 self.max_batch.div_ceil(BATCH_CHUNK),
+                1,
             ],
             self.cost(),
             [w, x, y, params],
@@ -557,7 +587,7 @@ impl GemvBatched {
         gpu: &Gpu,
         shader: &ShaderSource,
         extra: &[(&str, f64)],
-        grid: [u32; 2],
+        grid: [u32; 3],
         cost: Cost,
         [w, x, y, params]: [&GpuBuffer; 4],
         accumulate: bool,
@@ -599,7 +629,7 @@ impl GemvBatched {
             shader.name,
             pipeline,
             bind_group,
-            [grid[0], grid[1], 1],
+            grid,
             cost,
             reads,
             &[y],
@@ -654,7 +684,7 @@ impl GemvBatched {
     /// Builds a gemm form's dispatch: bindings as [`Self::dispatch`]'s, but for dp4a x as
     /// [`Self::quantize_x`] wrote it (`xq`). dp4a computes with x quantized per 32-element
     /// block ([`super::q8_blocks`]; oracle [`Self::cpu_q8`]), coopmat with x and the
-    /// weights rounded to f16 (oracle [`Self::cpu_f16`]).
+    /// weights rounded to f16 (oracle [`Self::cpu_f16`]). `out`: what it does with y.
     #[allow(clippy::too_many_arguments)]
     pub fn dispatch_gemm(
         &self,
@@ -664,7 +694,7 @@ impl GemvBatched {
         x: &GpuBuffer,
         y: &GpuBuffer,
         params: &GpuBuffer,
-        accumulate: bool,
+        out: GemmOut,
     ) -> Result<Dispatch, GpuError> {
         let g = &self.gemv;
         let tile = self.gemm_tile(kind, gpu);
@@ -680,7 +710,14 @@ impl GemvBatched {
             GemmKind::Dp4a => self.quantize_x().buffer_bytes(),
             GemmKind::Coopmat => u64::from(self.max_batch) * u64::from(g.cols) * 4,
         };
-        self.check(shader.name, w, (x, x_bytes), y, params)?;
+        let parts = out.parts();
+        if parts > 1 && (kind != GemmKind::Coopmat || !g.cols.is_multiple_of(64 * parts)) {
+            return Err(GpuError::Invalid(format!(
+                "{}: K in {parts} parts needs the coopmat gemm and {} columns in whole 64-column steps a part",
+                shader.name, g.cols
+            )));
+        }
+        self.check(shader.name, w, (x, x_bytes), (y, parts), params)?;
         kind.supported(gpu).map_err(|why| {
             GpuError::Invalid(format!("{}: {why} (use the batched gemv)", shader.name))
         })?;
@@ -696,18 +733,25 @@ impl GemvBatched {
         // their sizes as the kernel's comments work out for either tile;
         // every loop is bounded by a constant. dp4a keeps the checks (its params are not
         // clamped).
+        let coopmat = [
+            ("MAX_BATCH", f64::from(self.max_batch)),
+            ("K_PARTS", f64::from(parts)),
+        ];
         let (extra, trusted): (&[(&str, f64)], bool) = match kind {
             GemmKind::Dp4a => (&[], false),
-            GemmKind::Coopmat => (&[("MAX_BATCH", f64::from(self.max_batch))], true),
+            GemmKind::Coopmat => (&coopmat, true),
         };
+        let mut cost = self.cost_gemm(kind, tile);
+        // Each part writes all of y's rows.
+        cost.bytes += u64::from(parts - 1) * u64::from(self.max_batch) * u64::from(g.rows) * 4;
         self.build(
             gpu,
             shader,
             extra,
-            [g.rows.div_ceil(tile), self.max_batch.div_ceil(tile)],
-            self.cost_gemm(kind, tile),
+            [g.rows.div_ceil(tile), self.max_batch.div_ceil(tile), parts],
+            cost,
             [w, x, y, params],
-            accumulate,
+            out == GemmOut::Accumulate,
             trusted,
         )
     }
@@ -723,9 +767,30 @@ impl GemvBatched {
         n_rows: u32,
         accumulate: bool,
     ) {
+        self.cpu_f16_part(w, x, y, n_rows, accumulate, (0, 1))
+    }
+
+    /// [`Self::cpu_f16`] over part `p` of `parts` of K ([`GemmOut::Parts`]): the columns
+    /// outside the p-th `cols / parts` count as zero.
+    pub fn cpu_f16_part<T: crate::Real>(
+        &self,
+        w: &[u8],
+        x: &[T],
+        y: &mut [T],
+        n_rows: u32,
+        accumulate: bool,
+        (p, parts): (u32, u32),
+    ) {
+        let cols = self.gemv.cols as usize;
+        let part = cols / parts as usize;
+        let range = p as usize * part..(p as usize + 1) * part;
         self.cpu_over_rounded_x(w, x, y, n_rows, accumulate, |row| {
             row.iter()
-                .map(|&v| half::f16::from_f32(v).to_f32())
+                .enumerate()
+                .map(|(i, &v)| match range.contains(&i) {
+                    true => half::f16::from_f32(v).to_f32(),
+                    false => 0.0,
+                })
                 .collect()
         })
     }

@@ -340,13 +340,32 @@ pub(crate) fn run_gemm_dp4a<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     Ok(())
 }
 
-/// Bindings: w, x (`n_rows × cols` f32, rounded to f16 by the kernel), y, params.
+/// Bindings: w, x (`n_rows × cols` f32, rounded to f16 by the kernel), y (K_PARTS parts of
+/// MAX_BATCH × Y_STRIDE floats), params.
 pub(crate) fn run_gemm_coopmat<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let (format, layout) = gemm_format_and_layout(c, GemmKind::Coopmat)?;
     let (op, accumulate) = batched_op(c, format, layout)?;
+    // Captures from before K parts have no K_PARTS: one part.
+    let parts = c.u32_const_or("K_PARTS", 1)?;
+    if parts == 0 || !op.gemv.cols.is_multiple_of(parts) || (parts > 1 && accumulate) {
+        return Err(bad_const(
+            c,
+            "K_PARTS",
+            format!("{parts} parts of {} columns", op.gemv.cols),
+        ));
+    }
+    let part_floats = c.u32_const("MAX_BATCH")? as u64 * op.y_stride as u64;
     c.need_words(1, op.gemv.cols as u64 * op.max_batch as u64)?;
+    c.need_words(
+        2,
+        (parts as u64 - 1) * part_floats + op.y_stride as u64 * op.max_batch as u64,
+    )?;
     let (w, x) = (c.bytes(0)?, c.floats(1)?);
-    op.cpu_f16(w, &x, c.out(2)?, op.max_batch, accumulate);
+    let y = c.out(2)?;
+    for p in 0..parts {
+        let at = (p as u64 * part_floats) as usize;
+        op.cpu_f16_part(w, &x, &mut y[at..], op.max_batch, accumulate, (p, parts));
+    }
     Ok(())
 }
 

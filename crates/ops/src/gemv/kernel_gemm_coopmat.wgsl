@@ -26,6 +26,12 @@
 // bounds-checked. (The ys path for every tile cost 6.5 of 52.7 ms of the 8B prompt's gemms:
 // BENCHMARKS.md, run 45.)
 //
+// K in parts (K_PARTS > 1, for matrices whose tiles alone leave much of the GPU idle in
+// their last wave: Llama-8B's q/k/v, BENCHMARKS.md run 48): workgroup z = p sums columns
+// p * COLS / K_PARTS.. of its tile into part p of y, MAX_BATCH * Y_STRIDE floats after part
+// p - 1; the reader adds the parts (`RopeBatched`'s `qkv_parts`). COLS / K_PARTS is whole
+// TK steps (`GemvBatched::dispatch_gemm` checks), so a part's steps never reach past it.
+//
 // Rounding: x and the dequantized weights are rounded to f16 (relative error 2^-11 each),
 // the sums are f32. Its oracle is the batched gemv's with x rounded to f16.
 //
@@ -41,7 +47,7 @@
 // (TILE - 16) * 18 + 12 and spans 15 more rows of 18 and 4 vec4s: (TILE - 1) * 18 + 15; its
 // last B fragment likewise; ys: subgroup sg's 64 vec4s from sg * 64, below 2 * WG_SIZE; a
 // whole tile's cooperative loads and stores of y: rows below ROWS, batch rows below n <=
-// MAX_BATCH.
+// MAX_BATCH, in part p < K_PARTS (y holds K_PARTS parts).
 //
 // Appended after this file: gemm_raw.wgsl and the format's `load_wraw(i) -> WRaw` and
 // `unpack_wraw` for block i (row-major block index), with binding 0 (`w`) as its layout
@@ -56,6 +62,8 @@ override OUT_OFFSET: u32;
 override ACCUMULATE: u32 = 0u;
 // f32 elements of y per batch row.
 override Y_STRIDE: u32;
+// Parts of K summed apart (see above); ACCUMULATE is 0 where this is over 1.
+override K_PARTS: u32 = 1u;
 // Rows of x and y the buffers hold: the batch size is clamped to it (the pipeline has no
 // runtime bounds checks; see `GemvBatched::dispatch_gemm`).
 override MAX_BATCH: u32;
@@ -122,14 +130,18 @@ fn main(
     let r0 = wg.x * TILE;
     let b0 = wg.y * TILE;
     if b0 < n && r0 < ROWS {
-        tile(r0, b0, n, lid);
+        tile(r0, b0, n, lid, wg.z);
     }
 }
 
-// The workgroup's tile: weight rows r0.., batch rows b0.. (of n).
-fn tile(r0: u32, b0: u32, n: u32, lid: u32) {
+// The workgroup's tile: weight rows r0.., batch rows b0.. (of n), over part `part` of K.
+fn tile(r0: u32, b0: u32, n: u32, lid: u32, part: u32) {
     let blocks = COLS / 32u;
     let cols4 = COLS / 4u;
+    // Columns kb.. of this part, in steps of TK; y's part (elements before it).
+    let steps = (COLS / K_PARTS + TK - 1u) / TK;
+    let kb = part * (COLS / K_PARTS);
+    let yo = part * MAX_BATCH * Y_STRIDE;
     // Weights: thread lid stages block (k0 / 32 + half) of tile row t.
     let t = lid / 2u;
     let half = lid % 2u;
@@ -147,13 +159,14 @@ fn tile(r0: u32, b0: u32, n: u32, lid: u32) {
     let bf = b0 + WN * sn;
     let whole = workgroupUniformLoad(&whole_tile) != 0u;
 ACCUMULATORS
-    var next_w = load_wraw(w_row + min(half, blocks - 1u));
+    var next_w = load_wraw(w_row + min(kb / 32u + half, blocks - 1u));
     var next_x: array<vec4<f32>, 8>;
     for (var j = 0u; j < 8u; j++) {
         let row = min(b0 + xr + x_step * j, n - 1u);
-        next_x[j] = x[row * cols4 + min(xc, cols4 - 1u)];
+        next_x[j] = x[row * cols4 + min(kb / 4u + xc, cols4 - 1u)];
     }
-    for (var k0 = 0u; k0 < COLS; k0 += TK) {
+    for (var step = 0u; step < steps; step++) {
+        let k0 = kb + step * TK;
         // A block past the last (COLS not a multiple of TK) adds nothing.
         var wb = unpack_wraw(next_w);
         if k0 / 32u + half >= blocks {
@@ -165,7 +178,7 @@ ACCUMULATORS
         }
         workgroupBarrier();
         let k1 = k0 + TK;
-        if k1 < COLS {
+        if step + 1u < steps {
             next_w = load_wraw(w_row + min(k1 / 32u + half, blocks - 1u));
             for (var j = 0u; j < 8u; j++) {
                 let row = min(b0 + xr + x_step * j, n - 1u);
@@ -188,7 +201,7 @@ EMITS
 // Fragment c (weight rows rf.., batch rows bf..) through the subgroup's 16x16 of ys into y:
 // lane l writes weight row rf + l % 16 of batch rows bf + l / 16 + 2q, so that each store
 // writes two runs of 16 consecutive floats.
-fn emit(c: coop_mat16x16<f32, C>, sg: u32, lane: u32, rf: u32, bf: u32, n: u32) {
+fn emit(c: coop_mat16x16<f32, C>, sg: u32, lane: u32, rf: u32, bf: u32, n: u32, yo: u32) {
     let own = sg * 64u;
     let s = 4u;
     coopStore(c, &ys[own], s);
@@ -201,7 +214,7 @@ fn emit(c: coop_mat16x16<f32, C>, sg: u32, lane: u32, rf: u32, bf: u32, n: u32) 
         if b < n && r < ROWS {
             // Element (m, bl) of the column-major fragment.
             let v = ys[own + bl * 4u + m / 4u][m % 4u];
-            let at = b * Y_STRIDE + OUT_OFFSET + r;
+            let at = yo + b * Y_STRIDE + OUT_OFFSET + r;
             if ACCUMULATE != 0u {
                 y[at] = y[at] + v;
             } else {

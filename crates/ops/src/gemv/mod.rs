@@ -51,7 +51,7 @@ mod quantize_x;
 pub(crate) mod shader;
 
 pub use batched::{
-    batched_shader, batched_wide_shader, gemm_shader, gemm_shaders, GemmKind, GemvBatched,
+    batched_shader, batched_wide_shader, gemm_shader, gemm_shaders, GemmKind, GemmOut, GemvBatched,
     BATCH_CHUNK, COOPMAT_TILES, COOPMAT_WIDE_ROWS, GEMM_TILE,
 };
 pub use fused::{GemvBuffers, GemvEpilogue, GemvFused, Partials, PostNorm};

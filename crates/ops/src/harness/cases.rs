@@ -145,6 +145,8 @@ pub enum Params {
         hd: u32,
         pos0: u32,
         n_rows: u32,
+        /// q/k/v as the sum of this many parts (a gemm's K parts).
+        parts: u32,
     },
     Attention {
         heads: u32,
@@ -372,7 +374,8 @@ impl Case {
                 hd,
                 pos0,
                 n_rows,
-            } => b.rope_batched(heads, kv, hd, pos0, n_rows),
+                parts,
+            } => b.rope_batched(heads, kv, hd, (pos0, n_rows), parts),
             Params::Attention {
                 heads,
                 kv,
@@ -647,8 +650,8 @@ impl Builder<'_> {
         heads: u32,
         kv: u32,
         hd: u32,
-        pos0: u32,
-        n_rows: u32,
+        (pos0, n_rows): (u32, u32),
+        parts: u32,
     ) -> Result<Dispatch, GpuError> {
         let gpu = self.gpu;
         let rope = Rope {
@@ -668,9 +671,10 @@ impl Builder<'_> {
             max_batch: n_rows,
             qkv_stride: stride,
             offsets: (0, qn, qn + kvn),
+            qkv_parts: parts,
         };
         let params = self.input_u32("params", &[pos0, n_rows, 0, 0])?;
-        let qkv = self.output("qkv", (stride * n_rows) as u64, true)?;
+        let qkv = self.output("qkv", (parts * stride * n_rows) as u64, true)?;
         let cache = rope.kv_row() * rope.max_ctx as u64;
         let kc = self.output("k_cache", cache, true)?;
         let vc = self.output("v_cache", cache, true)?;
@@ -1369,6 +1373,9 @@ fn rope_cases() -> Vec<Case> {
                 hd,
                 pos0: 3,
                 n_rows: 5,
+                // Two parts, as the prompt's q/k/v gemm in K parts writes them (one part
+                // is the model's prefill tests' and `tests/batched.rs`'s).
+                parts: 2,
             },
         ));
     }

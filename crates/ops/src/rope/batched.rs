@@ -32,6 +32,10 @@ pub struct RopeBatched {
     pub qkv_stride: u32,
     /// Element offsets of q, k and v within a row.
     pub offsets: (u32, u32, u32),
+    /// Copies of qkv (`max_batch × qkv_stride` floats each) whose sum is q/k/v: the parts
+    /// of a gemm that summed K in parts (`GemmOut::Parts`); 1 for one matrix. The rotated
+    /// q sum is written to the first.
+    pub qkv_parts: u32,
 }
 
 impl RopeBatched {
@@ -50,6 +54,7 @@ impl RopeBatched {
             || !r.rope_dims.is_multiple_of(2)
             || self.max_batch == 0
             || self.max_batch > 65535
+            || self.qkv_parts == 0
         {
             return Err(invalid("bad shape".into()));
         }
@@ -57,7 +62,11 @@ impl RopeBatched {
         let cache_bytes = 4 * r.kv_row() * u64::from(r.max_ctx);
         for (buf, bytes, role) in [
             (params, 16, "params"),
-            (qkv, 4 * m * u64::from(self.qkv_stride), "qkv"),
+            (
+                qkv,
+                4 * u64::from(self.qkv_parts) * m * u64::from(self.qkv_stride),
+                "qkv",
+            ),
             (k_cache, cache_bytes, "k_cache"),
             (v_cache, cache_bytes, "v_cache"),
         ] {
@@ -71,6 +80,10 @@ impl RopeBatched {
         }
         let mut constants = r.constants_at(self.offsets);
         constants.push(("QKV_STRIDE", f64::from(self.qkv_stride)));
+        if self.qkv_parts > 1 {
+            constants.push(("PARTS", f64::from(self.qkv_parts)));
+            constants.push(("PART_STRIDE", f64::from(self.part_stride())));
+        }
         let pipeline = gpu.pipeline(&BATCHED_SHADER, "main", &constants)?;
         let bind_group = gpu.bind_group(&pipeline, &[params, qkv, k_cache, v_cache])?;
         let threads = (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 2);
@@ -86,6 +99,11 @@ impl RopeBatched {
         ))
     }
 
+    /// Floats between two parts of qkv.
+    pub fn part_stride(&self) -> u32 {
+        self.max_batch * self.qkv_stride
+    }
+
     /// CPU reference over the first `n_rows` rows starting at position `pos0`.
     pub fn cpu<T: crate::Real>(
         &self,
@@ -98,18 +116,20 @@ impl RopeBatched {
         let r = &self.rope;
         let (q, k, v) = self.offsets;
         let (qn, kvn) = ((r.n_heads * r.head_dim) as usize, r.kv_row() as usize);
+        let part = self.part_stride() as usize;
+        // The parts summed in the kernel's order.
+        let summed = |qkv: &[T], at: usize, len: usize| -> Vec<T> {
+            (at..at + len)
+                .map(|i| (1..self.qkv_parts as usize).fold(qkv[i], |s, p| s + qkv[i + p * part]))
+                .collect()
+        };
         for b in 0..n_rows as usize {
-            let row = &mut qkv[b * self.qkv_stride as usize..][..self.qkv_stride as usize];
-            let kk = row[k as usize..][..kvn].to_vec();
-            let vv = row[v as usize..][..kvn].to_vec();
-            r.cpu(
-                pos0 + b as u32,
-                &mut row[q as usize..][..qn],
-                &kk,
-                &vv,
-                k_cache,
-                v_cache,
-            );
+            let at = b * self.qkv_stride as usize;
+            let mut qq = summed(qkv, at + q as usize, qn);
+            let kk = summed(qkv, at + k as usize, kvn);
+            let vv = summed(qkv, at + v as usize, kvn);
+            r.cpu(pos0 + b as u32, &mut qq, &kk, &vv, k_cache, v_cache);
+            qkv[at + q as usize..][..qn].copy_from_slice(&qq);
         }
     }
 }

@@ -2,6 +2,8 @@
 // b < params[1] of a qkv matrix (row stride QKV_STRIDE), row b at position params[0] + b.
 // Grid: (ceil(threads per row / WG), rows). Same math as kernel.wgsl (kept in step),
 // RING included: the cache is a ring of MAX_CTX rows, position pos in row pos % MAX_CTX.
+// With PARTS > 1 the q/k/v gemm summed K in parts (`GemmOut::Parts`): each value is the
+// sum of PARTS copies PART_STRIDE floats apart, and the rotated q sum goes to the first.
 
 override N_HEADS: u32 = 1u;
 override N_KV_HEADS: u32 = 1u;
@@ -15,6 +17,8 @@ override V_OFF: u32 = 0u;
 override QKV_STRIDE: u32 = 0u;
 override NEOX: bool = false;
 override RING: bool = false;
+override PARTS: u32 = 1u;
+override PART_STRIDE: u32 = 0u;
 const WG: u32 = 256u;
 
 @group(0) @binding(0) var<storage, read> params: array<u32, 4>;
@@ -23,6 +27,15 @@ const WG: u32 = 256u;
 @group(0) @binding(3) var<storage, read_write> v_cache: array<f32>;
 
 // reduce_angle and angle come from angle.wgsl, appended after this file.
+
+// Element e of q/k/v: its parts summed, in order.
+fn qkv_at(e: u32) -> f32 {
+    var v = qkv[e];
+    for (var p = 1u; p < PARTS; p++) {
+        v += qkv[e + p * PART_STRIDE];
+    }
+    return v;
+}
 
 @compute @workgroup_size(WG)
 fn main(
@@ -48,8 +61,8 @@ fn main(
         if i < ROPE_DIMS / 2u {
             let e = base + Q_OFF + (id / half) * HEAD_DIM + pair_at(i);
             let cs = angle(pos, i);
-            let x0 = qkv[e.x];
-            let x1 = qkv[e.y];
+            let x0 = qkv_at(e.x);
+            let x1 = qkv_at(e.y);
             qkv[e.x] = x0 * cs.x - x1 * cs.y;
             qkv[e.y] = x0 * cs.y + x1 * cs.x;
         }
@@ -57,8 +70,8 @@ fn main(
         let p = id - qp;
         let i = p % half;
         let e = (p / half) * HEAD_DIM + pair_at(i);
-        var x0 = qkv[base + K_OFF + e.x];
-        var x1 = qkv[base + K_OFF + e.y];
+        var x0 = qkv_at(base + K_OFF + e.x);
+        var x1 = qkv_at(base + K_OFF + e.y);
         if i < ROPE_DIMS / 2u {
             let cs = angle(pos, i);
             let r0 = x0 * cs.x - x1 * cs.y;
@@ -69,7 +82,7 @@ fn main(
         k_cache[row + e.y] = x1;
     } else if id < qp + 2u * kp {
         let e = 2u * (id - qp - kp);
-        v_cache[row + e] = qkv[base + V_OFF + e];
-        v_cache[row + e + 1u] = qkv[base + V_OFF + e + 1u];
+        v_cache[row + e] = qkv_at(base + V_OFF + e);
+        v_cache[row + e + 1u] = qkv_at(base + V_OFF + e + 1u);
     }
 }

@@ -123,17 +123,35 @@ pub(crate) fn run_normed<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
 pub(crate) fn run_batched<T: Real>(c: &mut Call<T>) -> Result<(), ExecError> {
     let r = rope(c)?;
     let (pos0, n_rows) = (c.u32_at(0, 0)?, c.u32_at(0, 1)?);
+    let qkv_stride = c.u32_const("QKV_STRIDE")?;
+    let qkv_parts = c.u32_const_or("PARTS", 1)?;
+    // One part: its rows are the batch's; more: the parts lie max_batch rows apart.
+    let max_batch = match qkv_parts {
+        1 => n_rows,
+        _ => c.u32_const("PART_STRIDE")? / qkv_stride.max(1),
+    };
     let op = RopeBatched {
         rope: r,
-        max_batch: n_rows,
-        qkv_stride: c.u32_const("QKV_STRIDE")?,
+        max_batch,
+        qkv_stride,
         offsets: (
             c.u32_const("Q_OFF")?,
             c.u32_const("K_OFF")?,
             c.u32_const("V_OFF")?,
         ),
+        qkv_parts,
     };
-    c.need_words(1, op.qkv_stride as u64 * n_rows as u64)?;
+    if qkv_parts == 0 || n_rows > max_batch {
+        return Err(ExecError::Constant {
+            shader: c.shader().to_string(),
+            name: "PARTS".into(),
+            problem: format!("{qkv_parts} parts of {max_batch} rows for {n_rows} rows"),
+        });
+    }
+    c.need_words(
+        1,
+        (qkv_parts as u64 - 1) * op.part_stride() as u64 + qkv_stride as u64 * n_rows as u64,
+    )?;
     need_caches(c, &r, 2, 3)?;
     // Rows past the cache do nothing in the kernel (a ring has no end).
     let rows = if r.ring {
