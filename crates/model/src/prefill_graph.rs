@@ -116,6 +116,7 @@ impl Prefill {
     ) -> Result<Prefill, ModelError> {
         let Shared { c, plan, w, a } = shared;
         let qkv_parts = qkv_k_parts(gpu, plan, w, max_batch);
+        let silu_in_gemm = silu_in_gemm(gpu, c, plan, w, max_batch);
         let bufs = PrefillBuffers::new(gpu, c, plan, max_batch, qkv_parts)?;
         let gemm = match (plan.prefill, &bufs.xq) {
             _ if plan.gemv == GemvVariant::Rows => PromptGemm::Rows,
@@ -138,6 +139,9 @@ impl Prefill {
         if qkv_parts > 1 {
             setting += &format!("; q/k/v's product summed in {qkv_parts} parts of K (more workgroups), which rope adds");
         }
+        if silu_in_gemm {
+            setting += "; silu(gate) · up written by the gate/up gemm (no silu_mul dispatch)";
+        }
         if attention.coopmat {
             setting += "; attention on cooperative matrices (64 prompt rows a workgroup, two passes over the keys)";
         }
@@ -150,6 +154,7 @@ impl Prefill {
             gemm,
             m: max_batch,
             qkv_parts,
+            silu_in_gemm,
             rms: RmsNormBatched {
                 norm: RmsNorm {
                     n: c.dim,
@@ -356,6 +361,35 @@ fn qkv_k_parts(gpu: &Gpu, plan: &KernelPlan, w: &GpuWeights, max_batch: u32) -> 
     }
 }
 
+/// Whether the gate/up gemm writes silu(gate) · up itself ([`GemmOut::SiluMul`]): where
+/// the coopmat gemm multiplies every layer's gate/up matrix (one matrix, one chunk, up rows
+/// from the prefill's `up_row`) and the activation is SiLU. Llama-8B's 32 silu_mul
+/// dispatches took 1.09 ms of a 49.6 ms prompt on an H200 (BENCHMARKS.md, run 48).
+fn silu_in_gemm(
+    gpu: &Gpu,
+    c: &LlamaConfig,
+    plan: &KernelPlan,
+    w: &GpuWeights,
+    max_batch: u32,
+) -> bool {
+    let coopmat = plan.prefill == Some(GemmKind::Coopmat) && plan.gemv != GemvVariant::Rows;
+    let up_row = up_start_row(gpu, c.ffn_dim);
+    let fuses = |layer: &GpuLayer| {
+        let [gu] = layer.w_gate_up.as_slice() else {
+            return false;
+        };
+        let mut ops = gu.batched_ops(max_batch, 0);
+        let (Some((_, op)), None) = (ops.next(), ops.next()) else {
+            return false;
+        };
+        op.runs_gemm(GemmKind::Coopmat, gpu) && op.gemv.rows == up_row + c.ffn_dim
+    };
+    coopmat
+        && c.arch.activation == Activation::Silu
+        && !w.layers.is_empty()
+        && w.layers.iter().all(fuses)
+}
+
 /// The gemm a prefill graph multiplies through, with what it reads besides x.
 #[derive(Clone, Copy)]
 enum PromptGemm<'a> {
@@ -476,6 +510,8 @@ struct GraphBuilder<'a> {
     m: u32,
     /// Parts of K the q/k/v product is summed in ([`qkv_k_parts`]).
     qkv_parts: u32,
+    /// The gate/up gemm writes silu(gate) · up itself ([`silu_in_gemm`]).
+    silu_in_gemm: bool,
     rms: RmsNormBatched,
     /// Attention over a full-context cache; [`Self::attention_at`] gives each layer's.
     attention: AttnBatched,
@@ -605,11 +641,22 @@ impl GraphBuilder<'_> {
             vec![self.rms.dispatch(gpu, x, &layer.ffn_norm, xn, params)?],
         );
         let gu_parts: Vec<&GpuMatrix> = layer.w_gate_up.iter().collect();
-        l.push(
-            "ffn_gate_up",
-            self.products(&gu_parts, xn, &bufs.gate_up, bufs.gu_stride, GemmOut::Store)?,
-        );
-        l.push_one(self.activation()?);
+        if self.silu_in_gemm {
+            let silu = GemmOut::SiluMul {
+                ffn: c.ffn_dim,
+                up_row: bufs.up_row,
+            };
+            l.push(
+                "ffn_gate_up_silu",
+                self.products(&gu_parts, xn, &bufs.hidden, c.ffn_dim, silu)?,
+            );
+        } else {
+            l.push(
+                "ffn_gate_up",
+                self.products(&gu_parts, xn, &bufs.gate_up, bufs.gu_stride, GemmOut::Store)?,
+            );
+            l.push_one(self.activation()?);
+        }
         let post = layer.extra.post_ffn_norm.as_ref();
         self.residual_products(&mut l, "ffn_down", &layer.w_down, &bufs.hidden, post)?;
         Ok(BuiltLayer {

@@ -488,6 +488,82 @@ fn gemm_in_k_parts_matches_its_oracle() {
     }
 }
 
+/// silu(gate) · up from the gate/up matrix: y gets the activation's columns, for 64- and
+/// 128-wide tiles, up rows right after the gate rows or padded apart, partial tiles and
+/// batches; the dp4a gemm and a matrix whose rows are not up_row + ffn are refused.
+#[test]
+fn gemm_silu_up_matches_its_oracle() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(32);
+    let kind = GemmKind::Coopmat;
+    let shape = |rows, max_batch, ffn| GemvBatched {
+        gemv: Gemv {
+            rows,
+            cols: 128,
+            format: WeightFormat::Q4_0,
+            out_offset: 1,
+            layout: WeightLayout::Packed,
+        },
+        max_batch,
+        y_stride: ffn + 3,
+    };
+    let b = gpu.create_buffer("b", 1 << 20).unwrap();
+    let refused = |op: GemvBatched, kind, ffn, up_row| {
+        op.dispatch_gemm(kind, gpu, &b, &b, &b, &b, GemmOut::SiluMul { ffn, up_row })
+            .unwrap_err()
+            .to_string()
+    };
+    let err = refused(shape(130, 4, 64), kind, 64, 64);
+    assert!(err.contains("up_row + ffn"), "{err}");
+    let err = refused(shape(128, 4, 64), GemmKind::Dp4a, 64, 64);
+    assert!(err.contains("coopmat"), "{err}");
+    if kind.supported(gpu).is_err() {
+        eprintln!("no cooperative matrices on this adapter: the refusals checked, not the kernel");
+        return;
+    }
+    for (ffn, up_row, max_batch, n_rows) in [
+        (64u32, 64u32, 67u32, 67u32),
+        (70, 72, 67, 5),
+        (2080, 2080, 131, 128),
+        (2048, 2048, 131, 131),
+    ] {
+        let op = shape(up_row + ffn, max_batch, ffn);
+        let (rows, cols) = (op.gemv.rows, op.gemv.cols);
+        let gguf = WeightFormat::Q4_0.quantize_row(&weights(&mut r, (rows * cols) as usize));
+        let w = WeightLayout::Packed.pack(WeightFormat::Q4_0, &gguf);
+        let x = activations(&mut r, (max_batch * cols) as usize);
+        let y0 = initial_y(max_batch * op.y_stride, false);
+        let (wb, xb, yb, pb) = (
+            gpu.create_buffer_init("w", &w).unwrap(),
+            filled(gpu, "x", &x),
+            filled(gpu, "y", &y0),
+            params(gpu, 0, n_rows),
+        );
+        let d = op
+            .dispatch_gemm(
+                kind,
+                gpu,
+                &wb,
+                &xb,
+                &yb,
+                &pb,
+                GemmOut::SiluMul { ffn, up_row },
+            )
+            .unwrap();
+        assert_eq!(d.workgroups[0], (2 * ffn).div_ceil(op.gemm_tile(kind, gpu)));
+        run(gpu, vec![d]);
+        let mut want = y0.clone();
+        op.cpu_f16_silu(&w, &x, &mut want, n_rows, (ffn, up_row));
+        assert_gemm_close(
+            &format!("silu(gate) · up, ffn {ffn}, up rows from {up_row}, n_rows {n_rows}"),
+            &read_f32(gpu, &yb),
+            &want,
+            (op.y_stride, n_rows, 1, ffn),
+            2e-3,
+        );
+    }
+}
+
 /// The coopmat gemm's shaders (both tiles) are valid WGSL for naga with cooperative
 /// matrices and f16, uniform where the cooperative operations need it, and translate to
 /// SPIR-V once their constants are set (wgpu's Vulkan path), on any machine: the adapters

@@ -136,6 +136,20 @@ pub enum GemmOut {
     /// over the p-th `cols / n` columns; the reader adds the parts. Coopmat only, with
     /// `cols` whole 64-column steps in each part.
     Parts(u32),
+    /// y = silu(gate) · up, for the gate/up matrix of `ffn` gate rows and `ffn` up rows
+    /// from row `up_row` (its rows are `up_row + ffn`): y gets `ffn` columns. The fused
+    /// activation of the prompt's FFN; coopmat only.
+    SiluMul { ffn: u32, up_row: u32 },
+}
+
+/// How a gemm's output lies in y ([`GemvBatched::gemm_layout`]).
+struct GemmLayout {
+    /// Copies of y's rows written (K parts).
+    parts: u32,
+    /// Columns of a y row written, from `out_offset`.
+    y_cols: u32,
+    /// Tile rows the grid covers.
+    grid_rows: u32,
 }
 
 impl GemmOut {
@@ -143,7 +157,7 @@ impl GemmOut {
     pub fn parts(self) -> u32 {
         match self {
             GemmOut::Parts(n) => n,
-            GemmOut::Store | GemmOut::Accumulate => 1,
+            GemmOut::Store | GemmOut::Accumulate | GemmOut::SiluMul { .. } => 1,
         }
     }
 }
@@ -260,7 +274,15 @@ fn coopmat_frame(tile: u32) -> String {
     for &(i, j) in &frags_ij {
         frags += &format!("            c{i}{j} = coopMultiplyAdd(a{i}, f{j}, c{i}{j});\n");
     }
-    let mut emits = String::from("    if whole {\n        let s = Y_STRIDE;\n");
+    // silu(gate) · up: each subgroup's pairs (c0j gate, c1j up) for every tile.
+    let mut emits = String::from("    if SILU_UP != 0u {\n        let lane = lid % 32u;\n");
+    for j in 0..fn_count {
+        emits += &format!(
+            "        emit_silu(c0{j}, c1{j}, sg, lane, r0 / 2u + 16u * sm, bf + {}u, n);\n",
+            16 * j
+        );
+    }
+    emits += "    } else {\n    if whole {\n        let s = Y_STRIDE;\n";
     for &(i, j) in &frags_ij {
         emits += &y_at(i, j);
         emits += &format!("        coopStore(c{i}{j}, &y[y{i}{j}], s);\n");
@@ -273,7 +295,7 @@ fn coopmat_frame(tile: u32) -> String {
             16 * j
         );
     }
-    emits += "    }\n";
+    emits += "    }\n    }\n";
     include_str!("kernel_gemm_coopmat.wgsl")
         .replace("ACCUMULATORS\n", &acc)
         .replace("FRAGMENTS\n", &frags)
@@ -431,7 +453,7 @@ impl GemvBatched {
         name: &str,
         w: &GpuBuffer,
         (x, x_bytes): (&GpuBuffer, u64),
-        (y, y_parts): (&GpuBuffer, u32),
+        (y, y_parts, y_cols): (&GpuBuffer, u32, u32),
         params: &GpuBuffer,
     ) -> Result<(), GpuError> {
         let g = &self.gemv;
@@ -447,9 +469,9 @@ impl GemvBatched {
         g.format
             .row_bytes(u64::from(g.cols))
             .map_err(|e| invalid(e.to_string()))?;
-        if self.y_stride < g.out_offset + g.rows {
+        if self.y_stride < g.out_offset + y_cols {
             return Err(invalid(format!(
-                "y_stride {} < out_offset + rows",
+                "y_stride {} < out_offset + {y_cols} columns written",
                 self.y_stride
             )));
         }
@@ -503,7 +525,7 @@ impl GemvBatched {
         }
         let shader = batched_shader(g.format, g.layout);
         let x_bytes = u64::from(self.max_batch) * u64::from(g.cols) * 4;
-        self.check(shader.name, w, (x, x_bytes), (y, 1), params)?;
+        self.check(shader.name, w, (x, x_bytes), (y, 1, g.rows), params)?;
         let tpr = g.default_tuning().threads_per_row;
         let x_stride = if self.x_is_vec4() { g.cols / 4 } else { g.cols };
         self.build(
@@ -552,7 +574,7 @@ impl GemvBatched {
                 ))
             })?;
         let x_bytes = u64::from(self.max_batch) * u64::from(g.cols) * 4;
-        self.check(shader.name, w, (x, x_bytes), (y, 1), params)?;
+        self.check(shader.name, w, (x, x_bytes), (y, 1, g.rows), params)?;
         let wg = super::ROWS_WORKGROUP_SIZE;
         // Built without naga's runtime checks, as the decoder's wide frame (its proof is
         // at `GemvFused::dispatch`); here besides: batch rows are below min(params[1],
@@ -710,14 +732,17 @@ impl GemvBatched {
             GemmKind::Dp4a => self.quantize_x().buffer_bytes(),
             GemmKind::Coopmat => u64::from(self.max_batch) * u64::from(g.cols) * 4,
         };
-        let parts = out.parts();
-        if parts > 1 && (kind != GemmKind::Coopmat || !g.cols.is_multiple_of(64 * parts)) {
-            return Err(GpuError::Invalid(format!(
-                "{}: K in {parts} parts needs the coopmat gemm and {} columns in whole 64-column steps a part",
-                shader.name, g.cols
-            )));
-        }
-        self.check(shader.name, w, (x, x_bytes), (y, parts), params)?;
+        let layout = self
+            .gemm_layout(kind, out)
+            .map_err(|why| GpuError::Invalid(format!("{}: {why}", shader.name)))?;
+        let parts = layout.parts;
+        self.check(
+            shader.name,
+            w,
+            (x, x_bytes),
+            (y, parts, layout.y_cols),
+            params,
+        )?;
         kind.supported(gpu).map_err(|why| {
             GpuError::Invalid(format!("{}: {why} (use the batched gemv)", shader.name))
         })?;
@@ -733,27 +758,75 @@ impl GemvBatched {
         // their sizes as the kernel's comments work out for either tile;
         // every loop is bounded by a constant. dp4a keeps the checks (its params are not
         // clamped).
-        let coopmat = [
+        let mut coopmat = vec![
             ("MAX_BATCH", f64::from(self.max_batch)),
             ("K_PARTS", f64::from(parts)),
         ];
+        if let GemmOut::SiluMul { ffn, up_row } = out {
+            coopmat.extend([
+                ("SILU_UP", 1.0),
+                ("FFN", f64::from(ffn)),
+                ("UP_ROW", f64::from(up_row)),
+            ]);
+        }
         let (extra, trusted): (&[(&str, f64)], bool) = match kind {
             GemmKind::Dp4a => (&[], false),
             GemmKind::Coopmat => (&coopmat, true),
         };
         let mut cost = self.cost_gemm(kind, tile);
-        // Each part writes all of y's rows.
-        cost.bytes += u64::from(parts - 1) * u64::from(self.max_batch) * u64::from(g.rows) * 4;
+        // y as written: every part's copy of its rows, of y_cols columns each.
+        let m = u64::from(self.max_batch);
+        cost.bytes = cost.bytes - 4 * m * u64::from(g.rows)
+            + 4 * u64::from(parts) * m * u64::from(layout.y_cols);
         self.build(
             gpu,
             shader,
             extra,
-            [g.rows.div_ceil(tile), self.max_batch.div_ceil(tile), parts],
+            [
+                layout.grid_rows.div_ceil(tile),
+                self.max_batch.div_ceil(tile),
+                parts,
+            ],
             cost,
             [w, x, y, params],
             out == GemmOut::Accumulate,
             trusted,
         )
+    }
+
+    /// Where `out` puts the product in y, or why this gemm cannot.
+    fn gemm_layout(&self, kind: GemmKind, out: GemmOut) -> Result<GemmLayout, String> {
+        let g = &self.gemv;
+        let whole = GemmLayout {
+            parts: 1,
+            y_cols: g.rows,
+            grid_rows: g.rows,
+        };
+        match out {
+            GemmOut::Store | GemmOut::Accumulate => Ok(whole),
+            _ if kind != GemmKind::Coopmat => Err(format!("{out:?} needs the coopmat gemm")),
+            GemmOut::Parts(n) if n >= 1 && g.cols.is_multiple_of(64 * n) => Ok(GemmLayout {
+                parts: n,
+                ..whole
+            }),
+            GemmOut::Parts(n) => Err(format!(
+                "K in {n} parts needs {} columns in whole 64-column steps a part",
+                g.cols
+            )),
+            GemmOut::SiluMul { ffn, up_row }
+                if ffn > 0 && up_row >= ffn && g.rows == up_row + ffn =>
+            {
+                Ok(GemmLayout {
+                    parts: 1,
+                    y_cols: ffn,
+                    grid_rows: 2 * ffn,
+                })
+            }
+            GemmOut::SiluMul { ffn, up_row } => Err(format!(
+                "silu(gate) · up needs {ffn} gate rows, up rows from {up_row} >= {ffn} and the matrix's {} rows = up_row + ffn",
+                g.rows
+            )),
+        }
     }
 
     /// The coopmat form's oracle: [`Self::cpu`] over x rounded to f16. The kernel also
@@ -793,6 +866,35 @@ impl GemvBatched {
                 })
                 .collect()
         })
+    }
+
+    /// The coopmat form's oracle for [`GemmOut::SiluMul`]: [`Self::cpu_f16`]'s gate and up
+    /// rows, then silu(gate) · up into y's `ffn` columns from `out_offset`.
+    pub fn cpu_f16_silu<T: crate::Real>(
+        &self,
+        w: &[u8],
+        x: &[T],
+        y: &mut [T],
+        n_rows: u32,
+        (ffn, up_row): (u32, u32),
+    ) {
+        let rows = self.gemv.rows as usize;
+        let whole = GemvBatched {
+            gemv: super::Gemv {
+                out_offset: 0,
+                ..self.gemv
+            },
+            y_stride: self.gemv.rows,
+            ..*self
+        };
+        let mut gu = vec![T::zero(); n_rows as usize * rows];
+        whole.cpu_f16(w, x, &mut gu, n_rows, false);
+        let act = crate::silu_mul::SiluMul { n: ffn };
+        let (ffn, up) = (ffn as usize, up_row as usize);
+        for (b, row) in gu.chunks(rows).enumerate() {
+            let at = b * self.y_stride as usize + self.gemv.out_offset as usize;
+            act.cpu(&row[..ffn], &row[up..up + ffn], &mut y[at..at + ffn]);
+        }
     }
 
     /// The dp4a form's oracle: [`Self::cpu`] over each x row quantized by

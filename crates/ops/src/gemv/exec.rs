@@ -361,6 +361,21 @@ pub(crate) fn run_gemm_coopmat<T: Real>(c: &mut Call<T>) -> Result<(), ExecError
         (parts as u64 - 1) * part_floats + op.y_stride as u64 * op.max_batch as u64,
     )?;
     let (w, x) = (c.bytes(0)?, c.floats(1)?);
+    if c.u32_const_or("SILU_UP", 0)? != 0 {
+        let (ffn, up_row) = (c.u32_const("FFN")?, c.u32_const("UP_ROW")?);
+        if parts != 1 || accumulate || up_row < ffn || up_row + ffn != op.gemv.rows {
+            return Err(bad_const(
+                c,
+                "SILU_UP",
+                format!(
+                    "FFN {ffn}, UP_ROW {up_row} of {} rows, {parts} parts",
+                    op.gemv.rows
+                ),
+            ));
+        }
+        op.cpu_f16_silu(w, &x, c.out(2)?, op.max_batch, (ffn, up_row));
+        return Ok(());
+    }
     let y = c.out(2)?;
     for p in 0..parts {
         let at = (p as u64 * part_floats) as usize;

@@ -32,6 +32,14 @@
 // p - 1; the reader adds the parts (`RopeBatched`'s `qkv_parts`). COLS / K_PARTS is whole
 // TK steps (`GemvBatched::dispatch_gemm` checks), so a part's steps never reach past it.
 //
+// silu(gate) · up (SILU_UP = 1, the gate/up matrix of FFN gate rows and FFN up rows from
+// UP_ROW): a tile's TILE rows are TILE / 2 gate rows and their up rows, each subgroup's 32
+// as 16 gate rows (gate rows r0 / 2 + 16 * sm..) then the same 16 up rows (`weight_row`),
+// so that its c0j and c1j hold matching gate and up sums. `emit_silu` passes each pair
+// through the subgroup's 16x16 of ys and writes silu(gate) · up to y's column OUT_OFFSET +
+// gate row: y takes FFN columns, and the separate silu_mul dispatch goes (BENCHMARKS.md,
+// run 48). The grid covers 2 · FFN tile rows.
+//
 // Rounding: x and the dequantized weights are rounded to f16 (relative error 2^-11 each),
 // the sums are f32. Its oracle is the batched gemv's with x rounded to f16.
 //
@@ -64,6 +72,10 @@ override ACCUMULATE: u32 = 0u;
 override Y_STRIDE: u32;
 // Parts of K summed apart (see above); ACCUMULATE is 0 where this is over 1.
 override K_PARTS: u32 = 1u;
+// silu(gate) · up (see above); ACCUMULATE and K_PARTS are 0 and 1 where this is 1.
+override SILU_UP: u32 = 0u;
+override FFN: u32 = 1u;
+override UP_ROW: u32 = 0u;
 // Rows of x and y the buffers hold: the batch size is clamped to it (the pipeline has no
 // runtime bounds checks; see `GemvBatched::dispatch_gemm`).
 override MAX_BATCH: u32;
@@ -134,6 +146,15 @@ fn main(
     }
 }
 
+// The weight row that tile row t of the tile from row r0 stages (see SILU_UP above).
+fn weight_row(r0: u32, t: u32) -> u32 {
+    if SILU_UP == 0u {
+        return min(r0 + t, ROWS - 1u);
+    }
+    let gate = min(r0 / 2u + 16u * (t / 32u) + t % 16u, FFN - 1u);
+    return select(gate, UP_ROW + gate, t % 32u >= 16u);
+}
+
 // The workgroup's tile: weight rows r0.., batch rows b0.. (of n), over part `part` of K.
 fn tile(r0: u32, b0: u32, n: u32, lid: u32, part: u32) {
     let blocks = COLS / 32u;
@@ -146,7 +167,7 @@ fn tile(r0: u32, b0: u32, n: u32, lid: u32, part: u32) {
     // Weights: thread lid stages block (k0 / 32 + half) of tile row t.
     let t = lid / 2u;
     let half = lid % 2u;
-    let w_row = min(r0 + t, ROWS - 1u) * blocks;
+    let w_row = weight_row(r0, t) * blocks;
     // x: element j of the thread's 8 is vec4 (j * WG_SIZE + lid) of the tile's rows × 16
     // vec4s: row xr + j * x_step, consecutive lanes consecutive vec4s.
     let xc = lid % 16u;
@@ -221,6 +242,41 @@ fn emit(c: coop_mat16x16<f32, C>, sg: u32, lane: u32, rf: u32, bf: u32, n: u32, 
             } else {
                 y[at] = v;
             }
+        }
+    }
+    workgroupBarrier();
+}
+
+// silu(gate) · up of a subgroup's fragment pair (gate rows gf.., batch rows bf..) through
+// its 16x16 of ys into y, stored as `emit` stores.
+fn emit_silu(
+    cg: coop_mat16x16<f32, C>,
+    cu: coop_mat16x16<f32, C>,
+    sg: u32,
+    lane: u32,
+    gf: u32,
+    bf: u32,
+    n: u32,
+) {
+    let own = sg * 64u;
+    let s = 4u;
+    let m = lane % 16u;
+    coopStore(cg, &ys[own], s);
+    workgroupBarrier();
+    var g: array<f32, 8>;
+    for (var q = 0u; q < 8u; q++) {
+        g[q] = ys[own + (lane / 16u + 2u * q) * 4u + m / 4u][m % 4u];
+    }
+    workgroupBarrier();
+    coopStore(cu, &ys[own], s);
+    workgroupBarrier();
+    let r = gf + m;
+    for (var q = 0u; q < 8u; q++) {
+        let bl = lane / 16u + 2u * q;
+        let b = bf + bl;
+        let u = ys[own + bl * 4u + m / 4u][m % 4u];
+        if b < n && r < FFN {
+            y[b * Y_STRIDE + OUT_OFFSET + r] = g[q] / (1.0 + exp(-g[q])) * u;
         }
     }
     workgroupBarrier();
