@@ -771,6 +771,18 @@ fn profile_times_the_prompts_ops() {
     };
     assert_eq!(calls("attention"), 2, "{ops:?}");
     assert!(calls("batched") + calls("gemm") >= 8, "{ops:?}");
+    // Each layer's products are rows of their own, named by the label less the layer.
+    let labels: Vec<&str> = ops.iter().filter_map(|o| o["label"].as_str()).collect();
+    for label in [
+        "attn_qkv",
+        "attn_output",
+        "ffn_down",
+        "attn_norm",
+        "ffn_norm",
+    ] {
+        assert!(labels.contains(&label), "{label} not among {labels:?}");
+        assert!(report.contains(&format!(" {label} ")), "{label}:\n{report}");
+    }
     // `diff` compares the prompts' ops, one row each.
     let timed = dir.path().join("dispatch.json");
     let timed = timed.to_str().unwrap();
@@ -781,7 +793,11 @@ fn profile_times_the_prompts_ops() {
         .nth(1)
         .unwrap_or_else(|| panic!("{d}"));
     for o in &ops {
-        assert!(section.contains(o["op"].as_str().unwrap()), "{d}");
+        let name = match o["label"].as_str() {
+            Some(label) => format!("{} {label}", o["op"].as_str().unwrap()),
+            None => o["op"].as_str().unwrap().to_string(),
+        };
+        assert!(section.contains(&name), "{name}:\n{d}");
     }
     let (report, ops) = run("off");
     assert!(!report.contains("prompt GPU time by op"), "{report}");

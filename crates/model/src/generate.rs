@@ -470,15 +470,18 @@ impl Drop for Generator<'_> {
 }
 
 /// Adds one batched prefill submit's dispatches (`graph`'s, measured in `out`) to the
-/// prompt's sums by op. A span the recorder flagged is not counted as timed.
+/// prompt's sums by op and label (less the layer). A span the recorder flagged is not
+/// counted as timed.
 fn add_prompt_ops(ops: &mut Vec<PromptOp>, graph: &gpuscope_runtime::Graph, out: &StepOutput) {
     let dispatches = graph.sections.iter().flat_map(|s| &s.dispatches);
     for (d, sample) in dispatches.zip(&out.dispatches) {
-        let i = match ops.iter().position(|o| o.op == d.op) {
+        let label = d.label.split_once('.').map_or("", |(_, name)| name);
+        let i = match ops.iter().position(|o| o.op == d.op && o.label == label) {
             Some(i) => i,
             None => {
                 ops.push(PromptOp {
                     op: d.op.clone(),
+                    label: label.to_string(),
                     ..PromptOp::default()
                 });
                 ops.len() - 1

@@ -28,6 +28,8 @@
 //!   GPU track per queue; each step is on one of them.
 //! - 1.6: `PromptRecord::ops`: the prompt's GPU time per op (prompt processing's kernels,
 //!   from the same timestamps as the tokens').
+//! - 1.7: `PromptOp::label`: the prompt's ops by place in the layer too (one kernel's
+//!   q/k/v, output, gate/up and down products apart).
 //!
 //! A reader accepts any file with the same major version (newer minors may add fields,
 //! which older readers ignore) and refuses another major with a message naming both.
@@ -39,7 +41,7 @@ use crate::counters::Counters;
 use crate::FormatVersion;
 
 /// The profile format this build writes.
-pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 6 };
+pub const PROFILE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 7 };
 
 /// One profiling run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -224,11 +226,17 @@ pub struct PromptRecord {
     pub ops: Vec<PromptOp>,
 }
 
-/// One op of the prompt's batched prefill: its dispatches over every submit.
+/// One op of the prompt's batched prefill at one place in the layers: its dispatches
+/// over every submit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct PromptOp {
     /// Kernel family, as dispatch events name it (e.g. `gemm_coopmat_q4_0`).
     pub op: String,
+    /// What the dispatches compute: their graph label less the layer (`attn_qkv` for
+    /// `L3.attn_qkv`), so that one kernel's matrices are told apart; empty for dispatches
+    /// outside the layers and in profiles from before 1.7.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
     pub calls: u32,
     /// Calls with a valid GPU span (all with dispatch timing; some or none sampled or
     /// off).
@@ -238,6 +246,14 @@ pub struct PromptOp {
 }
 
 impl PromptOp {
+    /// The op and its label, as the reports name the row.
+    pub fn name(&self) -> String {
+        match self.label.as_str() {
+            "" => self.op.clone(),
+            label => format!("{} {label}", self.op),
+        }
+    }
+
     /// The mean span of a timed call, in ns.
     pub fn mean_ns(&self) -> Option<f64> {
         (self.timed_calls > 0).then(|| self.gpu_ns as f64 / f64::from(self.timed_calls))

@@ -471,7 +471,7 @@ fn prompt_ops(base: &Profile, new: &Profile) -> Vec<PromptOpDiff> {
             .iter()
             .flat_map(|r| &r.ops)
             .filter(|o| o.timed_calls > 0)
-            .map(|o| (o.op.clone(), (o.gpu_ns as f64 / 1e6, o.calls)))
+            .map(|o| (o.name(), (o.gpu_ns as f64 / 1e6, o.calls)))
             .collect()
     };
     let (b, n) = (timed(base), timed(new));

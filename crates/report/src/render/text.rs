@@ -353,7 +353,7 @@ fn prompt_ops(out: &mut String, ops: &[gpuscope_trace::PromptOp]) {
     );
     emit!(
         out,
-        "    {:<44} {:>6} {:>6} {:>10} {:>10} {:>7}",
+        "    {:<48} {:>6} {:>6} {:>10} {:>10} {:>7}",
         "op",
         "calls",
         "timed",
@@ -364,8 +364,8 @@ fn prompt_ops(out: &mut String, ops: &[gpuscope_trace::PromptOp]) {
     for o in ops.iter().filter(|o| o.timed_calls > 0) {
         emit!(
             out,
-            "    {:<44} {:>6} {:>6} {:>10} {:>10} {:>7.1}",
-            o.op,
+            "    {:<48} {:>6} {:>6} {:>10} {:>10} {:>7.1}",
+            o.name(),
             o.calls,
             o.timed_calls,
             ms(o.gpu_ns),
@@ -375,7 +375,7 @@ fn prompt_ops(out: &mut String, ops: &[gpuscope_trace::PromptOp]) {
     }
     emit!(
         out,
-        "    {:<44} {:>6} {:>6} {:>10}",
+        "    {:<48} {:>6} {:>6} {:>10}",
         "total",
         calls,
         timed_calls,

@@ -223,7 +223,7 @@ fn prompt_ops(out: &mut String, p: &Profile) {
         md!(
             out,
             "| {} | {} | {} | {} | {:.1} | {:.1} |",
-            cell(&o.op),
+            cell(&o.name()),
             o.calls,
             o.timed_calls,
             ms(o.gpu_ns),
