@@ -30,10 +30,18 @@ struct Kernel {
 fn builtin() -> Vec<Kernel> {
     let mut out = Vec::new();
     // Llama-8B: gate/up 28672 x 4096, down 4096 x 14336 (adds into the residual).
-    let shapes = [("gate_up", 28672u32, 4096u32, 0.0), ("down", 4096, 14336, 1.0)];
+    let shapes = [
+        ("gate_up", 28672u32, 4096u32, 0.0),
+        ("down", 4096, 14336, 1.0),
+    ];
     for tile in [64u32, 128] {
-        let s = gemm_shader(GemmKind::Coopmat, tile, WeightFormat::Q4_0, WeightLayout::Packed)
-            .expect("the q4_0 coopmat gemm");
+        let s = gemm_shader(
+            GemmKind::Coopmat,
+            tile,
+            WeightFormat::Q4_0,
+            WeightLayout::Packed,
+        )
+        .expect("the q4_0 coopmat gemm");
         for (what, rows, cols, acc) in shapes {
             let scales = WeightLayout::scales_at(WeightFormat::Q4_0, rows, cols);
             out.push(Kernel {
@@ -92,7 +100,12 @@ fn from_capture(dir: &str) -> Vec<Kernel> {
                         .as_array()
                         .expect("values")
                         .iter()
-                        .map(|kv| (kv[0].as_str().expect("name").to_string(), kv[1].as_f64().expect("value")))
+                        .map(|kv| {
+                            (
+                                kv[0].as_str().expect("name").to_string(),
+                                kv[1].as_f64().expect("value"),
+                            )
+                        })
                         .collect()
                 })
                 .unwrap_or_default();
@@ -144,8 +157,9 @@ fn spirv(k: &Kernel) -> Result<Vec<u32>, String> {
             set.insert(name.clone(), *v);
         }
     }
-    let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &set)
-        .map_err(|e| e.to_string())?;
+    let (module, info) =
+        naga::back::pipeline_constants::process_overrides(&module, &info, None, &set)
+            .map_err(|e| e.to_string())?;
     let options = naga::back::spv::Options {
         lang_version: (1, 6),
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
@@ -184,7 +198,11 @@ fn main() {
 fn dump(dir: &str) {
     std::fs::create_dir_all(dir).expect("the dump directory");
     for (i, k) in builtin().iter().enumerate() {
-        let constants: Vec<String> = k.constants.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let constants: Vec<String> = k
+            .constants
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
         std::fs::write(format!("{dir}/{i}.wgsl"), &k.wgsl).expect("write");
         std::fs::write(format!("{dir}/{i}.constants"), constants.join(",")).expect("write");
         println!("{dir}/{i}.wgsl: {}", k.name);
@@ -224,9 +242,10 @@ unsafe fn device(instance: &ash::Instance, physical: vk::PhysicalDevice) -> (ash
         .shader_integer_dot_product(true)
         .subgroup_size_control(true)
         .compute_full_subgroups(true);
-    let mut coop = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(has_coop);
-    let mut stats =
-        vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
+    let mut coop =
+        vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(has_coop);
+    let mut stats = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+        .pipeline_executable_info(true);
     let info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
         .enabled_extension_names(&exts)
@@ -245,7 +264,10 @@ unsafe fn run(kernels: &[Kernel]) {
     let entry = ash::Entry::load().expect("the Vulkan loader");
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
     let instance = entry
-        .create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None)
+        .create_instance(
+            &vk::InstanceCreateInfo::default().application_info(&app),
+            None,
+        )
         .expect("instance");
     // SPIR-V first: a kernel naga rejects is reported on any machine.
     let built: Vec<(&Kernel, Vec<u32>)> = kernels
@@ -275,13 +297,14 @@ unsafe fn run(kernels: &[Kernel]) {
             .stage(stage)
             .layout(layout)
             .flags(vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR);
-        let pipeline = match device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) {
-            Ok(p) => p[0],
-            Err((_, e)) => {
-                println!("{}: pipeline not created: {e}", k.name);
-                continue;
-            }
-        };
+        let pipeline =
+            match device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) {
+                Ok(p) => p[0],
+                Err((_, e)) => {
+                    println!("{}: pipeline not created: {e}", k.name);
+                    continue;
+                }
+            };
         print_stats(&ext, pipeline, &k.name);
         device.destroy_pipeline(pipeline, None);
         device.destroy_pipeline_layout(layout, None);
@@ -319,7 +342,10 @@ unsafe fn pipeline_layout(device: &ash::Device, wgsl: &str) -> vk::PipelineLayou
         .expect("set layout");
     let sets = [set];
     device
-        .create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None)
+        .create_pipeline_layout(
+            &vk::PipelineLayoutCreateInfo::default().set_layouts(&sets),
+            None,
+        )
         .expect("pipeline layout")
 }
 
@@ -337,7 +363,9 @@ unsafe fn print_stats(
         let exe = vk::PipelineExecutableInfoKHR::default()
             .pipeline(pipeline)
             .executable_index(i as u32);
-        let stats = ext.get_pipeline_executable_statistics(&exe).unwrap_or_default();
+        let stats = ext
+            .get_pipeline_executable_statistics(&exe)
+            .unwrap_or_default();
         let listed: Vec<String> = stats
             .iter()
             .map(|s| {
@@ -347,13 +375,16 @@ unsafe fn print_stats(
                     vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
                     _ => format!("{:.3}", s.value.f64),
                 };
-                let n = s.name_as_c_str().map_or("?".into(), |c| c.to_string_lossy().into_owned());
+                let n = s
+                    .name_as_c_str()
+                    .map_or("?".into(), |c| c.to_string_lossy().into_owned());
                 format!("{n}={value}")
             })
             .collect();
         println!(
             "{name} [{}; subgroup {}]: {}",
-            p.name_as_c_str().map_or("?".into(), |c| c.to_string_lossy().into_owned()),
+            p.name_as_c_str()
+                .map_or("?".into(), |c| c.to_string_lossy().into_owned()),
             p.subgroup_size,
             listed.join(", ")
         );

@@ -117,7 +117,7 @@ impl Prefill {
         let Shared { c, plan, w, a } = shared;
         let qkv_parts = qkv_k_parts(gpu, plan, w, max_batch);
         let silu_in_gemm = silu_in_gemm(gpu, c, plan, w, max_batch);
-        let bufs = PrefillBuffers::new(gpu, c, plan, max_batch, qkv_parts)?;
+        let bufs = PrefillBuffers::new(gpu, c, plan, max_batch, (qkv_parts, silu_in_gemm))?;
         let gemm = match (plan.prefill, &bufs.xq) {
             _ if plan.gemv == GemvVariant::Rows => PromptGemm::Rows,
             (Some(GemmKind::Dp4a), Some(xq)) => PromptGemm::Dp4a(xq),
@@ -154,7 +154,6 @@ impl Prefill {
             gemm,
             m: max_batch,
             qkv_parts,
-            silu_in_gemm,
             rms: RmsNormBatched {
                 norm: RmsNorm {
                     n: c.dim,
@@ -269,7 +268,9 @@ struct PrefillBuffers {
     xn: GpuBuffer,
     qkv: GpuBuffer,
     attn: GpuBuffer,
-    gate_up: GpuBuffer,
+    /// Gate/up's products before the activation; none where the gate/up gemm writes the
+    /// activation itself ([`silu_in_gemm`]).
+    gate_up: Option<GpuBuffer>,
     hidden: GpuBuffer,
     /// A projection's output before its post norm (architectures with post norms).
     delta: Option<GpuBuffer>,
@@ -284,13 +285,14 @@ struct PrefillBuffers {
 }
 
 impl PrefillBuffers {
-    /// `qkv_parts`: copies of q/k/v the q/k/v gemm writes ([`qkv_k_parts`]).
+    /// `qkv_parts`: copies of q/k/v the q/k/v gemm writes ([`qkv_k_parts`]);
+    /// `silu_in_gemm`: no gate/up buffer ([`silu_in_gemm`]).
     fn new(
         gpu: &Gpu,
         c: &LlamaConfig,
         plan: &KernelPlan,
         m: u32,
-        qkv_parts: u32,
+        (qkv_parts, silu_in_gemm): (u32, bool),
     ) -> Result<PrefillBuffers, ModelError> {
         let f32s = |n: u32| u64::from(n) * 4 * u64::from(m);
         let buf = |label: &str, bytes: u64| gpu.create_buffer(label, bytes);
@@ -304,7 +306,9 @@ impl PrefillBuffers {
             xn: buf("prefill.x_norm", f32s(c.dim))?,
             qkv: buf("prefill.qkv", u64::from(qkv_parts) * f32s(qkv_stride))?,
             attn: buf("prefill.attn_out", f32s(c.q_dim()))?,
-            gate_up: buf("prefill.ffn_gate_up", f32s(gu_stride))?,
+            gate_up: (!silu_in_gemm)
+                .then(|| buf("prefill.ffn_gate_up", f32s(gu_stride)))
+                .transpose()?,
             hidden: buf("prefill.ffn_hidden", f32s(c.ffn_dim))?,
             delta: c
                 .arch
@@ -510,8 +514,6 @@ struct GraphBuilder<'a> {
     m: u32,
     /// Parts of K the q/k/v product is summed in ([`qkv_k_parts`]).
     qkv_parts: u32,
-    /// The gate/up gemm writes silu(gate) · up itself ([`silu_in_gemm`]).
-    silu_in_gemm: bool,
     rms: RmsNormBatched,
     /// Attention over a full-context cache; [`Self::attention_at`] gives each layer's.
     attention: AttnBatched,
@@ -641,21 +643,24 @@ impl GraphBuilder<'_> {
             vec![self.rms.dispatch(gpu, x, &layer.ffn_norm, xn, params)?],
         );
         let gu_parts: Vec<&GpuMatrix> = layer.w_gate_up.iter().collect();
-        if self.silu_in_gemm {
-            let silu = GemmOut::SiluMul {
-                ffn: c.ffn_dim,
-                up_row: bufs.up_row,
-            };
-            l.push(
-                "ffn_gate_up_silu",
-                self.products(&gu_parts, xn, &bufs.hidden, c.ffn_dim, silu)?,
-            );
-        } else {
-            l.push(
-                "ffn_gate_up",
-                self.products(&gu_parts, xn, &bufs.gate_up, bufs.gu_stride, GemmOut::Store)?,
-            );
-            l.push_one(self.activation()?);
+        match &bufs.gate_up {
+            Some(gu) => {
+                l.push(
+                    "ffn_gate_up",
+                    self.products(&gu_parts, xn, gu, bufs.gu_stride, GemmOut::Store)?,
+                );
+                l.push_one(self.activation(gu)?);
+            }
+            None => {
+                let silu = GemmOut::SiluMul {
+                    ffn: c.ffn_dim,
+                    up_row: bufs.up_row,
+                };
+                l.push(
+                    "ffn_gate_up_silu",
+                    self.products(&gu_parts, xn, &bufs.hidden, c.ffn_dim, silu)?,
+                );
+            }
         }
         let post = layer.extra.post_ffn_norm.as_ref();
         self.residual_products(&mut l, "ffn_down", &layer.w_down, &bufs.hidden, post)?;
@@ -703,12 +708,12 @@ impl GraphBuilder<'_> {
         Ok(())
     }
 
-    /// The FFN's gated activation over the gate/up rows: `silu_mul` or `gelu_mul`.
-    fn activation(&self) -> Result<(&'static str, Dispatch), ModelError> {
+    /// The FFN's gated activation over the gate/up rows `gu`: `silu_mul` or `gelu_mul`.
+    fn activation(&self, gu: &GpuBuffer) -> Result<(&'static str, Dispatch), ModelError> {
         let (gpu, bufs) = (self.gpu, self.bufs);
         let (n, max_batch) = (self.c.ffn_dim, self.m);
         let (in_stride, up_offset) = (bufs.gu_stride, bufs.up_row);
-        let (gu, hidden, params) = (&bufs.gate_up, &bufs.hidden, &bufs.params);
+        let (hidden, params) = (&bufs.hidden, &bufs.params);
         Ok(match self.c.arch.activation {
             Activation::Silu => (
                 "ffn_silu_mul",
