@@ -751,13 +751,16 @@ impl GemvBatched {
         // range by construction, with the sizes `check` verified: batch rows are below
         // min(params[1], MAX_BATCH) <= max_batch (x is read at clamped rows, y written
         // below them; a whole tile's cooperative loads and stores of y only where its
-        // rows lie below ROWS and its batch rows below that bound), weight rows clamped to ROWS - 1 and blocks to COLS / 32 - 1 (a
+        // rows lie below ROWS and its batch rows below that bound), weight rows clamped
+        // to ROWS - 1 (with SILU_UP: gate rows to FFN - 1, up rows UP_ROW + those, below
+        // ROWS = UP_ROW + FFN as `gemm_layout` requires) and blocks to COLS / 32 - 1 (a
         // block's words lie in it but for q4_0's and q8_0's spliced word, at most 2 bytes
         // past the last block, inside the buffer's 4-byte padding), x's columns clamped
-        // below COLS / 4 vec4s; the workgroup arrays' indices and fragments stay below
-        // their sizes as the kernel's comments work out for either tile;
-        // every loop is bounded by a constant. dp4a keeps the checks (its params are not
-        // clamped).
+        // below COLS / 4 vec4s; y's part z < K_PARTS lies inside the K_PARTS copies
+        // `check` sized, and silu · up writes columns below FFN = `y_cols`; the workgroup
+        // arrays' indices and fragments stay below their sizes as the kernel's comments
+        // work out for either tile; every loop is bounded by a constant. dp4a keeps the
+        // checks (its params are not clamped).
         let mut coopmat = vec![
             ("MAX_BATCH", f64::from(self.max_batch)),
             ("K_PARTS", f64::from(parts)),
