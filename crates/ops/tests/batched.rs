@@ -564,6 +564,95 @@ fn gemm_silu_up_matches_its_oracle() {
     }
 }
 
+/// The coopmat gemm's CPU executor (what `check` and `replay` run for its dispatches)
+/// follows its constants: K in parts writes each part's sum into its copy of y, and
+/// silu(gate) · up writes the activation's columns, as the oracles the GPU tests compare
+/// against. No GPU needed.
+#[test]
+fn the_coopmat_gemm_executor_follows_k_parts_and_silu_up() {
+    use gpuscope_ops::exec::{executor, BindingData, Call, Output};
+    let mut r = rng(33);
+    let (rows, cols, max_batch, n_rows) = (96u32, 256u32, 5u32, 4u32);
+    let gguf = WeightFormat::Q4_0.quantize_row(&weights(&mut r, (rows * cols) as usize));
+    let w = WeightLayout::Packed.pack(WeightFormat::Q4_0, &gguf);
+    let x = activations(&mut r, (max_batch * cols) as usize);
+    let shader = gpuscope_ops::gemv::gemm_shader(
+        GemmKind::Coopmat,
+        64,
+        WeightFormat::Q4_0,
+        WeightLayout::Packed,
+    )
+    .unwrap()
+    .name;
+    let run = |y_stride: u32, y_floats: u32, extra: &[(&str, f64)]| -> Vec<f32> {
+        let mut constants: Vec<(String, f64)> = [
+            ("ROWS", f64::from(rows)),
+            ("COLS", f64::from(cols)),
+            ("OUT_OFFSET", 0.0),
+            ("ACCUMULATE", 0.0),
+            ("Y_STRIDE", f64::from(y_stride)),
+            ("MAX_BATCH", f64::from(max_batch)),
+            (
+                "SCALES_AT",
+                f64::from(WeightLayout::scales_at(WeightFormat::Q4_0, rows, cols)),
+            ),
+        ]
+        .iter()
+        .chain(extra)
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+        constants.sort_by(|a, b| a.0.cmp(&b.0));
+        let (xb, yb, pb): (Vec<u8>, Vec<u8>, Vec<u8>) = (
+            bytemuck::cast_slice(&x).to_vec(),
+            vec![0; 4 * y_floats as usize],
+            bytemuck::cast_slice(&[0u32, n_rows, 0, 0]).to_vec(),
+        );
+        let bindings = [&w, &xb, &yb, &pb]
+            .into_iter()
+            .map(|bytes| BindingData { bytes, wide: None })
+            .collect();
+        let mut call = Call::<f32>::new(shader, &constants, bindings);
+        executor(shader).unwrap().run(&mut call).unwrap();
+        match call.into_outputs().pop() {
+            Some((2, Output::Floats(y))) => y,
+            other => panic!("{shader}: y not written: {other:?}"),
+        }
+    };
+    let op = |y_stride| GemvBatched {
+        gemv: Gemv {
+            rows,
+            cols,
+            format: WeightFormat::Q4_0,
+            out_offset: 0,
+            layout: WeightLayout::Packed,
+        },
+        max_batch,
+        y_stride,
+    };
+    let part = (max_batch * rows) as usize;
+    let got = run(rows, 2 * max_batch * rows, &[("K_PARTS", 2.0)]);
+    for p in 0..2u32 {
+        let mut want = vec![0.0; part];
+        op(rows).cpu_f16_part(&w, &x, &mut want, n_rows, false, (p, 2));
+        let at = p as usize * part;
+        assert_close(&format!("K part {p}"), &got[at..at + part], &want, 1e-6);
+    }
+    let (ffn, up_row) = (40u32, 56u32);
+    let got = run(
+        ffn,
+        max_batch * ffn,
+        &[
+            ("SILU_UP", 1.0),
+            ("FFN", f64::from(ffn)),
+            ("UP_ROW", f64::from(up_row)),
+        ],
+    );
+    let mut want = vec![0.0; (max_batch * ffn) as usize];
+    op(ffn).cpu_f16_silu(&w, &x, &mut want, n_rows, (ffn, up_row));
+    assert_close("silu(gate) · up", &got, &want, 1e-6);
+    assert!(want[..(n_rows * ffn) as usize].iter().any(|&v| v != 0.0));
+}
+
 /// The coopmat gemm's shaders (both tiles) are valid WGSL for naga with cooperative
 /// matrices and f16, uniform where the cooperative operations need it, and translate to
 /// SPIR-V once their constants are set (wgpu's Vulkan path), on any machine: the adapters
