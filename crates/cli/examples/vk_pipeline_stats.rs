@@ -222,11 +222,19 @@ unsafe fn device(instance: &ash::Instance, physical: vk::PhysicalDevice) -> (ash
         .queue_priorities(&priorities)];
     // Cooperative matrices where the driver has them (lavapipe has not: the kernels that
     // use them then fail to build, and the others are still listed).
-    let has_coop = instance
+    let exts_offered = instance
         .enumerate_device_extension_properties(physical)
-        .unwrap_or_default()
-        .iter()
-        .any(|e| e.extension_name_as_c_str() == Ok(ash::khr::cooperative_matrix::NAME));
+        .unwrap_or_default();
+    let offers = |ext: &std::ffi::CStr| {
+        exts_offered
+            .iter()
+            .any(|e| e.extension_name_as_c_str() == Ok(ext))
+    };
+    if !offers(ash::khr::pipeline_executable_properties::NAME) {
+        eprintln!("vk_pipeline_stats: {name} does not offer VK_KHR_pipeline_executable_properties: no statistics to read");
+        std::process::exit(1);
+    }
+    let has_coop = offers(ash::khr::cooperative_matrix::NAME);
     let mut exts = vec![ash::khr::pipeline_executable_properties::NAME.as_ptr()];
     if has_coop {
         exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
@@ -256,7 +264,10 @@ unsafe fn device(instance: &ash::Instance, physical: vk::PhysicalDevice) -> (ash
         .push_next(&mut stats);
     let device = instance
         .create_device(physical, &info, None)
-        .expect("a device with cooperative matrices and pipeline statistics");
+        .unwrap_or_else(|e| {
+            eprintln!("vk_pipeline_stats: no device on {name} with the kernels' features: {e}");
+            std::process::exit(1)
+        });
     (device, name)
 }
 
