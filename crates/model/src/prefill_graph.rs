@@ -36,7 +36,7 @@ use gpuscope_ops::add::AddBatched;
 use gpuscope_ops::attention::{AttnBatched, AttnVariant};
 use gpuscope_ops::embedding::{Embedding, EmbeddingBatched};
 use gpuscope_ops::gelu_mul::GeluMulBatched;
-use gpuscope_ops::gemv::{GemmKind, GemmOut, GemvVariant, QuantizeX};
+use gpuscope_ops::gemv::{GemmKind, GemmOut, GemvBatched, GemvVariant, QuantizeX};
 use gpuscope_ops::head_norm::{HeadNorm, HeadNormBatched};
 use gpuscope_ops::rms_norm::{RmsNorm, RmsNormBatched};
 use gpuscope_ops::rope::RopeBatched;
@@ -338,27 +338,21 @@ impl PrefillBuffers {
 /// 128-column halves) and nothing but rope reads q/k/v (no bias, no head norms); else 1.
 /// Llama-8B's 6144 rows make 48 × 4 tiles of 128: one workgroup per SM (the kernel's 178
 /// registers a thread), a second wave less than half full on an H200's 132 SMs. In two
-/// parts: 6.79 -> 5.66 ms over the 8B prompt's 32 layers; four parts 6.20, and the
-/// 4096-row output and down projections slower in two (BENCHMARKS.md, run 48).
+/// parts: 6.76 -> 5.58 ms over the 8B prompt's 32 layers; four parts were slower, and so
+/// were the 4096-row output and down projections in two (BENCHMARKS.md, run 48).
 fn qkv_k_parts(gpu: &Gpu, plan: &KernelPlan, w: &GpuWeights, max_batch: u32) -> u32 {
     const PARTS: u32 = 2;
-    let coopmat = plan.prefill == Some(GemmKind::Coopmat) && plan.gemv != GemvVariant::Rows;
     let splits = |layer: &GpuLayer| {
-        let [qkv] = layer.wqkv.as_slice() else {
-            return false;
-        };
-        let mut ops = qkv.batched_ops(max_batch, 0);
-        let (Some((_, op)), None) = (ops.next(), ops.next()) else {
+        let Some(op) = coopmat_op(gpu, &layer.wqkv, max_batch) else {
             return false;
         };
         layer.extra.qkv_bias.is_none()
             && layer.extra.q_norm.is_none()
             && layer.extra.k_norm.is_none()
-            && op.runs_gemm(GemmKind::Coopmat, gpu)
             && op.gemm_tile(GemmKind::Coopmat, gpu) == gpuscope_ops::gemv::COOPMAT_TILES[1]
             && op.gemv.cols.is_multiple_of(64 * PARTS)
     };
-    if coopmat && !w.layers.is_empty() && w.layers.iter().all(splits) {
+    if every_layer(plan, w, splits) {
         PARTS
     } else {
         1
@@ -376,22 +370,33 @@ fn silu_in_gemm(
     w: &GpuWeights,
     max_batch: u32,
 ) -> bool {
-    let coopmat = plan.prefill == Some(GemmKind::Coopmat) && plan.gemv != GemvVariant::Rows;
     let up_row = up_start_row(gpu, c.ffn_dim);
     let fuses = |layer: &GpuLayer| {
-        let [gu] = layer.w_gate_up.as_slice() else {
-            return false;
-        };
-        let mut ops = gu.batched_ops(max_batch, 0);
-        let (Some((_, op)), None) = (ops.next(), ops.next()) else {
-            return false;
-        };
-        op.runs_gemm(GemmKind::Coopmat, gpu) && op.gemv.rows == up_row + c.ffn_dim
+        coopmat_op(gpu, &layer.w_gate_up, max_batch)
+            .is_some_and(|op| op.gemv.rows == up_row + c.ffn_dim)
     };
-    coopmat
-        && c.arch.activation == Activation::Silu
+    c.arch.activation == Activation::Silu && every_layer(plan, w, fuses)
+}
+
+/// Whether the prompt's gemm is coopmat and `holds` for every layer (of at least one).
+fn every_layer(plan: &KernelPlan, w: &GpuWeights, holds: impl Fn(&GpuLayer) -> bool) -> bool {
+    plan.prefill == Some(GemmKind::Coopmat)
+        && plan.gemv != GemvVariant::Rows
         && !w.layers.is_empty()
-        && w.layers.iter().all(fuses)
+        && w.layers.iter().all(holds)
+}
+
+/// The batched op of `parts` where they are one matrix in one chunk that the coopmat gemm
+/// multiplies on `gpu`.
+fn coopmat_op(gpu: &Gpu, parts: &[GpuMatrix], max_batch: u32) -> Option<GemvBatched> {
+    let [m] = parts else {
+        return None;
+    };
+    let mut ops = m.batched_ops(max_batch, 0);
+    match (ops.next(), ops.next()) {
+        (Some((_, op)), None) if op.runs_gemm(GemmKind::Coopmat, gpu) => Some(op),
+        _ => None,
+    }
 }
 
 /// The gemm a prefill graph multiplies through, with what it reads besides x.
