@@ -417,6 +417,69 @@ fn gemm_out(accumulate: bool) -> GemmOut {
     }
 }
 
+/// A packed q4_0 matrix of `rows × cols` batched over `max_batch` rows, its products at
+/// `out_offset` of y rows `y_stride` apart (the coopmat gemm's K-parts and silu tests).
+fn q4_0_op(
+    (rows, cols): (u32, u32),
+    max_batch: u32,
+    (out_offset, y_stride): (u32, u32),
+) -> GemvBatched {
+    GemvBatched {
+        gemv: Gemv {
+            rows,
+            cols,
+            format: WeightFormat::Q4_0,
+            out_offset,
+            layout: WeightLayout::Packed,
+        },
+        max_batch,
+        y_stride,
+    }
+}
+
+/// Random weights for `op` (quantized and packed) and x for its whole batch.
+fn q4_0_inputs(r: &mut rand::rngs::StdRng, op: &GemvBatched) -> (Vec<u8>, Vec<f32>) {
+    let (rows, cols) = (op.gemv.rows, op.gemv.cols);
+    let gguf = WeightFormat::Q4_0.quantize_row(&weights(r, (rows * cols) as usize));
+    let w = WeightLayout::Packed.pack(WeightFormat::Q4_0, &gguf);
+    (w, activations(r, (op.max_batch * cols) as usize))
+}
+
+/// A coopmat gemm run: its grid, y before (`initial_y`) and after.
+struct GemmRun {
+    workgroups: [u32; 3],
+    y0: Vec<f32>,
+    y: Vec<f32>,
+}
+
+/// Runs `op`'s coopmat gemm over `n_rows` rows of x with output `out`, into a y of as
+/// many copies of `max_batch × y_stride` floats as `out` has parts.
+fn run_coopmat_gemm(
+    gpu: &Gpu,
+    op: &GemvBatched,
+    (w, x): (&[u8], &[f32]),
+    n_rows: u32,
+    out: GemmOut,
+) -> GemmRun {
+    let y0 = initial_y(out.parts() * op.max_batch * op.y_stride, false);
+    let (wb, xb, yb, pb) = (
+        gpu.create_buffer_init("w", w).unwrap(),
+        filled(gpu, "x", x),
+        filled(gpu, "y", &y0),
+        params(gpu, 0, n_rows),
+    );
+    let d = op
+        .dispatch_gemm(GemmKind::Coopmat, gpu, &wb, &xb, &yb, &pb, out)
+        .unwrap();
+    let workgroups = d.workgroups;
+    run(gpu, vec![d]);
+    GemmRun {
+        workgroups,
+        y0,
+        y: read_f32(gpu, &yb),
+    }
+}
+
 /// K in parts: part p of y holds the product over the p-th columns, each part's rows
 /// apart (`max_batch × y_stride` floats), for 64- and 128-wide tiles, whole and partial;
 /// the dp4a gemm and column counts that are not whole 64-column steps a part are refused.
@@ -425,17 +488,7 @@ fn gemm_in_k_parts_matches_its_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(31);
     let kind = GemmKind::Coopmat;
-    let shape = |rows, cols, max_batch| GemvBatched {
-        gemv: Gemv {
-            rows,
-            cols,
-            format: WeightFormat::Q4_0,
-            out_offset: 2,
-            layout: WeightLayout::Packed,
-        },
-        max_batch,
-        y_stride: rows + 2,
-    };
+    let shape = |rows, cols, max_batch| q4_0_op((rows, cols), max_batch, (2, rows + 2));
     let b = gpu.create_buffer("b", 1 << 20).unwrap();
     let refused = |op: GemvBatched, kind, parts| {
         op.dispatch_gemm(kind, gpu, &b, &b, &b, &b, GemmOut::Parts(parts))
@@ -456,24 +509,11 @@ fn gemm_in_k_parts_matches_its_oracle() {
         (4096, 512, 131, 131, 4),
     ] {
         let op = shape(rows, cols, max_batch);
-        let gguf = WeightFormat::Q4_0.quantize_row(&weights(&mut r, (rows * cols) as usize));
-        let w = WeightLayout::Packed.pack(WeightFormat::Q4_0, &gguf);
-        let x = activations(&mut r, (max_batch * cols) as usize);
+        let (w, x) = q4_0_inputs(&mut r, &op);
         let part = (max_batch * op.y_stride) as usize;
-        let y0 = initial_y(parts * max_batch * op.y_stride, false);
-        let (wb, xb, yb, pb) = (
-            gpu.create_buffer_init("w", &w).unwrap(),
-            filled(gpu, "x", &x),
-            filled(gpu, "y", &y0),
-            params(gpu, 0, n_rows),
-        );
-        let d = op
-            .dispatch_gemm(kind, gpu, &wb, &xb, &yb, &pb, GemmOut::Parts(parts))
-            .unwrap();
-        assert_eq!(d.workgroups[2], parts);
-        run(gpu, vec![d]);
-        let got = read_f32(gpu, &yb);
-        let mut want = y0.clone();
+        let ran = run_coopmat_gemm(gpu, &op, (&w, &x), n_rows, GemmOut::Parts(parts));
+        assert_eq!(ran.workgroups[2], parts);
+        let (got, mut want) = (ran.y, ran.y0);
         for p in 0..parts {
             let at = p as usize * part;
             op.cpu_f16_part(&w, &x, &mut want[at..], n_rows, false, (p, parts));
@@ -496,17 +536,7 @@ fn gemm_silu_up_matches_its_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(32);
     let kind = GemmKind::Coopmat;
-    let shape = |rows, max_batch, ffn| GemvBatched {
-        gemv: Gemv {
-            rows,
-            cols: 128,
-            format: WeightFormat::Q4_0,
-            out_offset: 1,
-            layout: WeightLayout::Packed,
-        },
-        max_batch,
-        y_stride: ffn + 3,
-    };
+    let shape = |rows, max_batch, ffn| q4_0_op((rows, 128), max_batch, (1, ffn + 3));
     let b = gpu.create_buffer("b", 1 << 20).unwrap();
     let refused = |op: GemvBatched, kind, ffn, up_row| {
         op.dispatch_gemm(kind, gpu, &b, &b, &b, &b, GemmOut::SiluMul { ffn, up_row })
@@ -528,35 +558,18 @@ fn gemm_silu_up_matches_its_oracle() {
         (2048, 2048, 131, 131),
     ] {
         let op = shape(up_row + ffn, max_batch, ffn);
-        let (rows, cols) = (op.gemv.rows, op.gemv.cols);
-        let gguf = WeightFormat::Q4_0.quantize_row(&weights(&mut r, (rows * cols) as usize));
-        let w = WeightLayout::Packed.pack(WeightFormat::Q4_0, &gguf);
-        let x = activations(&mut r, (max_batch * cols) as usize);
-        let y0 = initial_y(max_batch * op.y_stride, false);
-        let (wb, xb, yb, pb) = (
-            gpu.create_buffer_init("w", &w).unwrap(),
-            filled(gpu, "x", &x),
-            filled(gpu, "y", &y0),
-            params(gpu, 0, n_rows),
+        let (w, x) = q4_0_inputs(&mut r, &op);
+        let silu = GemmOut::SiluMul { ffn, up_row };
+        let ran = run_coopmat_gemm(gpu, &op, (&w, &x), n_rows, silu);
+        assert_eq!(
+            ran.workgroups[0],
+            (2 * ffn).div_ceil(op.gemm_tile(kind, gpu))
         );
-        let d = op
-            .dispatch_gemm(
-                kind,
-                gpu,
-                &wb,
-                &xb,
-                &yb,
-                &pb,
-                GemmOut::SiluMul { ffn, up_row },
-            )
-            .unwrap();
-        assert_eq!(d.workgroups[0], (2 * ffn).div_ceil(op.gemm_tile(kind, gpu)));
-        run(gpu, vec![d]);
-        let mut want = y0.clone();
+        let mut want = ran.y0;
         op.cpu_f16_silu(&w, &x, &mut want, n_rows, (ffn, up_row));
         assert_gemm_close(
             &format!("silu(gate) · up, ffn {ffn}, up rows from {up_row}, n_rows {n_rows}"),
-            &read_f32(gpu, &yb),
+            &ran.y,
             &want,
             (op.y_stride, n_rows, 1, ffn),
             2e-3,
@@ -573,9 +586,8 @@ fn the_coopmat_gemm_executor_follows_k_parts_and_silu_up() {
     use gpuscope_ops::exec::{executor, BindingData, Call, Output};
     let mut r = rng(33);
     let (rows, cols, max_batch, n_rows) = (96u32, 256u32, 5u32, 4u32);
-    let gguf = WeightFormat::Q4_0.quantize_row(&weights(&mut r, (rows * cols) as usize));
-    let w = WeightLayout::Packed.pack(WeightFormat::Q4_0, &gguf);
-    let x = activations(&mut r, (max_batch * cols) as usize);
+    let op = |y_stride| q4_0_op((rows, cols), max_batch, (0, y_stride));
+    let (w, x) = q4_0_inputs(&mut r, &op(rows));
     let shader = gpuscope_ops::gemv::gemm_shader(
         GemmKind::Coopmat,
         64,
@@ -617,17 +629,6 @@ fn the_coopmat_gemm_executor_follows_k_parts_and_silu_up() {
             Some((2, Output::Floats(y))) => y,
             other => panic!("{shader}: y not written: {other:?}"),
         }
-    };
-    let op = |y_stride| GemvBatched {
-        gemv: Gemv {
-            rows,
-            cols,
-            format: WeightFormat::Q4_0,
-            out_offset: 0,
-            layout: WeightLayout::Packed,
-        },
-        max_batch,
-        y_stride,
     };
     let part = (max_batch * rows) as usize;
     let got = run(rows, 2 * max_batch * rows, &[("K_PARTS", 2.0)]);

@@ -142,10 +142,9 @@ pub enum GemmOut {
     SiluMul { ffn: u32, up_row: u32 },
 }
 
-/// How a gemm's output lies in y ([`GemvBatched::gemm_layout`]).
+/// How a gemm's output lies in y ([`GemvBatched::gemm_layout`]); its copies of y's rows
+/// are [`GemmOut::parts`].
 struct GemmLayout {
-    /// Copies of y's rows written (K parts).
-    parts: u32,
     /// Columns of a y row written, from `out_offset`.
     y_cols: u32,
     /// Tile rows the grid covers.
@@ -735,7 +734,7 @@ impl GemvBatched {
         let layout = self
             .gemm_layout(kind, out)
             .map_err(|why| GpuError::Invalid(format!("{}: {why}", shader.name)))?;
-        let parts = layout.parts;
+        let parts = out.parts();
         self.check(
             shader.name,
             w,
@@ -801,17 +800,13 @@ impl GemvBatched {
     fn gemm_layout(&self, kind: GemmKind, out: GemmOut) -> Result<GemmLayout, String> {
         let g = &self.gemv;
         let whole = GemmLayout {
-            parts: 1,
             y_cols: g.rows,
             grid_rows: g.rows,
         };
         match out {
             GemmOut::Store | GemmOut::Accumulate => Ok(whole),
             _ if kind != GemmKind::Coopmat => Err(format!("{out:?} needs the coopmat gemm")),
-            GemmOut::Parts(n) if n >= 1 && g.cols.is_multiple_of(64 * n) => Ok(GemmLayout {
-                parts: n,
-                ..whole
-            }),
+            GemmOut::Parts(n) if n >= 1 && g.cols.is_multiple_of(64 * n) => Ok(whole),
             GemmOut::Parts(n) => Err(format!(
                 "K in {n} parts needs {} columns in whole 64-column steps a part",
                 g.cols
@@ -820,7 +815,6 @@ impl GemvBatched {
                 if ffn > 0 && up_row >= ffn && g.rows == up_row + ffn =>
             {
                 Ok(GemmLayout {
-                    parts: 1,
                     y_cols: ffn,
                     grid_rows: 2 * ffn,
                 })
