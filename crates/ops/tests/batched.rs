@@ -1130,7 +1130,8 @@ fn attention_rows_error(
 /// the exact oracle, within its f16 rounding of q, k, v and the weights: head sizes 16 to
 /// 128 (96: Phi-3's, not a power of two), grouped and single KV heads, two tiles of 64
 /// rows and a part of one, contexts clamped at the cache's end (rows from position 290 of
-/// 300), one row. Rows past the batch keep their contents. Only where wgpu offers
+/// 300), one row; keys of a normal spread and keys growing along the cache (the kernel's
+/// rescaled outputs). Rows past the batch keep their contents. Only where wgpu offers
 /// cooperative matrices (NVIDIA): the device runs of this binary are what test it.
 #[test]
 fn attention_coopmat_matches_oracle() {
@@ -1150,17 +1151,29 @@ fn attention_coopmat_matches_oracle() {
         let q = activations(&mut r, (op.q_stride * max_batch) as usize);
         let kv = (n_kv_heads * head_dim * 300) as usize;
         let (k, v) = (activations(&mut r, kv), activations(&mut r, kv));
-        for (pos0, n_rows) in [(0, 70), (290, 5), (100, 1), (0, 64)] {
-            let (shader, got, want) = run_attention(gpu, &op, (pos0, n_rows), [&q, &k, &v]);
-            assert_eq!(shader, format!("attention_coopmat.d{head_dim}"));
-            failures.extend(attention_rows_error(
-                &format!("coopmat attention head_dim {head_dim} pos0 {pos0} n_rows {n_rows}"),
-                &op,
-                n_rows,
-                &got,
-                &want,
-                4e-3,
-            ));
+        // Keys growing along the cache (key j times 1 + j / 10): later tiles' scores pass
+        // every earlier one by more than the kernel's LAG, so rows rescale their outputs.
+        let row = (n_kv_heads * head_dim) as usize;
+        let growing: Vec<f32> = k
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x * (1.0 + (i / row) as f32 / 10.0))
+            .collect();
+        for (keys, k) in [("", &k), (", keys growing", &growing)] {
+            for (pos0, n_rows) in [(0, 70), (290, 5), (100, 1), (0, 64)] {
+                let (shader, got, want) = run_attention(gpu, &op, (pos0, n_rows), [&q, k, &v]);
+                assert_eq!(shader, format!("attention_coopmat.d{head_dim}"));
+                failures.extend(attention_rows_error(
+                    &format!(
+                        "coopmat attention head_dim {head_dim} pos0 {pos0} n_rows {n_rows}{keys}"
+                    ),
+                    &op,
+                    n_rows,
+                    &got,
+                    &want,
+                    4e-3,
+                ));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -78,6 +78,31 @@ fn coopmat_workgroup_bytes(d: u32) -> u32 {
     (COOPMAT_ROWS + 32) * row + 4 * 16 * 32 * (4 + 2)
 }
 
+/// `coopmat.wgsl`'s RESCALES: the output accumulators o0.. (`frags` of them) through the
+/// subgroup's part of st, two at a time (its 128 vec4s hold two 16x16 f32 fragments), each
+/// lane's half row times its alpha.
+fn coopmat_rescales(frags: u32) -> String {
+    // Indices go through `let`s: naga's SPIR-V writer does not emit an index expression
+    // written inside a cooperative load's or store's pointer ("not cached").
+    let mut code = String::from("            let ir0 = own;\n            let ir1 = own + 64u;\n");
+    for pair in (0..frags).collect::<Vec<_>>().chunks(2) {
+        for (i, o) in pair.iter().enumerate() {
+            code += &format!("            coopStoreT(o{o}, &st[ir{i}], s4);\n");
+        }
+        code += "            workgroupBarrier();\n";
+        for i in 0..pair.len() {
+            code += &format!("            scale_row(ir{i} + m_row * 4u + half * 2u, alpha);\n");
+        }
+        code += "            workgroupBarrier();\n";
+        for (i, o) in pair.iter().enumerate() {
+            code +=
+                &format!("            o{o} = coopLoadT<coop_mat16x16<f32, C>>(&st[ir{i}], s4);\n");
+        }
+        code += "            workgroupBarrier();\n";
+    }
+    code
+}
+
 fn coopmat_source(d: u32) -> String {
     let frags = d / 16;
     let mut q_frags = String::new();
@@ -98,8 +123,9 @@ fn coopmat_source(d: u32) -> String {
             );
         }
         accs += &format!("    var o{kk} = coop_mat16x16<f32, C>();\n");
-        emits += &format!("    emit(o{kk}, {kk}u, own, lane, b0, sg, h, n);\n");
+        emits += &format!("    emit(o{kk}, {kk}u, own, lane, b0, sg, h, n, inv_l);\n");
     }
+    let rescales = coopmat_rescales(frags);
     scores += "        let is0 = own;\n        let is1 = own + 4u;\n        coopStoreT(sf0, &st[is0], s8);\n        coopStoreT(sf1, &st[is1], s8);\n";
     for j in 0..2 {
         values += &format!(
@@ -119,6 +145,7 @@ fn coopmat_source(d: u32) -> String {
         .replace("Q_FRAGMENTS\n", &q_frags)
         .replace("SCORES\n", &scores)
         .replace("OUT_ACCUMULATORS\n", &accs)
+        .replace("RESCALES\n", &rescales)
         .replace("VALUES\n", &values)
         .replace("EMITS\n", &emits)
         .replace("KT_SIZEu", &format!("{}u", COOPMAT_ROWS * sk))

@@ -8,12 +8,19 @@
 // run 42). Here Q·Kᵀ and P·V are 16x16x16 f16 multiplies with f32 accumulators (wgpu's
 // experimental `wgpu_cooperative_matrix`, as kernel_gemm_coopmat.wgsl).
 //
-// Two passes over the keys, so that the output never needs rescaling: KHR cooperative
-// matrices have no per-row operations, and the online softmax would rescale the output's
-// rows at every tile (through workgroup memory). Pass 1 computes each row's max m and
-// Σ exp(s - m); pass 2 computes the scores again (tensor-core work is cheap here) and
-// multiplies the final weights exp(s - m) / Σ, rounded to f16, into the output
-// accumulators, which stay in registers until the end.
+// One pass over the keys (an online softmax with a lagging reference max). KHR cooperative
+// matrices have no per-row operations, so rescaling the output accumulators means a trip
+// through workgroup memory; here it is rare. Each row keeps a reference m_ref and takes
+// weights exp(s - m_ref) (unnormalized, at most e^LAG, rounded to f16) into the f32 output
+// accumulators and its f32 sum l. Only when a tile holds a score above m_ref + LAG does the
+// row raise m_ref to the tile's max and scale its l and output row by exp(old - new); the
+// accumulators go through workgroup memory then, in every subgroup at once (the choice
+// must be uniform: any row of the workgroup raising in this tile). A row's first visible
+// tile always raises it (m_ref starts at NEG, the output still zero: nothing to scale);
+// later raises need a score LAG = 8 above every earlier one. The output is divided by l
+// as it is written. Two passes (max and sum first, then the normalized weights times V)
+// took 2.84 ms of the 8B prompt (BENCHMARKS.md run 48): every K tile staged and
+// multiplied twice.
 //
 // Four subgroups of 32 lanes; subgroup g owns query rows 16g..16g + 15 of the tile. Its q
 // fragments (Q · SCALE in f16, HEAD_DIM / 16 of them) are loaded once. Per tile, the K
@@ -22,14 +29,15 @@
 // subgroup's scores leave through its own 16x32 f32 of workgroup memory, where lane l
 // takes row l / 2, keys 16 · (l % 2)..+15 (its partner lane, l ^ 1, the other half).
 //
-// Rounding: q · SCALE, k, v and the weights are rounded to f16 (relative error 2^-11
+// Rounding: q · SCALE, k, v and the weights (here unnormalized, below e^LAG) are rounded to f16 (relative error 2^-11
 // each); the dot products and sums are f32. Values past f16's range (65504) are not
 // representable here (nor in the coopmat gemm's x); where they can occur, `--kernel
 // prefill=dp4a` or `batched` keeps the prompt off f16.
 //
 // Template (attention/batched.rs `coopmat_shader`): HEAD_DIMu (16..128 in steps of 16),
 // and the fragment code for it: Q_FRAGMENTS, SCORES (the tile's two 16-key score
-// fragments), OUT_ACCUMULATORS, VALUES (P · V into them), EMITS.
+// fragments), OUT_ACCUMULATORS, RESCALES (the accumulators through st, two at a time, each
+// lane's row times alpha), VALUES (P · V into them), EMITS.
 //
 // Index bounds (built without naga's runtime checks, like the coopmat gemm): q rows are
 // clamped below min(params[1], MAX_BATCH) <= MAX_BATCH, cache rows below MAX_CTX, and the
@@ -37,7 +45,7 @@
 // kt holds BQ rows of SK vec4s (a fragment of rows 16g.. ends at row 63 < BQ; key
 // fragments at rows 16j + 15 <= 31), vt BK rows, st / pt 128 vec4s per subgroup (a
 // 16x32 row-major fragment pair from 4j with stride 8 ends at 127; an output fragment
-// with stride 4 at 63). Every loop is bounded by a constant or by `stop` <= MAX_CTX.
+// with stride 4 at 63, the second of a rescaled pair, from 64, at 127). Every loop is bounded by a constant or by `stop` <= MAX_CTX.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -67,6 +75,9 @@ const SK: u32 = D4 + 2u;
 const PART: u32 = 128u;
 // A finite stand-in for -inf: exp(NEG - m) underflows to 0 without inf - inf = NaN.
 const NEG: f32 = -3.0e38;
+// How far (in nats) a score may pass its row's reference max before the row is rescaled:
+// weights stay below e^8 = 2981, well inside f16's range.
+const LAG: f32 = 8.0;
 
 @group(0) @binding(0) var<storage, read> params: array<u32, 4>;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
@@ -84,11 +95,14 @@ var<workgroup> kt: array<vec4<f16>, KT_SIZEu>; // BQ * SK
 var<workgroup> vt: array<vec4<f16>, VT_SIZEu>; // BK * SK
 // Per subgroup: the weights, f16 row-major [row][key].
 var<workgroup> pt: array<vec4<f16>, 512>; // 4 * PART
-// Per subgroup: scores (pass 1 and 2) or an output fragment (the end), f32 row-major.
+// Per subgroup: a tile's scores, or output fragments (rescaled, or at the end), f32 row-major.
 var<workgroup> st: array<vec4<f32>, 512>; // 4 * PART
 // (pos0, batch size), read through workgroupUniformLoad: the cooperative operations and
 // barriers need uniform control flow, and naga counts a storage read as non-uniform.
 var<workgroup> ctl: vec2<u32>;
+// Whether a row raised its reference max in this tile (nonzero): read uniformly, it says
+// whether the output accumulators need rescaling.
+var<workgroup> raised: atomic<u32>;
 
 @compute @workgroup_size(WG)
 fn main(
@@ -190,40 +204,22 @@ Q_FRAGMENTS
     let at = own + m_row * 8u + half * 4u;
     let key_off = 16u * half;
 
-    // Pass 1: each row's max and sum of exp.
-    var m_run = NEG;
+    // The row's reference max and its weights' sum so far.
+    var m_ref = NEG;
     var l_run = 0.0;
-    var next_k = fetch(0u, row4, head4, lid, false);
-    for (var k0 = 0u; k0 < stop; k0 += BK) {
-        put(next_k, k0, stop, lid, false);
-        workgroupBarrier();
-        if k0 + BK < stop {
-            next_k = fetch(k0 + BK, row4, head4, lid, false);
-        }
-SCORES
-        workgroupBarrier();
-        let sc = lane_scores(own, m_row, half, k0 + key_off, n_ctx);
-        var mx = max(max(max4(sc[0]), max4(sc[1])), max(max4(sc[2]), max4(sc[3])));
-        mx = max(mx, subgroupShuffleXor(mx, 1u));
-        let new_m = max(m_run, mx);
-        let e = (weights(sc[0], new_m) + weights(sc[1], new_m)) + (weights(sc[2], new_m) + weights(sc[3], new_m));
-        var sum = dot(e, vec4<f32>(1.0));
-        sum += subgroupShuffleXor(sum, 1u);
-        l_run = l_run * exp(m_run - new_m) + sum;
-        m_run = new_m;
-        // kt and st are rewritten by the next tile.
-        workgroupBarrier();
-    }
-
-    // Pass 2: the weights, normalized, times V.
-    let inv_l = select(0.0, 1.0 / l_run, l_run > 0.0);
+    let s4 = 4u;
 OUT_ACCUMULATORS
-    next_k = fetch(0u, row4, head4, lid, false);
+    var next_k = fetch(0u, row4, head4, lid, false);
     var next_v = fetch(0u, row4, head4, lid, true);
     for (var k0 = 0u; k0 < stop; k0 += BK) {
         put(next_k, k0, stop, lid, false);
         put(next_v, k0, stop, lid, true);
         workgroupBarrier();
+        // Every thread read the last tile's flag before this barrier; none sets it before
+        // the next.
+        if lid == 0u {
+            atomicStore(&raised, 0u);
+        }
         if k0 + BK < stop {
             next_k = fetch(k0 + BK, row4, head4, lid, false);
             next_v = fetch(k0 + BK, row4, head4, lid, true);
@@ -231,21 +227,43 @@ OUT_ACCUMULATORS
 SCORES
         workgroupBarrier();
         let sc = lane_scores(own, m_row, half, k0 + key_off, n_ctx);
-        pt[at] = vec4<f16>(weights(sc[0], m_run) * inv_l);
-        pt[at + 1u] = vec4<f16>(weights(sc[1], m_run) * inv_l);
-        pt[at + 2u] = vec4<f16>(weights(sc[2], m_run) * inv_l);
-        pt[at + 3u] = vec4<f16>(weights(sc[3], m_run) * inv_l);
-        workgroupBarrier();
+        var mx = max(max(max4(sc[0]), max4(sc[1])), max(max4(sc[2]), max4(sc[3])));
+        mx = max(mx, subgroupShuffleXor(mx, 1u));
+        var alpha = 1.0;
+        if mx > m_ref + LAG {
+            // A row's first visible keys raise it from NEG: its output is still zero.
+            if m_ref > NEG {
+                atomicOr(&raised, 1u);
+            }
+            alpha = exp(m_ref - mx);
+            m_ref = mx;
+            l_run *= alpha;
+        }
+        let e = array<vec4<f32>, 4>(weights(sc[0], m_ref), weights(sc[1], m_ref), weights(sc[2], m_ref), weights(sc[3], m_ref));
+        var sum = dot((e[0] + e[1]) + (e[2] + e[3]), vec4<f32>(1.0));
+        sum += subgroupShuffleXor(sum, 1u);
+        l_run += sum;
+        pt[at] = vec4<f16>(e[0]);
+        pt[at + 1u] = vec4<f16>(e[1]);
+        pt[at + 2u] = vec4<f16>(e[2]);
+        pt[at + 3u] = vec4<f16>(e[3]);
+        // A barrier (pt written, st's scores read) and whether any row with weights so far
+        // raised its reference in this tile.
+        if workgroupUniformLoad(&raised) != 0u {
+RESCALES
+        }
 VALUES
         // kt, vt, st and pt are rewritten by the next tile.
         workgroupBarrier();
     }
+    let inv_l = select(0.0, 1.0 / l_run, l_run > 0.0);
 EMITS
 }
 
 // Output fragment o (the subgroup's 16 rows, dims 16 · dd..) through its part of st into
-// out: lane l writes row l / 2, dims 8 · (l % 2)..+7.
-fn emit(o: coop_mat16x16<f32, C>, dd: u32, own: u32, lane: u32, b0: u32, sg: u32, h: u32, n: u32) {
+// out, divided by the row's sum inv_l: lane l writes row l / 2 (its softmax row), dims
+// 8 · (l % 2)..+7.
+fn emit(o: coop_mat16x16<f32, C>, dd: u32, own: u32, lane: u32, b0: u32, sg: u32, h: u32, n: u32, inv_l: f32) {
     let s = 4u;
     coopStoreT(o, &st[own], s);
     workgroupBarrier();
@@ -254,8 +272,8 @@ fn emit(o: coop_mat16x16<f32, C>, dd: u32, own: u32, lane: u32, b0: u32, sg: u32
     if b < n {
         let src = own + r * 4u + (lane % 2u) * 2u;
         let dst = b * (OUT_STRIDE / 4u) + h * D4 + dd * 4u + (lane % 2u) * 2u;
-        out[dst] = st[src];
-        out[dst + 1u] = st[src + 1u];
+        out[dst] = st[src] * inv_l;
+        out[dst + 1u] = st[src + 1u] * inv_l;
     }
     workgroupBarrier();
 }
@@ -270,4 +288,11 @@ fn lane_scores(own: u32, m: u32, half: u32, kb: u32, n_ctx: u32) -> mat4x4<f32> 
         masked(st[at + 2u], kb + 8u, n_ctx),
         masked(st[at + 3u], kb + 12u, n_ctx),
     );
+}
+
+// The lane's half of its row (8 floats at vec4 `at`) of an output fragment stored in st,
+// times alpha.
+fn scale_row(at: u32, alpha: f32) {
+    st[at] *= alpha;
+    st[at + 1u] *= alpha;
 }
