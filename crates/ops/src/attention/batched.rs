@@ -72,10 +72,11 @@ pub fn coopmat_shaders() -> Vec<&'static ShaderSource> {
 }
 
 /// Workgroup memory of `coopmat.wgsl` for heads of `d`: the q / K tile (64 rows) and the
-/// V tile (32 rows) of d + 8 halves, 4 subgroups' 16x32 scores (f32) and weights (f16).
+/// V tile (32 rows) of d + 8 halves, 4 subgroups' 16x32 scores (f32, rows of 36) and
+/// weights (f16, rows of 40).
 fn coopmat_workgroup_bytes(d: u32) -> u32 {
     let row = 2 * (d + 8);
-    (COOPMAT_ROWS + 32) * row + 4 * 16 * 32 * (4 + 2)
+    (COOPMAT_ROWS + 32) * row + 4 * 16 * (36 * 4 + 40 * 2)
 }
 
 /// `coopmat.wgsl`'s RESCALES: the output accumulators o0.. (`frags` of them) through the
@@ -126,10 +127,10 @@ fn coopmat_source(d: u32) -> String {
         emits += &format!("    emit(o{kk}, {kk}u, own, lane, b0, sg, h, n, inv_l);\n");
     }
     let rescales = coopmat_rescales(frags);
-    scores += "        let is0 = own;\n        let is1 = own + 4u;\n        coopStoreT(sf0, &st[is0], s8);\n        coopStoreT(sf1, &st[is1], s8);\n";
+    scores += "        let is0 = own;\n        let is1 = own + 4u;\n        coopStoreT(sf0, &st[is0], s9);\n        coopStoreT(sf1, &st[is1], s9);\n";
     for j in 0..2 {
         values += &format!(
-            "        let ip{j} = own + {}u;\n        let p{j} = coopLoadT<coop_mat16x16<f16, A>>(&pt[ip{j}], s8);\n",
+            "        let ip{j} = own_p + {}u;\n        let p{j} = coopLoadT<coop_mat16x16<f16, A>>(&pt[ip{j}], s10);\n",
             4 * j
         );
         for dd in 0..frags {

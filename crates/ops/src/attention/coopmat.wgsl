@@ -24,13 +24,13 @@
 //
 // Four subgroups of 32 lanes; subgroup g owns query rows 16g..16g + 15 of the tile. Its q
 // fragments (Q · SCALE in f16, HEAD_DIM / 16 of them) are loaded once. Per tile, the K
-// (and in pass 2 V) rows are staged in workgroup memory as f16, keys past the workgroup's
+// and V rows are staged in workgroup memory as f16, keys past the workgroup's
 // last visible one as zeros (a weight of 0 times a stale value must not make NaN). Each
 // subgroup's scores leave through its own 16x32 f32 of workgroup memory, where lane l
 // takes row l / 2, keys 16 · (l % 2)..+15 (its partner lane, l ^ 1, the other half).
 //
-// Rounding: q · SCALE, k, v and the weights (here unnormalized, below e^LAG) are rounded to f16 (relative error 2^-11
-// each); the dot products and sums are f32. Values past f16's range (65504) are not
+// Rounding: q · SCALE, k, v and the weights (here unnormalized, below e^LAG) are rounded
+// to f16 (relative error 2^-11 each); the dot products and sums are f32. Values past f16's range (65504) are not
 // representable here (nor in the coopmat gemm's x); where they can occur, `--kernel
 // prefill=dp4a` or `batched` keeps the prompt off f16.
 //
@@ -43,9 +43,10 @@
 // clamped below min(params[1], MAX_BATCH) <= MAX_BATCH, cache rows below MAX_CTX, and the
 // Rust side checks the buffers hold MAX_BATCH rows of q and out and MAX_CTX cache rows;
 // kt holds BQ rows of SK vec4s (a fragment of rows 16g.. ends at row 63 < BQ; key
-// fragments at rows 16j + 15 <= 31), vt BK rows, st / pt 128 vec4s per subgroup (a
-// 16x32 row-major fragment pair from 4j with stride 8 ends at 127; an output fragment
-// with stride 4 at 63, the second of a rescaled pair, from 64, at 127). Every loop is bounded by a constant or by `stop` <= MAX_CTX.
+// fragments at rows 16j + 15 <= 31), vt BK rows, st PART_S = 144 vec4s per subgroup (a
+// 16x32 row-major fragment pair from 4j with stride 9 ends at 15 * 9 + 7 = 142; an output
+// fragment with stride 4 at 63, the second of a rescaled pair, from 64, at 127), pt
+// PART_P = 160 (stride 10: 15 * 10 + 7 = 157). Every loop is bounded by a constant or by `stop` <= MAX_CTX.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -71,8 +72,14 @@ const WG: u32 = 128u;
 // Row stride of the staged q / k / v tiles in vec4<f16>s (D + 8 halves: rows 16-byte
 // aligned and staggered over the banks).
 const SK: u32 = D4 + 2u;
-// A subgroup's 16 rows x 32 keys of workgroup memory, in vec4s.
-const PART: u32 = 128u;
+// Row strides of a subgroup's scores (f32, in vec4<f32>s) and weights (f16, in vec4<f16>s)
+// for its 16 rows x 32 keys: 36 floats and 40 halves, not 32, so that a fragment's 8 rows
+// fall in different banks when stored and loaded (at 32 every row of a score store hit
+// the same 8 banks, and each lane's reads the same 4). Its parts: 16 such rows.
+const ST_ROW: u32 = 9u;
+const PT_ROW: u32 = 10u;
+const PART_S: u32 = 144u;
+const PART_P: u32 = 160u;
 // A finite stand-in for -inf: exp(NEG - m) underflows to 0 without inf - inf = NaN.
 const NEG: f32 = -3.0e38;
 // How far (in nats) a score may pass its row's reference max before the row is rescaled:
@@ -94,9 +101,9 @@ const LAG: f32 = 8.0;
 var<workgroup> kt: array<vec4<f16>, KT_SIZEu>; // BQ * SK
 var<workgroup> vt: array<vec4<f16>, VT_SIZEu>; // BK * SK
 // Per subgroup: the weights, f16 row-major [row][key].
-var<workgroup> pt: array<vec4<f16>, 512>; // 4 * PART
+var<workgroup> pt: array<vec4<f16>, 640>; // 4 * PART_P
 // Per subgroup: a tile's scores, or output fragments (rescaled, or at the end), f32 row-major.
-var<workgroup> st: array<vec4<f32>, 512>; // 4 * PART
+var<workgroup> st: array<vec4<f32>, 576>; // 4 * PART_S
 // (pos0, batch size), read through workgroupUniformLoad: the cooperative operations and
 // barriers need uniform control flow, and naga counts a storage read as non-uniform.
 var<workgroup> ctl: vec2<u32>;
@@ -195,13 +202,15 @@ fn tile(h: u32, b0: u32, pos0: u32, n: u32, lid: u32) {
     }
     workgroupBarrier();
     let sk = SK;
-    let s8 = 8u;
+    let s9 = ST_ROW;
+    let s10 = PT_ROW;
     // Each tile's score accumulators start from this zero matrix.
     var zero = coop_mat16x16<f32, C>();
 Q_FRAGMENTS
     workgroupBarrier();
-    let own = sg * PART;
-    let at = own + m_row * 8u + half * 4u;
+    let own = sg * PART_S;
+    let own_p = sg * PART_P;
+    let at = own_p + m_row * PT_ROW + half * 4u;
     let key_off = 16u * half;
 
     // The row's reference max and its weights' sum so far.
@@ -281,7 +290,7 @@ fn emit(o: coop_mat16x16<f32, C>, dd: u32, own: u32, lane: u32, b0: u32, sg: u32
 // The lane's 16 scores of row m (its half of the tile's keys, from key kb), masked past
 // n_ctx: column i holds keys kb + 4i..kb + 4i + 3.
 fn lane_scores(own: u32, m: u32, half: u32, kb: u32, n_ctx: u32) -> mat4x4<f32> {
-    let at = own + m * 8u + half * 4u;
+    let at = own + m * ST_ROW + half * 4u;
     return mat4x4<f32>(
         masked(st[at], kb, n_ctx),
         masked(st[at + 1u], kb + 4u, n_ctx),
