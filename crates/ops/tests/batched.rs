@@ -741,35 +741,40 @@ fn assert_coopmat_translates(s: &gpuscope_runtime::ShaderSource, constants: &[(&
     );
 }
 
+/// Both forms of the batched rms_norm: rows of 300 floats (vec4s) and of 301 (scalars).
 #[test]
 fn rms_norm_batched_matches_oracle() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(12);
-    let (n, max_batch) = (300u32, 6u32);
-    let x = activations(&mut r, (n * max_batch) as usize);
-    let w = activations(&mut r, n as usize);
-    for (last_only, n_rows) in [(false, 6), (false, 4), (true, 4), (true, 1)] {
-        let op = RmsNormBatched {
-            norm: RmsNorm { n, eps: 1e-5 },
-            max_batch,
-            last_only,
-        };
-        let out0 = vec![SENTINEL; (n * max_batch) as usize];
-        let (xb, wb, ob, pb) = (
-            filled(gpu, "x", &x),
-            filled(gpu, "w", &w),
-            filled(gpu, "out", &out0),
-            params(gpu, 0, n_rows),
-        );
-        run(gpu, vec![op.dispatch(gpu, &xb, &wb, &ob, &pb).unwrap()]);
-        let mut want = out0.clone();
-        op.cpu(&x, &w, &mut want, n_rows);
-        assert_close(
-            &format!("last_only {last_only} n_rows {n_rows}"),
-            &read_f32(gpu, &ob),
-            &want,
-            1e-5,
-        );
+    let max_batch = 6u32;
+    for (n, shader) in [(300u32, "rms_norm_batched.vec4"), (301, "rms_norm_batched")] {
+        let x = activations(&mut r, (n * max_batch) as usize);
+        let w = activations(&mut r, n as usize);
+        for (last_only, n_rows) in [(false, 6), (false, 4), (true, 4), (true, 1)] {
+            let op = RmsNormBatched {
+                norm: RmsNorm { n, eps: 1e-5 },
+                max_batch,
+                last_only,
+            };
+            let out0 = vec![SENTINEL; (n * max_batch) as usize];
+            let (xb, wb, ob, pb) = (
+                filled(gpu, "x", &x),
+                filled(gpu, "w", &w),
+                filled(gpu, "out", &out0),
+                params(gpu, 0, n_rows),
+            );
+            let d = op.dispatch(gpu, &xb, &wb, &ob, &pb).unwrap();
+            assert_eq!(d.pipeline.shader(), shader);
+            run(gpu, vec![d]);
+            let mut want = out0.clone();
+            op.cpu(&x, &w, &mut want, n_rows);
+            assert_close(
+                &format!("n {n} last_only {last_only} n_rows {n_rows}"),
+                &read_f32(gpu, &ob),
+                &want,
+                1e-5,
+            );
+        }
     }
 }
 

@@ -11,6 +11,12 @@ pub static BATCHED_SHADER: ShaderSource = ShaderSource {
     wgsl: include_str!("batched.wgsl"),
 };
 
+/// The same op over rows of a multiple of 4 floats, read and written as vec4s.
+pub static BATCHED_VEC4_SHADER: ShaderSource = ShaderSource {
+    name: "rms_norm_batched.vec4",
+    wgsl: include_str!("batched_vec4.wgsl"),
+};
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RmsNormBatched {
     pub norm: RmsNorm,
@@ -75,8 +81,13 @@ impl RmsNormBatched {
                 )));
             }
         }
+        let shader = if self.norm.n.is_multiple_of(4) {
+            &BATCHED_VEC4_SHADER
+        } else {
+            &BATCHED_SHADER
+        };
         let pipeline = gpu.pipeline(
-            &BATCHED_SHADER,
+            shader,
             "main",
             &[
                 ("N", f64::from(self.norm.n)),
