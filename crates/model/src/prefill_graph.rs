@@ -143,7 +143,7 @@ impl Prefill {
             setting += "; silu(gate) · up written by the gate/up gemm (no silu_mul dispatch)";
         }
         if attention.coopmat {
-            setting += "; attention on cooperative matrices (64 prompt rows a workgroup, two passes over the keys)";
+            setting += "; attention on cooperative matrices (64 prompt rows a workgroup, one pass over the keys)";
         }
         let b = GraphBuilder {
             gpu,
