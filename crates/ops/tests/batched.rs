@@ -912,15 +912,18 @@ fn rope_batched_matches_oracle() {
     };
     let (q, kv) = (64u32, 32u32);
     // One qkv, and q/k/v as the sum of three parts (a gemm's K parts): the parts' sums
-    // rotated, the q sum written over the first part, the other parts untouched.
-    for qkv_parts in [1u32, 3] {
+    // rotated, the q sum written over the first part, the other parts untouched. Rows of
+    // a multiple of 4 floats take the vec4 kernel, others the scalar one; half the dims
+    // rotated, the rest copied.
+    for (qkv_parts, pad, rope_dims) in [(1u32, 4u32, 16u32), (3, 4, 16), (1, 4, 8), (3, 2, 16)] {
         let op = RopeBatched {
-            rope,
+            rope: Rope { rope_dims, ..rope },
             max_batch: 6,
-            qkv_stride: q + 2 * kv + 4,
+            qkv_stride: q + 2 * kv + pad,
             offsets: (0, q, q + kv),
             qkv_parts,
         };
+        assert_eq!(op.takes_vec4(), pad == 4);
         let qkv = activations(&mut r, (qkv_parts * op.qkv_stride * 6) as usize);
         let cache0: Vec<f32> = activations(&mut r, (kv * 12) as usize);
         let [wq, _, wv] = rope_batched_checked(
@@ -928,7 +931,7 @@ fn rope_batched_matches_oracle() {
             &op,
             (&qkv, &cache0),
             (3, 5),
-            &format!("rope batched, {qkv_parts} parts"),
+            &format!("rope batched, {qkv_parts} parts, row pad {pad}, {rope_dims} dims rotated"),
         );
         if qkv_parts > 1 {
             let part = op.part_stride() as usize;

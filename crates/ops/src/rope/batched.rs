@@ -22,6 +22,16 @@ pub static BATCHED_SHADER: ShaderSource = ShaderSource {
     ),
 };
 
+/// The same op over vec4s (two neighbouring pairs a thread), where
+/// [`RopeBatched::takes_vec4`].
+pub static BATCHED_VEC4_SHADER: ShaderSource = ShaderSource {
+    name: "rope_qkv_batched.vec4",
+    wgsl: concat!(
+        include_str!("batched_vec4.wgsl"),
+        include_str!("angle.wgsl")
+    ),
+};
+
 const WG: u32 = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,9 +94,14 @@ impl RopeBatched {
             constants.push(("PARTS", f64::from(self.qkv_parts)));
             constants.push(("PART_STRIDE", f64::from(self.part_stride())));
         }
-        let pipeline = gpu.pipeline(&BATCHED_SHADER, "main", &constants)?;
+        let (shader, per_thread) = if self.takes_vec4() {
+            (&BATCHED_VEC4_SHADER, 4)
+        } else {
+            (&BATCHED_SHADER, 2)
+        };
+        let pipeline = gpu.pipeline(shader, "main", &constants)?;
         let bind_group = gpu.bind_group(&pipeline, &[params, qkv, k_cache, v_cache])?;
-        let threads = (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 2);
+        let threads = (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / per_thread);
         let cost = r.cost().times(m);
         Ok(Dispatch::new(
             Rope::OP,
@@ -97,6 +112,24 @@ impl RopeBatched {
             &[params, qkv],
             &[qkv, k_cache, v_cache],
         ))
+    }
+
+    /// Whether `batched_vec4.wgsl` runs this op: GGUF "normal" pairs (side by side) and
+    /// heads, rotated spans, q/k/v offsets and the row stride all multiples of 4 floats
+    /// (every Llama-style model's; NeoX's pairs lie apart and keep `batched.wgsl`).
+    pub fn takes_vec4(&self) -> bool {
+        let (q, k, v) = self.offsets;
+        !self.rope.neox
+            && [
+                self.rope.head_dim,
+                self.rope.rope_dims,
+                q,
+                k,
+                v,
+                self.qkv_stride,
+            ]
+            .iter()
+            .all(|n| n.is_multiple_of(4))
     }
 
     /// Floats between two parts of qkv.

@@ -6,7 +6,10 @@ use crate::exec::{Call, ExecError};
 use crate::Real;
 
 pub(crate) fn batched_shaders() -> Vec<&'static str> {
-    vec![super::batched::BATCHED_SHADER.name]
+    vec![
+        super::batched::BATCHED_SHADER.name,
+        super::batched::BATCHED_VEC4_SHADER.name,
+    ]
 }
 
 fn rope<T: Real>(c: &Call<T>) -> Result<Rope, ExecError> {
