@@ -45,14 +45,17 @@ done
 wait
 CB=$W/cuda/bin/llama-bench VB=$W/vk/bin/llama-bench
 
-# 3. CUDA against gpuscope, alternated.
+# 3. CUDA against gpuscope, alternated, 10 s between the engines: a process started as
+# the other exits finds its GPU memory still being released (docs/bench.md, run 50).
 for m in gemma3-270m qwen2.5-0.5b qwen3-0.6b smollm2-135m llama-8b; do
   f=$W/$m.gguf
   for i in 1 2; do
     step "$m-cuda-$i" 120 "$CB" -m "$f" -p 512 -n 128 -r 3 -ngl 99
     grep -E "pp512|tg128" "$OUT/$m-cuda-$i.txt" | sed "s/^/$m-cuda-$i /" >> "$S"
+    sleep 10
     step "$m-gpuscope-$i" 120 "$G" bench -m "$f" -p 512 -n 128 -r 3
     grep -E "pp512|tg128" "$OUT/$m-gpuscope-$i.txt" | sed "s/^/$m-gpuscope-$i /" >> "$S"
+    sleep 10
   done
 done
 
