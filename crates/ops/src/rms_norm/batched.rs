@@ -8,13 +8,19 @@ use super::RmsNorm;
 
 pub static BATCHED_SHADER: ShaderSource = ShaderSource {
     name: "rms_norm_batched",
-    wgsl: include_str!("batched.wgsl"),
+    wgsl: concat!(
+        "alias Elem = f32;\nconst PER: u32 = 1u;\nfn sq(v: f32) -> f32 { return v * v; }\n",
+        include_str!("batched.wgsl")
+    ),
 };
 
 /// The same op over rows of a multiple of 4 floats, read and written as vec4s.
 pub static BATCHED_VEC4_SHADER: ShaderSource = ShaderSource {
     name: "rms_norm_batched.vec4",
-    wgsl: include_str!("batched_vec4.wgsl"),
+    wgsl: concat!(
+        "alias Elem = vec4<f32>;\nconst PER: u32 = 4u;\nfn sq(v: vec4<f32>) -> f32 { return dot(v, v); }\n",
+        include_str!("batched.wgsl")
+    ),
 };
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,6 +1,10 @@
 // Batched rms_norm: one workgroup per row b < params[1] of x (row stride N); row b of out.
 // With LAST_ONLY = 1 one workgroup normalises row params[1] - 1 into row 0 of out (the
 // head of a prefill only needs the last prompt row).
+//
+// Prefixed by batched.rs with the element type `Elem` (f32, or vec4<f32> where N is a
+// multiple of 4: one load where four scalar ones cost a third of the kernel's time,
+// BENCHMARKS.md run 49), PER (floats an element) and `sq(v)` (the sum of v's squares).
 
 override N: u32 = 1u;
 override EPS: f32 = 1e-5;
@@ -10,9 +14,9 @@ override LAST_ONLY: u32 = 0u;
 // barrier: at 141 rows of 576, 1.4 ms a call with 256).
 override WG: u32 = 256u;
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> weight: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read> x: array<Elem>;
+@group(0) @binding(1) var<storage, read> weight: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
 // [pos0, n_rows, 0, 0]
 @group(0) @binding(3) var<storage, read> params: array<u32, 4>;
 
@@ -31,12 +35,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if b >= n_rows {
         return;
     }
-    let xi = b * N;
-    let oi = ob * N;
+    let n = N / PER;
+    let xi = b * n;
+    let oi = ob * n;
     var acc = 0.0;
-    for (var i = tid; i < N; i += WG) {
-        let v = x[xi + i];
-        acc += v * v;
+    for (var i = tid; i < n; i += WG) {
+        acc += sq(x[xi + i]);
     }
     partial[tid] = acc;
     workgroupBarrier();
@@ -47,7 +51,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         workgroupBarrier();
     }
     let scale = inverseSqrt(partial[0] / f32(N) + EPS);
-    for (var i = tid; i < N; i += WG) {
+    for (var i = tid; i < n; i += WG) {
         out[oi + i] = x[xi + i] * scale * weight[i];
     }
 }

@@ -16,6 +16,7 @@ use super::Rope;
 pub static BATCHED_SHADER: ShaderSource = ShaderSource {
     name: "rope_qkv_batched",
     wgsl: concat!(
+        include_str!("batched_constants.wgsl"),
         include_str!("batched.wgsl"),
         include_str!("angle.wgsl"),
         include_str!("pair.wgsl")
@@ -27,6 +28,7 @@ pub static BATCHED_SHADER: ShaderSource = ShaderSource {
 pub static BATCHED_VEC4_SHADER: ShaderSource = ShaderSource {
     name: "rope_qkv_batched.vec4",
     wgsl: concat!(
+        include_str!("batched_constants.wgsl"),
         include_str!("batched_vec4.wgsl"),
         include_str!("angle.wgsl")
     ),

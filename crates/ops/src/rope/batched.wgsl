@@ -5,23 +5,8 @@
 // With PARTS > 1 the q/k/v gemm summed K in parts (`GemmOut::Parts`): each value is the
 // sum of PARTS copies PART_STRIDE floats apart, and the rotated q sum goes to the first.
 
-override N_HEADS: u32 = 1u;
-override N_KV_HEADS: u32 = 1u;
-override HEAD_DIM: u32 = 2u;
-override ROPE_DIMS: u32 = 2u;
-override MAX_CTX: u32 = 1u;
-override BASE: f32 = 10000.0;
-override Q_OFF: u32 = 0u;
-override K_OFF: u32 = 0u;
-override V_OFF: u32 = 0u;
-override QKV_STRIDE: u32 = 0u;
-override NEOX: bool = false;
-override RING: bool = false;
-override PARTS: u32 = 1u;
-override PART_STRIDE: u32 = 0u;
-const WG: u32 = 256u;
+// The constants, WG and params come from batched_constants.wgsl, prefixed by batched.rs.
 
-@group(0) @binding(0) var<storage, read> params: array<u32, 4>;
 @group(0) @binding(1) var<storage, read_write> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(3) var<storage, read_write> v_cache: array<f32>;

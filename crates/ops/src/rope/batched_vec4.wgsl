@@ -5,24 +5,8 @@
 // scalar rms_norm's loads were a third of its time: BENCHMARKS.md run 49).
 // Grid: (ceil(quads per row / WG), rows).
 
-override N_HEADS: u32 = 1u;
-override N_KV_HEADS: u32 = 1u;
-override HEAD_DIM: u32 = 4u;
-override ROPE_DIMS: u32 = 4u;
-override MAX_CTX: u32 = 1u;
-override BASE: f32 = 10000.0;
-override Q_OFF: u32 = 0u;
-override K_OFF: u32 = 0u;
-override V_OFF: u32 = 0u;
-override QKV_STRIDE: u32 = 0u;
-// Declared for the same constants as batched.wgsl; always false here.
-override NEOX: bool = false;
-override RING: bool = false;
-override PARTS: u32 = 1u;
-override PART_STRIDE: u32 = 0u;
-const WG: u32 = 256u;
+// The constants, WG and params come from batched_constants.wgsl, prefixed by batched.rs.
 
-@group(0) @binding(0) var<storage, read> params: array<u32, 4>;
 @group(0) @binding(1) var<storage, read_write> qkv: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> k_cache: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> v_cache: array<vec4<f32>>;
