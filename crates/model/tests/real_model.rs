@@ -269,8 +269,8 @@ fn capital_of_france_is_paris() {
 ///
 /// The limit: rounding alone moves this NMSE by ×4. On lavapipe (dp4a) it measured 2.65e-4
 /// on main at 7d86dbd, 4.95e-4 with the rms scale times 1.0000001, 1.09e-3 with an
-/// rms_norm that summed in another order and 8.29e-4 with the vec4 rms_norm (BENCHMARKS.md,
-/// the CI row after run 49): each flip of an int8 rounding moves later layers' inputs. The
+/// rms_norm that summed in another order and 8.29e-4 with the vec4 rms_norm (BENCHMARKS.md
+/// run 49): each flip of an int8 rounding moves later layers' inputs. The
 /// limit, 4e-3, is 4x the largest of these. So this test catches gross faults only: a
 /// planted 50% error in one output row of 64 of the dp4a gemm measured 0.19 (and changed
 /// the next token), a 5% one 6.0e-4, inside the spread; the ops oracles catch fine ones.
