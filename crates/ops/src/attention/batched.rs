@@ -127,10 +127,10 @@ fn coopmat_source(d: u32) -> String {
         emits += &format!("    emit(o{kk}, {kk}u, own, lane, b0, sg, h, n, inv_l);\n");
     }
     let rescales = coopmat_rescales(frags);
-    scores += "        let is0 = own;\n        let is1 = own + 4u;\n        coopStoreT(sf0, &st[is0], s9);\n        coopStoreT(sf1, &st[is1], s9);\n";
+    scores += "        let is0 = own;\n        let is1 = own + 4u;\n        coopStoreT(sf0, &st[is0], st_stride);\n        coopStoreT(sf1, &st[is1], st_stride);\n";
     for j in 0..2 {
         values += &format!(
-            "        let ip{j} = own_p + {}u;\n        let p{j} = coopLoadT<coop_mat16x16<f16, A>>(&pt[ip{j}], s10);\n",
+            "        let ip{j} = own_p + {}u;\n        let p{j} = coopLoadT<coop_mat16x16<f16, A>>(&pt[ip{j}], pt_stride);\n",
             4 * j
         );
         for dd in 0..frags {

@@ -78,8 +78,8 @@ const SK: u32 = D4 + 2u;
 // the same 8 banks, and each lane's reads the same 4). Its parts: 16 such rows.
 const ST_ROW: u32 = 9u;
 const PT_ROW: u32 = 10u;
-const PART_S: u32 = 144u;
-const PART_P: u32 = 160u;
+const PART_S: u32 = 16u * ST_ROW;
+const PART_P: u32 = 16u * PT_ROW;
 // A finite stand-in for -inf: exp(NEG - m) underflows to 0 without inf - inf = NaN.
 const NEG: f32 = -3.0e38;
 // How far (in nats) a score may pass its row's reference max before the row is rescaled:
@@ -101,9 +101,9 @@ const LAG: f32 = 8.0;
 var<workgroup> kt: array<vec4<f16>, KT_SIZEu>; // BQ * SK
 var<workgroup> vt: array<vec4<f16>, VT_SIZEu>; // BK * SK
 // Per subgroup: the weights, f16 row-major [row][key].
-var<workgroup> pt: array<vec4<f16>, 640>; // 4 * PART_P
+var<workgroup> pt: array<vec4<f16>, 4u * PART_P>;
 // Per subgroup: a tile's scores, or output fragments (rescaled, or at the end), f32 row-major.
-var<workgroup> st: array<vec4<f32>, 576>; // 4 * PART_S
+var<workgroup> st: array<vec4<f32>, 4u * PART_S>;
 // (pos0, batch size), read through workgroupUniformLoad: the cooperative operations and
 // barriers need uniform control flow, and naga counts a storage read as non-uniform.
 var<workgroup> ctl: vec2<u32>;
@@ -202,8 +202,8 @@ fn tile(h: u32, b0: u32, pos0: u32, n: u32, lid: u32) {
     }
     workgroupBarrier();
     let sk = SK;
-    let s9 = ST_ROW;
-    let s10 = PT_ROW;
+    let st_stride = ST_ROW;
+    let pt_stride = PT_ROW;
     // Each tile's score accumulators start from this zero matrix.
     var zero = coop_mat16x16<f32, C>();
 Q_FRAGMENTS
