@@ -9,8 +9,9 @@
 #   xz'd and split so that each part travels in a call of its own).
 #   PHASE build:   both llama.cpp builds in the background; meanwhile `peak`, the
 #                  synthetic 8B file, the GPU tests.
-#   PHASE 8b:      `check --precision f64` on the 8B preset, then three rounds: CUDA,
-#                  gpuscope, Vulkan on the synthetic Llama-8B q4_0.
+#   PHASE check8b: `check --precision f64` on the 8B preset (after the builds: the CPU
+#                  reference wants the cores).
+#   PHASE 8b:      three rounds: CUDA, gpuscope, Vulkan on the synthetic Llama-8B q4_0.
 #   PHASE smol:    the real SmolLM2 joined from its parts, `check --precision f64` on it,
 #                  then three rounds as for 8b.
 # The state (builds, files) stays in /tmp/w26 between calls on the same host.
@@ -34,20 +35,36 @@ build_llama() { # NAME JOBS CMAKE-OPTIONS...
   echo "$name build exit $rc at $((SECONDS - T0)) s" >> "$S"
 }
 
-# compare NAME FILE: three rounds of the three engines.
+# compare NAME FILE: three rounds (or $ROUNDS) of the three engines, llama-bench's JSON lines kept
+# (every repetition's tok/s, not only the mean and deviation its table prints).
 compare() {
   local name=$1 f=$2
-  for i in 1 2 3; do
+  for i in $(seq "${ROUNDS:-3}"); do
     for e in cuda gpuscope vk; do
       if [ "$e" = gpuscope ]; then
-        step "$name-$e-$i" 180 "$G" bench -m "$f" -p 512 -n 128 -r 5
+        step "$name-$e-$i" 180 "$G" bench -m "$f" -p 512 -n 128 -r 5 -o jsonl
       else
-        step "$name-$e-$i" 180 "$W/$e/bin/llama-bench" -m "$f" -p 512 -n 128 -r 5 -ngl 99
+        step "$name-$e-$i" 180 "$W/$e/bin/llama-bench" -m "$f" -p 512 -n 128 -r 5 -ngl 99 -o jsonl
       fi
-      grep -E "pp512|tg128" "$OUT/$name-$e-$i.txt" | sed "s/^/$name-$e-$i /" >> "$S"
+      samples "$name-$e-$i" < "$OUT/$name-$e-$i.txt" >> "$S"
       sleep 10
     done
   done
+}
+
+# samples NAME: one line per test of a JSON-lines run: mean ± sd, then each repetition.
+samples() {
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    d = json.loads(line)
+    test = "pp%d" % d["n_prompt"] if d["n_gen"] == 0 else "tg%d" % d["n_gen"]
+    reps = " ".join("%.1f" % t for t in d["samples_ts"])
+    print("%s %s %.2f ± %.2f [%s]" % (sys.argv[1], test, d["avg_ts"], d["stddev_ts"], reps))
+' "$1"
 }
 
 case $PHASE in
@@ -69,10 +86,12 @@ build)
   done
   wait
   ;;
-8b)
+check8b)
   # After the builds, so that the CPU reference has the cores.
   step check-8b 300 "$G" check --preset llama-8b --weights q4_0 --tokens 3 --precision f64
   tail -4 "$OUT/check-8b.txt" >> "$S"
+  ;;
+8b)
   compare l8 "$W/l8.gguf"
   ;;
 smol)

@@ -47,6 +47,12 @@ pub(crate) struct GpuMatrix {
     pub(crate) widened: bool,
 }
 
+thread_local! {
+    /// The packed bytes of the matrix being uploaded, one vector reused for all
+    /// ([`WeightLayout::pack_into`]).
+    static PACKED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Uploads `t` in the layout the plan gives a matrix of its format and size
 /// ([`KernelPlan::layout_for`]); each row chunk is packed on its own (a chunk is a matrix
 /// to its kernels).
@@ -71,12 +77,15 @@ fn upload_matrix_as(gpu: &Gpu, t: &Tensor, layout: WeightLayout) -> Result<GpuMa
         } else {
             format!("{}[{}..{}]", t.name, first, first + rows)
         };
-        let stored = match layout {
-            WeightLayout::Gguf => std::borrow::Cow::Borrowed(bytes),
-            _ => std::borrow::Cow::Owned(layout.pack(t.format, bytes)),
+        let buffer = match layout {
+            WeightLayout::Gguf => gpu.create_buffer_init_as(MemoryKind::Weights, &label, bytes)?,
+            _ => PACKED.with_borrow_mut(|packed| {
+                layout.pack_into(t.format, bytes, packed);
+                gpu.create_buffer_init_as(MemoryKind::Weights, &label, packed)
+            })?,
         };
         chunks.push(RowChunk {
-            buffer: gpu.create_buffer_init_as(MemoryKind::Weights, &label, &stored)?,
+            buffer,
             first_row: first,
             rows,
         });
@@ -448,7 +457,7 @@ impl GpuWeights {
             .enumerate()
             .map(|(i, layer)| {
                 let l = |name: &str| format!("L{i}.{name}");
-                Ok(GpuLayer {
+                let uploaded = GpuLayer {
                     attn_norm: norm(&l("attn_norm"), &layer.attn_norm)?,
                     ffn_norm: norm(&l("ffn_norm"), &layer.ffn_norm)?,
                     // One gemv for q, k and v, one for gate and up: fewer dispatches.
@@ -471,7 +480,10 @@ impl GpuWeights {
                     )?,
                     w_down: upload_matrix(gpu, &layer.w_down, plan)?,
                     extra: GpuExtras::upload(gpu, i, &layer.extra)?,
-                })
+                };
+                // The layer's writes go to the GPU now, not all at the first step.
+                gpu.flush_writes();
+                Ok(uploaded)
             })
             .collect::<Result<_, ModelError>>()?;
         Ok(GpuWeights {

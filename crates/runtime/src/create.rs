@@ -105,6 +105,15 @@ impl Gpu {
         Ok(buf)
     }
 
+    /// Sends the queued writes ([`Gpu::write_buffer`]) to the GPU now, in an empty
+    /// submit, rather than with the next step's. wgpu holds each queued write in a host
+    /// staging buffer until a submit: a model's upload flushes as it goes, so that its
+    /// weights are not all in staging memory at once and the GPU copies them while the
+    /// rest are packed (BENCHMARKS.md run 51).
+    pub fn flush_writes(&self) {
+        self.queue.submit(std::iter::empty());
+    }
+
     /// Queues a write of `data` at `offset`; counted as bytes uploaded.
     pub fn write_buffer(&self, buf: &GpuBuffer, offset: u64, data: &[u8]) {
         if data.is_empty() {

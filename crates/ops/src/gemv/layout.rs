@@ -81,20 +81,29 @@ impl WeightLayout {
 
     /// The GGUF bytes `gguf` (whole blocks of `format`) in this layout.
     pub fn pack(self, format: WeightFormat, gguf: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.pack_into(format, gguf, &mut out);
+        out
+    }
+
+    /// [`Self::pack`] into `out` (cleared first). A model's upload packs every matrix
+    /// into one reused vector: a fresh one per matrix made the kernel zero new pages for
+    /// every weight byte, most of the load's CPU time (BENCHMARKS.md run 51).
+    pub fn pack_into(self, format: WeightFormat, gguf: &[u8], out: &mut Vec<u8>) {
+        out.clear();
         match self {
-            Self::Gguf => gguf.to_vec(),
+            Self::Gguf => out.extend_from_slice(gguf),
             Self::Packed => {
                 let (qb, sb) = packed_parts(format).expect("format has a packed layout");
                 let bb = qb + sb;
                 assert!(gguf.len().is_multiple_of(bb), "pack: not whole blocks");
                 let n = gguf.len() / bb;
-                let mut out = vec![0u8; gguf.len().next_multiple_of(PACKED_ALIGN as usize)];
+                out.resize(gguf.len().next_multiple_of(PACKED_ALIGN as usize), 0);
                 let (quants, scales) = out.split_at_mut(n * qb);
                 for (i, block) in gguf.chunks_exact(bb).enumerate() {
                     scales[i * sb..][..sb].copy_from_slice(&block[..sb]);
                     quants[i * qb..][..qb].copy_from_slice(&block[sb..]);
                 }
-                out
             }
         }
     }
