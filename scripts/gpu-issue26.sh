@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 26's comparison in device calls on one warm host: llama.cpp's CUDA and Vulkan
 # llama-bench against `gpuscope bench`, alternated on the same files, 10 s between the
-# engines (a bench started as another GPU process exits can run its first repetition
-# slow: docs/bench.md, BENCHMARKS.md run 50).
+# engines, every repetition kept: both gpuscope and llama.cpp CUDA can run their first
+# repetition while the GPU's clock still rises from idle (docs/bench.md, BENCHMARKS.md
+# run 51), so compare the medians.
 # Usage (repo root, on the host): scripts/gpu-issue26.sh DEV OUTDIR PHASE
 #   DEV as for scripts/gpu-llama-lib.sh (bin/gpuscope[.xz], vkdeb/*.deb, llama.tgz), plus
 #   optional tests/*.xz (release test binaries) and smol.part* (the real SmolLM2 file,

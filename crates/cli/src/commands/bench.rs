@@ -155,7 +155,7 @@ fn note_slow_first(records: &[BenchRecord], args: &BenchArgs) {
     for r in records {
         if let Some((first, median)) = r.slow_first() {
             eprintln!(
-                "gpuscope: note: {}: repetition 1 ran at {first:.1} tok/s, the others at {median:.1} (median); the mean includes it. The GPU was not yet at its steady speed after {} (or another GPU process had just exited: docs/bench.md): --full-warmup warms up with a whole run",
+                "gpuscope: note: {}: repetition 1 ran at {first:.1} tok/s, the others at {median:.1} (median); the mean includes it. The GPU was not yet at its steady speed after {} (on NVIDIA, its clock still rising from idle after the load: docs/bench.md); compare engines on every repetition (-o jsonl) or --full-warmup",
                 r.name(),
                 if args.full_warmup || args.no_warmup {
                     "the warm-up asked for"

@@ -40,16 +40,22 @@ fn range(key: &str, v: &str) -> Result<RangeInclusive<u32>, String> {
 /// Where a dispatch of the unfused graph (`--fuse none`) does its work when fused: the
 /// part of its label (`L3.rope` → `rope`) → the parts of the dispatches that may take it
 /// in, tried in order (rope goes with the head norms where an architecture has them,
-/// else into the q/k/v gemv; a residual add with a post norm, else into the projection).
+/// else into the q/k/v gemv; a residual add with a post norm, else into the projection;
+/// attention and its output projection into `attention_output` where one kernel runs
+/// both, whose partials the next gemv adds, as the folded down projection's).
 /// The names are the graph builders' (decode_graph.rs); a test checks every preset's
 /// unfused labels against its default graph.
 const FUSED_INTO: &[(&str, &[&str])] = &[
     ("attn_norm", &["attn_qkv"]),
     ("rope", &["attn_qk_norm", "attn_qkv"]),
-    ("attn_scores", &["attention"]),
-    ("attn_softmax", &["attention"]),
-    ("attn_values", &["attention"]),
-    ("attn_output_add", &["post_attention_norm", "attn_output"]),
+    ("attn_scores", &["attention", "attention_output"]),
+    ("attn_softmax", &["attention", "attention_output"]),
+    ("attn_values", &["attention", "attention_output"]),
+    ("attn_output", &["attention_output"]),
+    (
+        "attn_output_add",
+        &["post_attention_norm", "attn_output", "attention_output"],
+    ),
     ("ffn_norm", &["ffn_gate_up", "ffn_gate_up_down"]),
     ("ffn_gate_up", &["ffn_gate_up_down"]),
     ("ffn_silu_mul", &["ffn_gate_up", "ffn_gate_up_down"]),
