@@ -408,6 +408,9 @@ fn dp4a_decoder_matches_its_executors_for_every_format_it_runs() {
         let w = common::weights(Preset::Tiny, format);
         let mut plan = gpuscope_model::KernelPlan::for_adapter(gpu);
         plan.set_kernel("gemv=dp4a").unwrap();
+        // The `groups` attention, as discrete GPUs run it by default: it takes the output
+        // projection (`attention+gemv`), whose heads' outputs are int8 too.
+        plan.set_kernel("attention=groups").unwrap();
         let k_quant = matches!(format, WeightFormat::Q4_K | WeightFormat::Q5_K);
         if k_quant {
             // Taken by default; `dp4a_k=off` leaves them to the float variant.
@@ -581,14 +584,18 @@ fn every_unfused_label_names_a_dispatch_of_the_fused_graph() {
         max_ctx: 8,
         read_logits: false,
     };
-    // The default plan, and every gemv in the dp4a frame (where Gemma 3's post norms fold
-    // into the next gemv, of the next layer for the post-FFN norm).
+    // The default plan, and every gemv in the dp4a frame with the `groups` attention
+    // (where Gemma 3's post norms fold into the next gemv, of the next layer for the
+    // post-FFN norm, and attention takes the output projection: `attention_output`, the
+    // default on discrete GPUs, which lavapipe runs only when asked).
     let dp4a = |plan: KernelPlan| KernelPlan {
         gemv: GemvVariant::Dp4a,
         gemv_large: Some(GemvVariant::Dp4a),
+        attention: Some(gpuscope_ops::attention::AttnVariant::Groups),
         ..plan
     };
     let mut folded = 0;
+    let mut attention_output = 0;
     for preset in Preset::ALL.iter().filter(|p| p.name().starts_with("tiny")) {
         let w = common::weights(*preset, WeightFormat::Q8_0);
         for int8 in [false, true] {
@@ -615,8 +622,13 @@ fn every_unfused_label_names_a_dispatch_of_the_fused_graph() {
                 assert_eq!(graph[i].layer, layer, "{preset:?} {}", d.label);
                 assert_eq!(host.is_some(), graph[i].label != d.label);
                 folded += usize::from(graph[i].op.starts_with(FOLDED_POST_OP));
+                attention_output += usize::from(graph[i].label.ends_with(".attention_output"));
             }
         }
     }
     assert!(folded > 0, "no post norm folded into a gemv in any graph");
+    assert!(
+        attention_output > 0,
+        "no attention with the output projection in any graph"
+    );
 }
