@@ -45,8 +45,9 @@ done
 wait
 CB=$W/cuda/bin/llama-bench VB=$W/vk/bin/llama-bench
 
-# 3. CUDA against gpuscope, alternated, 10 s between the engines: a bench started as the
-# other engine exits ran its first repetition slow (docs/bench.md, BENCHMARKS.md run 50).
+# 3. CUDA against gpuscope, alternated, 10 s between the engines. Both engines can run
+# their first repetition while the GPU's clock still rises from idle (docs/bench.md,
+# BENCHMARKS.md run 51): scripts/gpu-issue26.sh keeps every repetition for medians.
 for m in gemma3-270m qwen2.5-0.5b qwen3-0.6b smollm2-135m llama-8b; do
   f=$W/$m.gguf
   for i in 1 2; do
