@@ -49,7 +49,8 @@ pub(crate) struct GpuMatrix {
 
 thread_local! {
     /// The packed bytes of the matrix being uploaded, one vector reused for all
-    /// ([`WeightLayout::pack_into`]).
+    /// ([`WeightLayout::pack_into`]); [`GpuWeights::upload`] frees it when done (it
+    /// grows to the largest matrix: 295 MB for Llama-8B's head).
     static PACKED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -486,6 +487,7 @@ impl GpuWeights {
                 Ok(uploaded)
             })
             .collect::<Result<_, ModelError>>()?;
+        PACKED.with_borrow_mut(std::mem::take);
         Ok(GpuWeights {
             token_embd,
             output,
